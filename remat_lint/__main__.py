@@ -1,0 +1,3 @@
+from remat_lint.cli import main
+
+raise SystemExit(main())

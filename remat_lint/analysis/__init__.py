@@ -1,0 +1,1 @@
+"""Analysis shared by the rules: names and scopes (semantic), checkpoint sites (sites)."""

@@ -1,0 +1,144 @@
+"""Checkpoint sites: every place a remat API is applied, in every spelling.
+
+Forms recognised (``api`` is any of ``apis.REMAT_APIS`` reached through imports and aliases):
+
+    api(f, **kw)                         a call (the call is the site)
+    @api / @api(**kw) / @partial(api, **kw)    a decorator (the decorator is the site)
+    partial(api, **kw)(f)                a call of a partial
+    api(**kw)(f)                         the decorator-factory form (valid for nnx and equinox only)
+    r = partial(api, **kw); r(f) / @r    through a name bound once to either of the above
+
+``jax.checkpoint`` passed as a value (``transform=nn.remat``) is not a site.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import libcst as cst
+
+from remat_lint.analysis.semantic import Scope, SemanticModel
+from remat_lint.apis import PARTIAL, RematApi, remat_api
+
+
+@dataclass(eq=False)
+class RematRef:
+    """What a callee expression denotes when it denotes a remat transform."""
+
+    api: RematApi
+    # Calls that pre-supply arguments, outermost last: functools.partial(...) and api(**kw) factories.
+    partials: tuple[cst.Call, ...] = ()
+    factory: cst.Call | None = None  # ``api(**kw)`` used as a decorator factory
+
+
+@dataclass(eq=False)
+class RematSite:
+    api: RematApi
+    node: cst.Call | cst.Decorator  # where findings about the checkpoint point
+    form: Literal["call", "decorator"]
+    ref: RematRef
+    call: cst.Call | None  # the applying call (None for a bare decorator)
+    target: cst.CSTNode | None  # the checkpointed expression, or the decorated def/class
+    keywords: dict[str, cst.Arg]  # every keyword given, partials first (later ones win)
+    positional: list[cst.Arg]  # positional arguments after the target
+    has_star_args: bool  # ``*args``/``**kwargs`` somewhere: arguments are not fully known
+    scope: Scope
+
+    @property
+    def argument_calls(self) -> tuple[cst.Call, ...]:
+        """Every call whose arguments configure this site, in application order."""
+        calls = list(self.ref.partials)
+        if self.ref.factory is not None:
+            calls.append(self.ref.factory)
+        if self.call is not None:
+            calls.append(self.call)
+        return tuple(calls)
+
+    def keyword(self, name: str) -> cst.Arg | None:
+        return self.keywords.get(name)
+
+
+def resolve_remat(model: SemanticModel, expr: cst.CSTNode, depth: int = 0) -> RematRef | None:
+    """The remat transform ``expr`` denotes, through aliases, partials and factory calls."""
+    if depth > 8:
+        return None
+    api = remat_api(model.qualified_name(expr))
+    if api is not None:
+        return RematRef(api)
+    if isinstance(expr, cst.Name):
+        value = model.assigned_value(expr)
+        return resolve_remat(model, value, depth + 1) if isinstance(value, cst.Call) else None
+    if not isinstance(expr, cst.Call):
+        return None
+    if model.qualified_name(expr.func) in PARTIAL:
+        if not expr.args or expr.args[0].keyword is not None or expr.args[0].star:
+            return None
+        inner = resolve_remat(model, expr.args[0].value, depth + 1)
+        if inner is None or inner.factory is not None:
+            return None
+        return RematRef(inner.api, (*inner.partials, expr))
+    inner = resolve_remat(model, expr.func, depth + 1)
+    if inner is not None and inner.factory is None and not _positional(expr.args, skip=0):
+        # ``api(**kw)``: a decorator factory (an error for jax/flax/haiku: REM006).
+        return RematRef(inner.api, inner.partials, expr)
+    return None
+
+
+def _positional(args: tuple[cst.Arg, ...] | list[cst.Arg], skip: int) -> list[cst.Arg]:
+    return [a for a in args if a.keyword is None and not a.star][skip:]
+
+
+def _site(
+    model: SemanticModel,
+    ref: RematRef,
+    node: cst.Call | cst.Decorator,
+    call: cst.Call | None,
+    decorated: cst.CSTNode | None,
+) -> RematSite:
+    keywords: dict[str, cst.Arg] = {}
+    positional: list[cst.Arg] = []
+    star = False
+    for i, contributing in enumerate((*ref.partials, ref.factory, call)):
+        if contributing is None:
+            continue
+        args = contributing.args[1:] if i < len(ref.partials) else contributing.args
+        for arg in args:
+            if arg.star:
+                star = True
+            elif arg.keyword is not None:
+                keywords[arg.keyword.value] = arg
+            else:
+                positional.append(arg)
+    target: cst.CSTNode | None
+    if decorated is not None:
+        target = decorated
+        if positional:  # partial(api, f) used as a decorator: f is the target, the def comes after
+            target = positional.pop(0).value
+    else:
+        target = positional.pop(0).value if positional else None
+    form: Literal["call", "decorator"] = "decorator" if decorated is not None else "call"
+    return RematSite(ref.api, node, form, ref, call, target, keywords, positional, star, model.scope_of(node))
+
+
+def find_sites(model: SemanticModel) -> list[RematSite]:
+    sites: list[RematSite] = []
+    decorator_calls: set[int] = set()
+    for owner in (*(info.node for info in model.functions.values()), *model.classes):
+        for decorator in getattr(owner, "decorators", ()):
+            ref = resolve_remat(model, decorator.decorator)
+            if ref is not None:
+                sites.append(_site(model, ref, decorator, None, owner))
+                if isinstance(decorator.decorator, cst.Call):
+                    decorator_calls.add(id(decorator.decorator))
+    for call in model.calls:
+        if id(call) in decorator_calls:
+            continue
+        ref = resolve_remat(model, call.func)
+        if ref is None:
+            continue
+        if ref.factory is None and not ref.partials and not _positional(call.args, 0):
+            if not any(a.star for a in call.args):
+                continue  # ``api(**kw)`` alone: a factory, its application is the site
+        sites.append(_site(model, ref, call, call, None))
+    return sites

@@ -1,0 +1,51 @@
+"""What a rule sees of the file being linted: the tree and the analyses, each built on first use."""
+
+from __future__ import annotations
+
+from functools import cached_property
+
+import libcst as cst
+
+from remat_lint.analysis.semantic import SemanticModel
+from remat_lint.analysis.sites import RematSite, find_sites
+from remat_lint.rule import RawFinding
+
+
+class LintContext:
+    def __init__(self, path: str, source: str, module: cst.Module, is_test_file: bool = False) -> None:
+        self.path = path
+        self.source = source
+        self.module = module
+        self.is_test_file = is_test_file
+        self.raw_findings: list[RawFinding] = []
+
+    @cached_property
+    def model(self) -> SemanticModel:
+        return SemanticModel(self.module)
+
+    @cached_property
+    def sites(self) -> list[RematSite]:
+        return find_sites(self.model)
+
+    def qualified_name(self, expr: cst.CSTNode) -> str | None:
+        return self.model.qualified_name(expr)
+
+    def code(self, node: cst.CSTNode) -> str:
+        return self.module.code_for_node(node)
+
+    def spell(self, qname: str) -> tuple[str, str | None]:
+        """How to write ``qname`` in this module: through an existing module-level import when one
+        covers it (``cp.dots_saveable`` after ``from jax import checkpoint_policies as cp``), else
+        fully qualified, with the top-level module to import (``jax``) or None if already imported."""
+        best: str | None = None
+        for name, bindings in self.model.module_scope.bindings.items():
+            if len(bindings) != 1 or bindings[0].kind != "import" or not bindings[0].qname:
+                continue
+            bound = bindings[0].qname
+            if qname == bound or qname.startswith(bound + "."):
+                spelled = name + qname[len(bound):]
+                if best is None or len(spelled) < len(best):
+                    best = spelled
+        if best is not None:
+            return best, None
+        return qname, qname.split(".", 1)[0]

@@ -1,0 +1,182 @@
+"""prefilter -> one libcst parse -> shared analysis -> rules -> findings (positions, fixes, noqa).
+
+Most files in a JAX repository never mention remat: a regular-expression prefilter rejects them
+before any parse. Positions (libcst's PositionProvider costs about 2x a parse) are computed only
+for files where a rule fired.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import tokenize
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any, Iterable
+
+import libcst as cst
+from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
+
+from remat_lint.context import LintContext
+from remat_lint.findings import Edit, Finding, Fix, Position, Severity
+from remat_lint.noqa import Suppressions
+from remat_lint.registry import all_rules
+from remat_lint.rule import FixSpec, RawFinding, Rule
+
+PARSE_ERROR = "REM000"
+BASE_PREFILTER_WORDS = ("remat", "checkpoint")
+
+
+@dataclass
+class SourceFile:
+    """A decoded source file, with what is needed to write it back byte-for-byte the same way."""
+
+    text: str
+    encoding: str = "utf-8"
+
+    @classmethod
+    def decode(cls, data: bytes) -> SourceFile:
+        """Decode with PEP 263 rules (BOM, coding cookie); raises SyntaxError/UnicodeDecodeError."""
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        return cls(data.decode(encoding), encoding)
+
+    def encode(self, text: str) -> bytes:
+        return text.encode(self.encoding)
+
+
+@dataclass
+class FileResult:
+    path: str
+    findings: list[Finding] = field(default_factory=list)
+    # Per-rule facts for the project-wide pass (rule code -> facts).
+    facts: dict[str, Any] = field(default_factory=dict)
+    parsed: bool = False
+
+
+@lru_cache(maxsize=32)
+def prefilter_for(codes: frozenset[str]) -> re.Pattern[str]:
+    words = set(BASE_PREFILTER_WORDS)
+    for rule in all_rules():
+        if rule.code in codes:
+            words.update(rule.prefilter_words)
+    return re.compile("|".join(sorted(map(re.escape, words))), re.IGNORECASE)
+
+
+def diagnostic(path: str, message: str, row: int = 1, column: int = 0) -> Finding:
+    """A REM000 finding: the file could not be linted."""
+    pos = Position(max(row, 1), max(column, 0))
+    return Finding(PARSE_ERROR, "parse-error", Severity.ERROR, message, path, pos, pos)
+
+
+def lint_source(
+    path: str,
+    source: str,
+    codes: frozenset[str],
+    *,
+    is_test_file: bool = False,
+    apply_noqa: bool = True,
+) -> FileResult:
+    """Lint one decoded file with the rules in ``codes``. Never raises on bad input."""
+    result = FileResult(path)
+    rules = [rule for rule in all_rules() if rule.code in codes]
+    if not rules or not prefilter_for(codes).search(source):
+        return result
+    try:
+        module = cst.parse_module(source)
+    except cst.ParserSyntaxError as exc:
+        result.findings.append(diagnostic(path, f"SyntaxError: {exc.message}", exc.raw_line, exc.raw_column))
+        return result
+    except RecursionError:
+        result.findings.append(diagnostic(path, "file too deeply nested to parse"))
+        return result
+    result.parsed = True
+    ctx = LintContext(path, source, module, is_test_file)
+    try:
+        for rule in rules:
+            rule(ctx).check()
+            facts = rule.collect_facts(ctx)
+            if facts is not None:
+                result.facts[rule.code] = facts
+        findings = _locate(ctx, ctx.raw_findings) if ctx.raw_findings else []
+    except RecursionError:
+        result.findings.append(diagnostic(path, "file too deeply nested to analyse"))
+        return result
+    if findings:
+        # flake8 applies inline noqa itself; the file-level `# remat-lint: noqa` is ours in both modes.
+        s = Suppressions.parse(source)
+        check = s.suppresses if apply_noqa else (lambda code, row: s.file_suppresses(code))
+        findings = [f for f in findings if not check(f.code, f.start.row)]
+    result.findings.extend(findings)
+    return result
+
+
+def _locate(ctx: LintContext, raw: Iterable[RawFinding]) -> list[Finding]:
+    positions = MetadataWrapper(ctx.module, unsafe_skip_copy=True).resolve(PositionProvider)
+    findings = []
+    seen: set[tuple[str, int]] = set()
+    for item in raw:
+        key = (item.rule.code, id(item.node))
+        if key in seen:  # two forms of one mistake reported on one node: once is enough
+            continue
+        seen.add(key)
+        span = positions[item.node]
+        findings.append(
+            Finding(
+                code=item.rule.code,
+                name=item.rule.name,
+                severity=item.rule.severity,
+                message=item.message,
+                path=ctx.path,
+                start=_pos(span.start),
+                end=_pos(span.end),
+                fix=_fix(ctx, positions, item.fix) if item.fix else None,
+                data=item.data,
+            )
+        )
+    return findings
+
+
+def _pos(p: Any) -> Position:
+    return Position(p.line, p.column)
+
+
+def _fix(ctx: LintContext, positions: Any, spec: FixSpec) -> Fix:
+    edits = []
+    for old, new in spec.replacements:
+        span: CodeRange = positions[old]
+        content = new if isinstance(new, str) else ctx.module.code_for_node(new)
+        edits.append(Edit(_pos(span.start), _pos(span.end), content))
+    if spec.add_import and not _imports_module(ctx, spec.add_import):
+        at = _import_position(ctx.module, positions)
+        edits.append(Edit(at, at, f"import {spec.add_import}{ctx.module.default_newline}"))
+    return Fix(spec.message, spec.applicability, tuple(sorted(edits, key=lambda e: (e.start, e.end))))
+
+
+def _imports_module(ctx: LintContext, name: str) -> bool:
+    return any(b.kind == "import" and b.qname == name for b in ctx.model.module_scope.bindings.get(name, []))
+
+
+def _import_position(module: cst.Module, positions: Any) -> Position:
+    """Where a new top-level import goes: after the docstring and ``__future__`` imports."""
+    row = 1
+    for index, stmt in enumerate(module.body):
+        first = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) else None
+        docstring = index == 0 and isinstance(first, cst.Expr) and isinstance(first.value, cst.SimpleString)
+        future = isinstance(first, cst.ImportFrom) and isinstance(first.module, cst.Name) and first.module.value == "__future__"
+        if not (docstring or future):
+            return Position(positions[stmt].start.line, 0)
+        row = positions[stmt].end.line + 1
+    return Position(row, 0)
+
+
+def project_filter(results: list[FileResult], codes: frozenset[str]) -> None:
+    """Let project-wide rules (REM008) drop findings that other files contradict."""
+    for rule in all_rules():
+        if rule.code not in codes or rule.project_filter.__func__ is Rule.project_filter.__func__:  # type: ignore[attr-defined]
+            continue
+        facts = [r.facts[rule.code] for r in results if rule.code in r.facts]
+        for result in results:
+            mine = [f for f in result.findings if f.code == rule.code]
+            if mine:
+                kept = rule.project_filter(mine, facts)
+                result.findings = [f for f in result.findings if f.code != rule.code or f in kept]

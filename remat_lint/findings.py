@@ -1,0 +1,67 @@
+"""What a rule reports: a Finding with a span and an optional Fix, in plain picklable data.
+
+Rows are 1-based and columns 0-based code points, as libcst's PositionProvider gives them;
+reporters convert to each output format's convention.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class Severity(str, enum.Enum):
+    ERROR = "error"
+    WARNING = "warning"
+    INFO = "info"
+
+    @property
+    def rank(self) -> int:
+        """Lower is more severe (used to order the github output)."""
+        return {"error": 0, "warning": 1, "info": 2}[self.value]
+
+
+class Applicability(str, enum.Enum):
+    SAFE = "safe"
+    UNSAFE = "unsafe"
+
+
+@dataclass(frozen=True, order=True)
+class Position:
+    row: int  # 1-based
+    column: int  # 0-based, in code points
+
+
+@dataclass(frozen=True)
+class Edit:
+    start: Position
+    end: Position
+    content: str
+
+
+@dataclass(frozen=True)
+class Fix:
+    message: str
+    applicability: Applicability
+    edits: tuple[Edit, ...]
+
+
+@dataclass
+class Finding:
+    code: str
+    name: str
+    severity: Severity
+    message: str
+    path: str
+    start: Position
+    end: Position
+    fix: Fix | None = None
+    # Set by --trace: {"status": ..., "evidence": ..., "reason": ...}
+    trace: dict[str, Any] | None = None
+    # Rule-specific data that a project-wide pass needs (for example the name REM008 looks up).
+    data: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def sort_key(self) -> tuple[str, int, int, str]:
+        return (self.path, self.start.row, self.start.column, self.code)

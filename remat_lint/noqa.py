@@ -1,0 +1,79 @@
+"""``# noqa`` with flake8's semantics, so the CLI and ``flake8 --select=REM`` suppress the same findings.
+
+An inline ``# noqa[: CODES]`` anywhere on a logical line covers every physical line of it
+(flake8's ``_noqa_line_mapping``); codes match exactly or as prefixes. ``# remat-lint: noqa``
+(optionally ``: CODES``) on a line of its own suppresses the whole file.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import tokenize
+from dataclasses import dataclass
+
+# flake8's NOQA_INLINE_REGEXP, verbatim.
+NOQA_INLINE = re.compile(r"# noqa(?::[\s]?(?P<codes>([A-Z]+[0-9]+(?:[,\s]+)?)+))?", re.IGNORECASE)
+NOQA_FILE = re.compile(r"^\s*#\s*remat-lint:\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]*(?:[,\s]+[A-Z]+[0-9]*)*))?\s*$", re.I | re.M)
+_CODE_SPLIT = re.compile(r"[,\s]+")
+
+ALL = None  # a blanket suppression
+
+
+def _codes(text: str | None) -> frozenset[str] | None:
+    if text is None:
+        return ALL
+    return frozenset(code.upper() for code in _CODE_SPLIT.split(text) if code)
+
+
+def _matches(code: str, codes: frozenset[str] | None) -> bool:
+    return codes is ALL or code in codes or code.startswith(tuple(codes))
+
+
+@dataclass
+class Suppressions:
+    file_codes: list[frozenset[str] | None]
+    line_codes: dict[int, frozenset[str] | None]
+
+    @classmethod
+    def parse(cls, source: str) -> "Suppressions":
+        file_codes = [_codes(m.group("codes")) for m in NOQA_FILE.finditer(source)] if "remat-lint" in source else []
+        return cls(file_codes, _inline(source) if "noqa" in source.lower() else {})
+
+    def file_suppresses(self, code: str) -> bool:
+        return any(_matches(code, codes) for codes in self.file_codes)
+
+    def suppresses(self, code: str, row: int) -> bool:
+        if self.file_suppresses(code):
+            return True
+        return row in self.line_codes and _matches(code, self.line_codes[row])
+
+    def has_noqa(self, row: int) -> bool:
+        return row in self.line_codes
+
+
+def _inline(source: str) -> dict[int, frozenset[str] | None]:
+    lines = source.splitlines(keepends=True)
+    result: dict[int, frozenset[str] | None] = {}
+
+    def add(first: int, last: int) -> None:
+        match = NOQA_INLINE.search("".join(lines[first - 1 : last]))
+        if match is not None:
+            codes = _codes(match.group("codes"))
+            for row in range(first, last + 1):
+                result[row] = codes
+
+    first, last = len(lines) + 2, -1
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+            if tok.type in (tokenize.ENDMARKER, tokenize.DEDENT):
+                continue
+            first, last = min(first, tok.start[0]), max(last, tok.end[0])
+            if tok.type in (tokenize.NL, tokenize.NEWLINE):
+                add(first, last)
+                first, last = len(lines) + 2, -1
+    except (tokenize.TokenError, SyntaxError):
+        # Same fallback as flake8 would give up on; physical lines still work.
+        for row in range(1, len(lines) + 1):
+            add(row, row)
+    return result

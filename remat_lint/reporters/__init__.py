@@ -1,0 +1,26 @@
+"""Reporters turn sorted findings into one output format; they never decide what is a finding."""
+
+from __future__ import annotations
+
+from typing import Callable, Protocol
+
+from remat_lint.findings import Finding
+
+
+class Report(Protocol):
+    def __call__(self, findings: list[Finding], sources: dict[str, str]) -> str: ...
+
+
+def reporters() -> dict[str, Report]:
+    from remat_lint.reporters import json_report, text
+
+    return {
+        "full": text.full,
+        "concise": text.concise,
+        "json": json_report.json_array,
+        "json-lines": json_report.json_lines,
+    }
+
+
+FORMATS: tuple[str, ...] = ("full", "concise", "json", "json-lines")
+ReportFn = Callable[[list[Finding], dict[str, str]], str]

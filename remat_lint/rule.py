@@ -1,0 +1,110 @@
+"""The base class every rule derives from (Fixit's self-describing rule, with ruff's codes and docs).
+
+A rule is one class in one module under ``rules/``: its code, kebab-case name, severity, whether it
+is on by default, a docstring in ruff's sections and embedded VALID/INVALID examples that the test
+suite runs. ``check`` inspects the shared analysis in ``self.ctx`` and calls ``self.report``; it
+never parses, reads files or prints.
+"""
+
+from __future__ import annotations
+
+import re
+import textwrap
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import libcst as cst
+
+from remat_lint.findings import Applicability, Finding, Severity
+
+if TYPE_CHECKING:
+    from remat_lint.context import LintContext
+
+DOCS_URL = "https://github.com/remat-lint/remat-lint/blob/main/docs/rules.md#{code}"
+
+
+@dataclass(frozen=True)
+class Invalid:
+    """An embedded example that must produce at least one finding of the rule.
+
+    ``fixed`` is the expected source after applying the rule's fixes (safe and unsafe), when the
+    rule offers one for this example.
+    """
+
+    code: str
+    fixed: str | None = None
+
+
+@dataclass
+class FixSpec:
+    """A fix as a rule describes it: node replacements in the parsed tree, plus imports it needs."""
+
+    message: str
+    replacements: list[tuple[cst.CSTNode, cst.CSTNode | str]]
+    applicability: Applicability = Applicability.SAFE
+    add_import: str | None = None  # a module to import at the top (``functools``) if not imported yet
+
+
+@dataclass
+class RawFinding:
+    """A finding before positions are known (positions are computed only when something fires)."""
+
+    rule: type[Rule]
+    node: cst.CSTNode
+    message: str
+    fix: FixSpec | None = None
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+class Rule:
+    code: ClassVar[str]
+    name: ClassVar[str]
+    severity: ClassVar[Severity]
+    default_enabled: ClassVar[bool] = True
+    # Extra words, beyond remat/checkpoint, whose presence makes a file worth parsing for this rule.
+    prefilter_words: ClassVar[tuple[str, ...]] = ()
+    VALID: ClassVar[list[str]] = []
+    INVALID: ClassVar[list[Invalid]] = []
+
+    def __init__(self, ctx: LintContext) -> None:
+        self.ctx = ctx
+
+    def check(self) -> None:
+        raise NotImplementedError
+
+    def report(
+        self,
+        node: cst.CSTNode,
+        message: str,
+        fix: FixSpec | None = None,
+        **data: Any,
+    ) -> None:
+        self.ctx.raw_findings.append(RawFinding(type(self), node, message, fix, data))
+
+    @classmethod
+    def project_filter(cls, findings: list[Finding], facts: list[dict[str, Any]]) -> list[Finding]:
+        """Drop findings that the whole set of linted files contradicts (REM008 overrides this).
+
+        ``facts`` holds what every linted file's ``collect_facts`` returned.
+        """
+        return findings
+
+    @staticmethod
+    def collect_facts(ctx: LintContext) -> dict[str, Any] | None:
+        """Per-file facts for ``project_filter``; None when the rule needs none."""
+        return None
+
+    @classmethod
+    def doc(cls) -> str:
+        return textwrap.dedent(cls.__doc__ or "").strip()
+
+    @classmethod
+    def summary(cls) -> str:
+        """The first sentence of "What it does", for tables and SARIF short descriptions."""
+        match = re.search(r"## What it does\s*\n(.+?)(?:\n\n|$)", cls.doc(), re.S)
+        text = " ".join((match.group(1) if match else cls.name).split())
+        return text
+
+    @classmethod
+    def url(cls) -> str:
+        return DOCS_URL.format(code=cls.code.lower())

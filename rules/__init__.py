@@ -1,0 +1,1 @@
+"""remat-lint's rules, one module per code (shipped as ``remat_lint.rules``)."""
