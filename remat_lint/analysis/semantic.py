@@ -238,6 +238,21 @@ class SemanticModel:
         return bindings[0] if len(bindings) == 1 else None
 
 
+    def definition(self, expr: cst.CSTNode) -> cst.FunctionDef | cst.ClassDef | cst.Lambda | None:
+        """The def, class or lambda an expression certainly denotes (a lambda itself, a name bound
+        once by ``def``/``class``/``name = lambda ...``), else None."""
+        if isinstance(expr, cst.Lambda):
+            return expr
+        binding = self.single_binding(expr)
+        if binding is None:
+            return None
+        if binding.kind in ("def", "class"):
+            return binding.node  # type: ignore[return-value]
+        if binding.kind == "assign" and isinstance(binding.value, cst.Lambda):
+            return binding.value
+        return None
+
+
 def leftmost_name(node: cst.CSTNode) -> cst.Name | None:
     while True:
         if isinstance(node, cst.Name):
