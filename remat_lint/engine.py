@@ -7,6 +7,7 @@ for files where a rule fired.
 
 from __future__ import annotations
 
+import ast
 import io
 import re
 import tokenize
@@ -84,7 +85,7 @@ def lint_source(
     try:
         module = cst.parse_module(source)
     except cst.ParserSyntaxError as exc:
-        result.findings.append(diagnostic(path, f"SyntaxError: {exc.message}", exc.raw_line, exc.raw_column))
+        result.findings.append(_syntax_error(path, source, exc))
         return result
     except RecursionError:
         result.findings.append(diagnostic(path, "file too deeply nested to parse"))
@@ -108,6 +109,20 @@ def lint_source(
         findings = [f for f in findings if not check(f.code, f.start.row)]
     result.findings.extend(findings)
     return result
+
+
+def _syntax_error(path: str, source: str, exc: cst.ParserSyntaxError) -> Finding:
+    """Python's own message and position when it agrees the file is invalid (libcst's native
+    parser reports less helpful ones); otherwise libcst lags behind the grammar."""
+    try:
+        ast.parse(source)
+    except SyntaxError as py_exc:
+        return diagnostic(path, f"SyntaxError: {py_exc.msg}", py_exc.lineno or 1, (py_exc.offset or 1) - 1)
+    except (RecursionError, MemoryError, ValueError):
+        pass
+    else:
+        return diagnostic(path, f"libcst cannot parse this file (newer syntax?): {exc.message}", exc.raw_line, exc.raw_column)
+    return diagnostic(path, f"SyntaxError: {exc.message}", exc.raw_line, exc.raw_column)
 
 
 def _locate(ctx: LintContext, raw: Iterable[RawFinding]) -> list[Finding]:
