@@ -195,8 +195,9 @@ class SemanticModel:
     def qualified_name(self, expr: cst.CSTNode, scope: Scope | None = None) -> str | None:
         """The dotted name ``expr`` refers to (``jax.checkpoint``), or None when not certain.
 
-        Names bound only by imports resolve to what they import; names bound once to another
-        resolvable name or attribute resolve through it (``remat = nn_partitioning.remat``);
+        Names bound only by imports (and ``= None`` fallbacks) resolve to what they import; names
+        bound once to another resolvable name or attribute resolve through it
+        (``remat = nn_partitioning.remat``);
         unbound builtins resolve to ``builtins.<name>``; anything else resolves to None.
         """
         if isinstance(expr, cst.Attribute):
@@ -210,8 +211,11 @@ class SemanticModel:
         bindings = self.bindings_of(name, scope)
         if not bindings:
             return f"builtins.{name}" if name in _BUILTINS else None
-        if all(b.kind == "import" for b in bindings):
-            return bindings[0].qname
+        # ``except ImportError: nn = None``: None has no attributes and cannot be called, so where
+        # the name denotes an API at all, it is the import.
+        imports = [b for b in bindings if not (b.kind == "assign" and _is_none(b.value))]
+        if imports and all(b.kind == "import" for b in imports):
+            return imports[0].qname
         if len(bindings) == 1 and bindings[0].kind == "assign":
             value = bindings[0].value
             if isinstance(value, (cst.Name, cst.Attribute)) and id(value) not in self._resolving:
@@ -251,6 +255,10 @@ class SemanticModel:
         if binding.kind == "assign" and isinstance(binding.value, cst.Lambda):
             return binding.value
         return None
+
+
+def _is_none(value: cst.BaseExpression | None) -> bool:
+    return isinstance(value, cst.Name) and value.value == "None"
 
 
 def leftmost_name(node: cst.CSTNode) -> cst.Name | None:
@@ -300,6 +308,14 @@ class _Builder:
         scope = self.scope
         if name in scope.global_names:
             scope = scope.module
+        elif name in scope.nonlocal_names:
+            # Rebinding an enclosing function's variable: it resolves to nothing there any more.
+            outer = scope.parent
+            while outer is not None and outer.kind != "module":
+                if outer.kind != "class":
+                    outer.bind(Binding(name, "other", node))
+                outer = outer.parent
+            return
         scope.bind(Binding(name, kind, node, **kw))  # type: ignore[arg-type]
 
     def bind_target(self, target: cst.BaseExpression, node: cst.CSTNode) -> None:

@@ -79,7 +79,8 @@ def resolve_remat(model: SemanticModel, expr: cst.CSTNode, depth: int = 0) -> Re
             return None
         return RematRef(inner.api, (*inner.partials, expr))
     inner = resolve_remat(model, expr.func, depth + 1)
-    if inner is not None and inner.factory is None and not _positional(expr.args, skip=0):
+    star = any(a.star for a in expr.args)  # ``api(*args)`` may well pass the function
+    if inner is not None and inner.factory is None and not star and not _positional(expr.args, skip=0):
         # ``api(**kw)``: a decorator factory (an error for jax/flax/haiku: REM006).
         return RematRef(inner.api, inner.partials, expr)
     return None
