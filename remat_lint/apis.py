@@ -132,6 +132,23 @@ POLICIES: dict[str, PolicyInfo] = {p.name: p for p in _POLICIES}
 
 CHECKPOINT_NAME = frozenset({"jax.ad_checkpoint.checkpoint_name"})
 
+# Flax linen Module classes (REM004, REM009): the base class and every Module subclass that
+# ``flax.linen`` exports.
+LINEN_MODULE_CLASSES = frozenset(
+    {"flax.linen.module.Module"}
+    | {
+        f"flax.linen.{name}"
+        for name in (
+            "Module", "BatchNorm", "Bidirectional", "Conv", "ConvLSTMCell", "ConvLocal", "ConvTranspose",
+            "Dense", "DenseGeneral", "Dropout", "Einsum", "Embed", "Fp8DirectDotGeneralOp",
+            "Fp8DotGeneral", "Fp8DotGeneralOp", "Fp8Einsum", "GRUCell", "GroupNorm", "InstanceNorm",
+            "LSTMCell", "LayerNorm", "MGUCell", "MultiHeadAttention", "MultiHeadDotProductAttention",
+            "NANOOFp8DotGeneralOp", "OptimizedLSTMCell", "PReLU", "RMSNorm", "RNN", "RNNCellBase",
+            "SelfAttention", "Sequential", "SimpleCell", "SpectralNorm", "WeightNorm",
+        )
+    }
+)
+
 
 def remat_api(qname: str | None) -> RematApi | None:
     return REMAT_APIS.get(qname) if qname else None

@@ -300,3 +300,102 @@ def test_qualified_name_of_builtins_and_unknowns():
     assert qname_of_call("print(x)") == "builtins.print"
     assert qname_of_call("def print(x):\n    pass\nprint(x)") is None
     assert qname_of_call("unknown_function(x)") is None
+
+
+# --- Flax linen Modules (remat_lint/analysis/linen.py), seen through REM004 and REM009 --------------
+
+LINEN_PRELUDE = """
+import flax.linen as nn
+import jax
+from mylib import Mixin, make_block
+
+class Block(nn.Module):
+    @nn.compact
+    def __call__(self, x):
+        return x
+"""
+
+MODULE_INSTANCES = {
+    "constructor": "y = nn.remat(Block())(x)",
+    "flax-class": "y = nn.remat(nn.LayerNorm())(x)",
+    "name-bound-once": "b = Block()\ny = nn.remat(b)(x)",
+    "subclass-of-local-module": "class Big(Block):\n    pass\ny = nn.remat(Big())(x)",
+    "instance-of-remat-class": "y = nn.remat(nn.remat(Block)())(x)",
+    "setup-attribute": "class M(nn.Module):\n    def setup(self):\n        self.b = Block()\n    def __call__(self, x):\n        return nn.remat(self.b)(x)",
+    "setup-inherited": (
+        "class Base(nn.Module):\n    def setup(self):\n        self.b = Block()\n"
+        "class M(Base):\n    def __call__(self, x):\n        return nn.remat(self.b)(x)"
+    ),
+    "setup-attribute-in-closure": (
+        "class M(nn.Module):\n    def setup(self):\n        self.b = Block()\n"
+        "    def __call__(self, x):\n        f = lambda y: nn.remat(self.b)(y)\n        return f(x)"
+    ),
+    "bound-compact-method": "class M(nn.Module):\n    @nn.compact\n    def __call__(self, x):\n        return x\n    def run(self, x):\n        return nn.remat(self.__call__)(x)",
+}
+
+
+@pytest.mark.parametrize("code", MODULE_INSTANCES.values(), ids=MODULE_INSTANCES.keys())
+def test_certain_module_instances_are_reported(code):
+    assert codes(LINEN_PRELUDE + code, select={"REM004"}) == ["REM004"]
+
+
+NOT_MODULE_INSTANCES = {
+    "class": "B = nn.remat(Block)",
+    "function-returning-a-class": "B = nn.remat(make_block(cfg))",
+    "name-bound-twice": "b = Block()\nb = make_block(cfg)\ny = nn.remat(b)(x)",
+    "unresolvable-base": "class Mixed(Mixin):\n    pass\ny = nn.remat(Mixed())(x)",
+    "plain-class": "class Plain:\n    pass\ny = nn.remat(Plain())(x)",
+    "dataclass-field-holding-a-class": "class M(nn.Module):\n    block: type = Block\n    def __call__(self, x):\n        return nn.remat(self.block)()(x)",
+    "attribute-not-assigned-in-setup": "class M(nn.Module):\n    def __call__(self, x):\n        return nn.remat(self.block_fn)(x)",
+    "setup-assigns-a-class": "class M(nn.Module):\n    def setup(self):\n        self.b = Block\n    def __call__(self, x):\n        return nn.remat(self.b)()(x)",
+    "setup-attribute-also-a-field": (
+        "class M(nn.Module):\n    b: object = None\n    def setup(self):\n        self.b = Block()\n"
+        "    def __call__(self, x):\n        return nn.remat(self.b)(x)"
+    ),
+    "member-may-come-from-unknown-mixin": (
+        "class M(Mixin, nn.Module):\n    def __call__(self, x):\n        return nn.remat(self.encode)(x)"
+    ),
+    "staticmethod": "class M(nn.Module):\n    @staticmethod\n    def body(module, x):\n        return x\n    def __call__(self, x):\n        return nn.remat(self.body)(self, x)",
+    "self-of-a-plain-class": "class P:\n    def f(self, x):\n        return x\n    def g(self, x):\n        return nn.remat(self.f)(x)",
+    "not-the-first-parameter": "class M(nn.Module):\n    def f(self, x):\n        return x\n    def g(self, other):\n        return nn.remat(other.f)(self)",
+    "shadowed-nn": "def build(nn):\n    return nn.remat(Block())",
+    "nnx-remat": "from flax import nnx\ny = nnx.remat(Block())(x)",
+}
+
+
+@pytest.mark.parametrize("code", NOT_MODULE_INSTANCES.values(), ids=NOT_MODULE_INSTANCES.keys())
+def test_uncertain_module_instances_are_not_reported(code):
+    assert codes(LINEN_PRELUDE + code, select={"REM004"}) == []
+
+
+def test_linen_remat_spellings_all_reach_rem004():
+    code = """
+        try:
+            from flax import linen as nn
+        except ImportError:
+            nn = None
+        import flax.linen.partitioning as nn_partitioning
+        remat = nn_partitioning.remat
+        ckpt = nn.checkpoint
+
+        class Block(nn.Module):
+            pass
+
+        a = nn.remat(Block())(x)
+        b = remat(Block())(x)
+        c = ckpt(Block())(x)
+    """
+    assert codes(code, select={"REM004"}) == ["REM004"] * 3
+
+
+def test_jax_checkpoint_through_an_alias_reaches_rem009():
+    code = """
+        from jax import remat as r
+        from flax import linen
+
+        class Block(linen.Module):
+            @r
+            def __call__(self, x):
+                return x
+    """
+    assert codes(code, select={"REM009"}) == ["REM009"]

@@ -152,6 +152,7 @@ class SemanticModel:
         self.calls: list[cst.Call] = []
         self.functions: dict[int, FunctionInfo] = {}  # id(def) -> info
         self.classes: list[cst.ClassDef] = []
+        self.class_scopes: dict[int, Scope] = {}  # id(class) -> the scope of its body
         self.imports: list[cst.Import | cst.ImportFrom] = []
         self.attributes: list[cst.Attribute] = []
         self._resolving: set[int] = set()
@@ -456,7 +457,7 @@ class _Builder:
         self.bind(node.name.value, "class", node)
         self.m.classes.append(node)
         outer = self.scope
-        self.scope = Scope("class", node, outer)
+        self.scope = self.m.class_scopes[id(node)] = Scope("class", node, outer)
         self.class_stack.append(node)
         self.visit(node.body, node)
         self.class_stack.pop()

@@ -1,0 +1,157 @@
+"""What certainly is a Flax linen Module class, instance or bound method (REM004, REM009).
+
+Certain means:
+- a class: a known ``flax.linen`` Module class, a local class deriving from one through local
+  classes, or a Flax remat of such a class (``nn.remat(Block)``);
+- an instance: a constructor call of such a class, a name bound once to an instance, or
+  ``self.x`` where ``self`` is a Module method's first parameter and the Module's ``setup``
+  assigns only instances to ``self.x``;
+- a bound method: ``self.f`` where ``f`` is a plain method defined in the Module's class body.
+
+Anything else is unknown and never reported: a class held in a variable or a dataclass field
+(``self.block_cls``), ``functools.partial(Block, ...)``, a call of a function that returns a class,
+a class with a base that cannot be resolved.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from remat_lint.analysis.semantic import Binding, SemanticModel
+from remat_lint.apis import LINEN_MODULE_CLASSES, remat_api
+
+_MAX_DEPTH = 16
+# Decorators that leave ``self.f`` a bound method.
+_PLAIN_METHOD_DECORATORS = frozenset({"flax.linen.compact", "flax.linen.nowrap"})
+_NOT_BOUND_TO_SELF = frozenset({"builtins.staticmethod", "builtins.classmethod"})
+
+
+def is_linen_class(model: SemanticModel, expr: cst.CSTNode, depth: int = 0) -> bool:
+    """``expr`` certainly denotes a Flax linen Module class."""
+    if depth > _MAX_DEPTH:
+        return False
+    if model.qualified_name(expr) in LINEN_MODULE_CLASSES:
+        return True
+    if isinstance(expr, cst.Call):  # nn.remat(Block) is a Module class too
+        api = remat_api(model.qualified_name(expr.func))
+        target = next((a.value for a in expr.args if a.keyword is None and not a.star), None)
+        return api is not None and api.family == "flax" and target is not None and is_linen_class(model, target, depth + 1)
+    definition = model.definition(expr)
+    return isinstance(definition, cst.ClassDef) and is_linen_classdef(model, definition, depth + 1)
+
+
+def is_linen_classdef(model: SemanticModel, node: cst.ClassDef, depth: int = 0) -> bool:
+    return any(is_linen_class(model, base.value, depth + 1) for base in node.bases)
+
+
+def linen_constructor(model: SemanticModel, expr: cst.CSTNode, depth: int = 0) -> cst.Call | None:
+    """The constructor call that certainly created the Module instance ``expr`` denotes."""
+    if depth > _MAX_DEPTH:
+        return None
+    if isinstance(expr, cst.Call):
+        return expr if is_linen_class(model, expr.func) else None
+    if isinstance(expr, cst.Name):
+        value = model.assigned_value(expr)
+        return linen_constructor(model, value, depth + 1) if value is not None else None
+    owner = _self_class(model, expr.value) if isinstance(expr, cst.Attribute) else None
+    if owner is None:
+        return None
+    name = expr.attr.value  # type: ignore[attr-defined]
+    values = _setup_assignments(model, owner, name)
+    if not values or _class_members(model, owner, name) != []:
+        return None  # not assigned in setup, or also a class attribute or field
+    constructors = [linen_constructor(model, value, depth + 1) for value in values]
+    return constructors[0] if all(constructors) else None
+
+
+def bound_linen_method(model: SemanticModel, expr: cst.CSTNode) -> cst.FunctionDef | None:
+    """The plain method ``expr`` (``self.f``) certainly is, bound to a Module instance."""
+    if not isinstance(expr, cst.Attribute):
+        return None
+    owner = _self_class(model, expr.value)
+    if owner is None:
+        return None
+    members = _class_members(model, owner, expr.attr.value)
+    if not members or len(members) != 1 or members[0].kind != "def":
+        return None
+    method = members[0].node
+    assert isinstance(method, cst.FunctionDef)
+    if any(model.qualified_name(_callee(d)) not in _PLAIN_METHOD_DECORATORS for d in method.decorators):
+        return None
+    return method if _setup_assignments(model, owner, expr.attr.value) == [] else None
+
+
+def is_method_of_instance(model: SemanticModel, node: cst.FunctionDef) -> bool:
+    """``node`` is defined in a class body and receives the instance as its first argument."""
+    info = model.functions.get(id(node))
+    if info is None or info.class_node is None or not (*node.params.posonly_params, *node.params.params):
+        return False
+    return not any(model.qualified_name(_callee(d)) in _NOT_BOUND_TO_SELF for d in node.decorators)
+
+
+def _callee(decorator: cst.Decorator) -> cst.BaseExpression:
+    expr = decorator.decorator
+    return expr.func if isinstance(expr, cst.Call) else expr
+
+
+def _self_class(model: SemanticModel, expr: cst.CSTNode) -> cst.ClassDef | None:
+    """The linen Module class whose method takes ``expr`` (a name) as its instance argument."""
+    binding = model.single_binding(expr)
+    if binding is None or binding.kind != "param":
+        return None
+    method = model.parent(model.parent(binding.node))  # Param -> Parameters -> def
+    if not isinstance(method, cst.FunctionDef) or not is_method_of_instance(model, method):
+        return None
+    if (*method.params.posonly_params, *method.params.params)[0] is not binding.node:
+        return None
+    owner = model.functions[id(method)].class_node
+    return owner if owner is not None and is_linen_classdef(model, owner) else None
+
+
+def _class_members(model: SemanticModel, node: cst.ClassDef, name: str, depth: int = 0) -> list[Binding] | None:
+    """The class-body bindings of ``name`` in the first class of ``node``'s bases (depth first)
+    that binds it; [] when no local class does and Flax's own classes are all that is left; None
+    when a base cannot be resolved."""
+    if depth > _MAX_DEPTH:
+        return None
+    bindings = model.class_scopes[id(node)].bindings.get(name)
+    if bindings:
+        return bindings
+    for base in node.bases:
+        if model.qualified_name(base.value) in LINEN_MODULE_CLASSES:
+            continue
+        definition = model.definition(base.value)
+        if not isinstance(definition, cst.ClassDef):
+            return None
+        found = _class_members(model, definition, name, depth + 1)
+        if found != []:
+            return found
+    return []
+
+
+def _setup_assignments(model: SemanticModel, node: cst.ClassDef, attr: str) -> list[cst.BaseExpression] | None:
+    """The values ``setup`` assigns to ``self.<attr>`` (None when setup is not certainly known)."""
+    members = _class_members(model, node, "setup")
+    if members == []:
+        return []
+    if not members or len(members) != 1 or members[0].kind != "def":
+        return None
+    setup = members[0].node
+    assert isinstance(setup, cst.FunctionDef)
+    params = (*setup.params.posonly_params, *setup.params.params)
+    if not params:
+        return None
+    instance = params[0].name.value
+    values = []
+    for attribute in model.attributes:
+        if attribute.attr.value != attr or not isinstance(attribute.value, cst.Name) or attribute.value.value != instance:
+            continue
+        info = model.enclosing_function(attribute)
+        if info is None or info.node is not setup:
+            continue
+        parent = model.parent(attribute)
+        if isinstance(parent, cst.AssignTarget):
+            values.append(model.parent(parent).value)  # type: ignore[union-attr]
+        elif isinstance(parent, cst.AnnAssign) and parent.target is attribute and parent.value is not None:
+            values.append(parent.value)
+    return values

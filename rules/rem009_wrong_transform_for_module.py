@@ -1,0 +1,179 @@
+from __future__ import annotations
+
+import libcst as cst
+
+from remat_lint.analysis.linen import is_linen_class, is_linen_classdef, is_method_of_instance, linen_constructor
+from remat_lint.analysis.sites import RematSite
+from remat_lint.findings import Severity
+from remat_lint.rule import FixSpec, Invalid, Rule
+
+_JAX_REMATS = frozenset({"jax.checkpoint", "jax.remat"})
+# Keywords that mean the same to nn.remat as to jax.checkpoint whatever the target.
+_PORTABLE_KEYWORDS = frozenset({"policy", "prevent_cse"})
+
+
+class WrongTransformForModule(Rule):
+    """
+    ## What it does
+    Flags `jax.checkpoint` / `jax.remat` applied to a Flax linen Module class or instance, or
+    decorating a method of a linen Module. Flax Modules need the lifted transform `nn.remat`.
+
+    ## Why is this bad?
+    JAX transforms know nothing about Flax variables:
+    - on a class, `jax.checkpoint(Block)` returns a plain function, not a Module class:
+      instantiating it raises `TypeError` (the `Block` it returns "is not a valid JAX type")
+      and it has no `init`/`apply`;
+    - on an instance, the result has no `init`/`apply`, and calling it inside a parent Module
+      raises `TypeError: Can't call __hash__ on modules that hold variables`;
+    - on a method, JAX traces `self` as an array argument and `init` raises `TypeError: Cannot
+      interpret value of type <class 'Block'> as an abstract array`. With `self` made static
+      (`static_argnums=(0,)`) it is worse: `init` silently returns tracers as parameters and
+      `apply` then raises `UnexpectedTracerError`.
+
+    ## Example
+    ```python
+    import flax.linen as nn
+    import jax
+
+    class Block(nn.Module):
+        @jax.checkpoint
+        @nn.compact
+        def __call__(self, x):
+            return nn.Dense(64)(x)
+    ```
+
+    ## Use instead
+    ```python
+    import flax.linen as nn
+
+    class Block(nn.Module):
+        @nn.remat
+        @nn.compact
+        def __call__(self, x):
+            return nn.Dense(64)(x)
+    ```
+
+    ## Fix safety
+    Safe for a class or a method when no keyword other than `policy` / `prevent_cse` is given,
+    the decorator is the outermost one (`nn.remat` must come before `nn.compact`) and the module
+    already imports `flax.linen`: `jax.checkpoint` is replaced by `nn.remat`. The original always
+    fails. `static_argnums` counts differently on a class, so it gets no fix, and neither do
+    instances (the class would have to be found and transformed instead).
+
+    ## References
+    - [`flax.linen.remat`](https://flax.readthedocs.io/en/latest/api_reference/flax.linen/transformations.html#flax.linen.remat)
+    - [Flax: lifted transformations](https://flax.readthedocs.io/en/latest/developer_notes/lift.html)
+    """
+
+    code = "REM009"
+    name = "wrong-transform-for-module"
+    severity = Severity.ERROR
+
+    VALID = [
+        "import flax.linen as nn\nclass Block(nn.Module):\n    @nn.remat\n    @nn.compact\n    def __call__(self, x):\n        return x",
+        "import jax\nimport flax.linen as nn\nclass Block(nn.Module):\n    @staticmethod\n    @jax.checkpoint\n    def attend(q, k):\n        return q @ k",
+        "import jax\nimport flax.linen as nn\nclass Block(nn.Module):\n    @nn.compact\n    def __call__(self, x):\n        return jax.checkpoint(attention)(x, x)",
+        "import jax\nclass Plain:\n    @jax.checkpoint\n    def __call__(self, x):\n        return x",
+        "import jax\nimport haiku as hk\ny = jax.checkpoint(hk.Linear)",
+        "import jax\nfrom flax import nnx\nclass Block(nnx.Module):\n    @jax.checkpoint\n    def __call__(self, x):\n        return x",
+        "import jax\nblock = jax.checkpoint(make_block(cfg))",
+    ]
+    INVALID = [
+        Invalid(
+            "import jax\nimport flax.linen as nn\nclass Block(nn.Module):\n    @jax.checkpoint\n    @nn.compact\n    def __call__(self, x):\n        return nn.Dense(4)(x)",
+            fixed="import jax\nimport flax.linen as nn\nclass Block(nn.Module):\n    @nn.remat\n    @nn.compact\n    def __call__(self, x):\n        return nn.Dense(4)(x)",
+        ),
+        Invalid(
+            "import jax\nfrom flax import linen as nn\nclass Block(nn.Module):\n    pass\nRemat = jax.remat(Block, policy=jax.checkpoint_policies.dots_saveable)",
+            fixed="import jax\nfrom flax import linen as nn\nclass Block(nn.Module):\n    pass\nRemat = nn.remat(Block, policy=jax.checkpoint_policies.dots_saveable)",
+        ),
+        Invalid(
+            "import functools\nimport jax\nimport flax.linen as nn\nclass Block(nn.Module):\n"
+            "    @functools.partial(jax.checkpoint, static_argnums=(0,))\n    @nn.compact\n    def __call__(self, x):\n        return x"
+        ),
+        Invalid("import jax\nimport flax.linen as nn\ny = jax.checkpoint(nn.Dense(4))(x)"),
+        Invalid("import jax\nimport flax.linen as nn\nDense = jax.checkpoint(nn.Dense, static_argnums=(1,))"),
+        Invalid("import jax\nfrom flax.linen import Module\n@jax.checkpoint\nclass Block(Module):\n    pass"),
+        Invalid(
+            "import jax\nimport flax.linen as nn\nclass M(nn.Module):\n    def setup(self):\n        self.mlp = nn.Dense(4)\n"
+            "    def __call__(self, x):\n        return jax.checkpoint(self.mlp)(x)"
+        ),
+    ]
+
+    def check(self) -> None:
+        model = self.ctx.model
+        for site in self.ctx.sites:
+            if site.api.qname not in _JAX_REMATS or site.target is None:
+                continue
+            api, target = site.api.display, site.target
+            if isinstance(target, cst.ClassDef) and is_linen_classdef(model, target):
+                self._report_class(site, target.name.value)
+            elif isinstance(target, cst.FunctionDef):
+                owner = model.functions[id(target)].class_node
+                if owner is not None and is_linen_classdef(model, owner) and is_method_of_instance(model, target):
+                    self._report_method(site, f"{owner.name.value}.{target.name.value}")
+            elif is_linen_class(model, target):
+                self._report_class(site, self.ctx.code(target))
+            elif (constructor := linen_constructor(model, target)) is not None:
+                self.report(
+                    site.node,
+                    f"`{api}` is applied to the Flax Module instance `{self.ctx.code(target)}`: the result is a "
+                    "plain function with no `init`/`apply`, and calling it inside a parent Module raises "
+                    "`TypeError: Can't call __hash__ on modules that hold variables`; use the lifted "
+                    f"`nn.remat({self.ctx.code(constructor.func)})(...)`",
+                )
+
+    def _report_class(self, site: RematSite, cls: str) -> None:
+        self.report(
+            site.node,
+            f"`{site.api.display}` is applied to the Flax Module class `{cls}`: it returns a plain function, not "
+            "a Module class, so instantiating it raises `TypeError` (a Module is not a valid JAX type) and it "
+            f"has no `init`/`apply`; use the lifted `nn.remat({cls})`",
+            fix=self._fix(site),
+        )
+
+    def _report_method(self, site: RematSite, method: str) -> None:
+        if 0 in _literal_ints(site.keyword("static_argnums")):
+            effect = (
+                "with `self` static, the Module's variables are created inside the JAX trace: `init` returns "
+                "tracers as parameters and `apply` raises `UnexpectedTracerError`"
+            )
+        else:
+            effect = "JAX traces `self` as an array argument, so `init` raises `TypeError: Cannot interpret value of type <class ...> as an abstract array`"
+        self.report(
+            site.node,
+            f"`{site.api.display}` decorates the Flax Module method `{method}`: {effect}; use the lifted `nn.remat`",
+            fix=self._fix(site),
+        )
+
+    def _fix(self, site: RematSite) -> FixSpec | None:
+        """Replace the spelling of the JAX transform by ``nn.remat`` (see Fix safety)."""
+        if not set(site.keywords) <= _PORTABLE_KEYWORDS or site.has_star_args or site.ref.factory is not None:
+            return None
+        if isinstance(site.node, cst.Decorator):
+            owner = self.ctx.model.parent(site.node)
+            if owner is None or owner.decorators[0] is not site.node:  # type: ignore[attr-defined]
+                return None
+        spelled, missing_import = self.ctx.spell("flax.linen.remat")
+        if missing_import is not None:
+            return None
+        transform = _transform_expr(site)
+        return FixSpec(f"Use `{spelled}`", [(transform, spelled)]) if transform is not None else None
+
+
+def _transform_expr(site: RematSite) -> cst.BaseExpression | None:
+    """The expression naming the JAX transform, written at this site: the callee or decorator,
+    or the first argument of a partial written there."""
+    callee = site.node.decorator if isinstance(site.node, cst.Decorator) else site.node.func
+    if not site.ref.partials:
+        return callee
+    partial = site.ref.partials[0]
+    return partial.args[0].value if len(site.ref.partials) == 1 and partial is callee else None
+
+
+def _literal_ints(arg: cst.Arg | None) -> set[int]:
+    if arg is None:
+        return set()
+    value = arg.value
+    elements = [e.value for e in value.elements] if isinstance(value, (cst.Tuple, cst.List)) else [value]
+    return {int(e.value) for e in elements if isinstance(e, cst.Integer)}

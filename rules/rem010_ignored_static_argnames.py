@@ -1,0 +1,133 @@
+from __future__ import annotations
+
+import libcst as cst
+
+from remat_lint.analysis.sites import RematSite
+from remat_lint.findings import Applicability, Severity
+from remat_lint.rule import FixSpec, Invalid, Rule
+
+
+class IgnoredStaticArgnames(Rule):
+    """
+    ## What it does
+    Flags `static_argnames=` on `jax.checkpoint`, in every spelling (call, decorator,
+    `functools.partial`).
+
+    ## Why is this bad?
+    `jax.checkpoint` accepts `static_argnames` but ignores it: JAX 0.10 honours it only under the
+    experimental `jax_remat3` flag (off by default), and even there only for arguments passed by
+    keyword. The named argument is traced like any other, so Python control flow on it
+    (`if training:`) raises `TracerBoolConversionError` at every call, and a string argument
+    raises `TypeError` (a `str` is not a valid JAX type). `jax.remat`, `hk.remat` and the Flax
+    transforms reject the keyword outright (REM002).
+
+    ## Example
+    ```python
+    import functools
+    import jax
+
+    @functools.partial(jax.checkpoint, static_argnames=("training",))
+    def block(x, training):
+        return dropout(x) if training else x
+    ```
+
+    ## Use instead
+    ```python
+    import functools
+    import jax
+
+    @functools.partial(jax.checkpoint, static_argnums=(1,))
+    def block(x, training):
+        return dropout(x) if training else x
+    ```
+    and pass `training` positionally.
+
+    ## Fix safety
+    Unsafe: when the checkpointed function is defined in the same module, every name is a string
+    literal naming one of its positional parameters and no `static_argnums` is given,
+    `static_argnames` is replaced by the matching `static_argnums`. A caller that passes such an
+    argument by keyword then raises `ValueError` (static arguments must be positional), so the
+    call sites need checking.
+
+    ## References
+    - [`jax.checkpoint`](https://docs.jax.dev/en/latest/_autosummary/jax.checkpoint.html)
+    - [jax-ml/jax#18405: checkpoint static parameter has to be passed positionally](https://github.com/jax-ml/jax/issues/18405)
+    """
+
+    code = "REM010"
+    name = "ignored-static-argnames"
+    severity = Severity.ERROR
+
+    VALID = [
+        "import jax\ng = jax.checkpoint(f, static_argnums=(1,))",
+        "import jax\ng = jax.checkpoint(f, static_argnames=())",
+        "import jax\ng = jax.checkpoint(f, static_argnames=None)",
+        "import jax\ng = jax.jit(f, static_argnames=('training',))",
+        "from flax import nnx\ng = nnx.jit(f, static_argnames='training')",
+        "def checkpoint(f, static_argnames=()):\n    return f\ng = checkpoint(f, static_argnames='training')",
+    ]
+    INVALID = [
+        Invalid(
+            "import functools\nimport jax\n@functools.partial(jax.checkpoint, static_argnames=('training',))\ndef f(x, training):\n    return x",
+            fixed="import functools\nimport jax\n@functools.partial(jax.checkpoint, static_argnums=(1,))\ndef f(x, training):\n    return x",
+        ),
+        Invalid(
+            "from jax import checkpoint\ndef layer(x, w, mode):\n    return x\ng = checkpoint(layer, static_argnames='mode')",
+            fixed="from jax import checkpoint\ndef layer(x, w, mode):\n    return x\ng = checkpoint(layer, static_argnums=(2,))",
+        ),
+        Invalid("import jax\ng = jax.checkpoint(f, static_argnames=('training',))"),
+        Invalid("import jax\ng = jax.checkpoint(lambda x, *, n: x, static_argnames='n')"),
+        Invalid("import jax\ndef f(x, n, k):\n    return x\ng = jax.checkpoint(f, static_argnums=(1,), static_argnames=('k',))"),
+        Invalid("import functools\nimport jax\nckpt = functools.partial(jax.checkpoint, static_argnames=names)\ng = ckpt(f)"),
+    ]
+
+    def check(self) -> None:
+        for site in self.ctx.sites:
+            arg = site.keyword("static_argnames")
+            if site.api.qname != "jax.checkpoint" or arg is None or _is_empty(arg.value):
+                continue
+            names = _string_literals(arg.value)
+            traced = ", ".join(f"`{name}`" for name in names) if names else "the argument"
+            self.report(
+                site.node,
+                f"`jax.checkpoint` ignores `static_argnames={self.ctx.code(arg.value)}`: JAX honours it only under "
+                f"the experimental `jax_remat3` flag, so {traced} is traced (Python control flow on it raises "
+                "`TracerBoolConversionError`, a str value `TypeError`); use `static_argnums=` and pass it "
+                "positionally",
+                fix=self._fix(site, arg),
+            )
+
+    def _fix(self, site: RematSite, arg: cst.Arg) -> FixSpec | None:
+        names = _string_literals(arg.value)
+        if not names or "static_argnums" in site.keywords or site.has_star_args:
+            return None
+        target = site.target if isinstance(site.target, cst.FunctionDef) else self.ctx.model.definition(site.target)
+        if not isinstance(target, (cst.FunctionDef, cst.Lambda)):
+            return None
+        positional = [p.name.value for p in (*target.params.posonly_params, *target.params.params)]
+        if not all(name in positional for name in names):
+            return None
+        indices = sorted(positional.index(name) for name in names)
+        spelled = ", ".join(map(str, indices)) + ("," if len(indices) == 1 else "")
+        # A parenthesized tuple's span excludes its parentheses.
+        replacement = spelled if isinstance(arg.value, cst.Tuple) and arg.value.lpar else f"({spelled})"
+        return FixSpec(
+            f"Use `static_argnums=({spelled})` (pass those arguments positionally)",
+            [(arg.keyword, "static_argnums"), (arg.value, replacement)],  # type: ignore[list-item]
+            applicability=Applicability.UNSAFE,
+        )
+
+
+def _is_empty(value: cst.BaseExpression) -> bool:
+    if isinstance(value, cst.Name):
+        return value.value == "None"
+    if isinstance(value, (cst.Tuple, cst.List)):
+        return not value.elements
+    return isinstance(value, cst.SimpleString) and value.evaluated_value in ("", b"")
+
+
+def _string_literals(value: cst.BaseExpression) -> list[str] | None:
+    """The names a literal ``static_argnames`` value spells, or None when not literal."""
+    items = [e.value for e in value.elements] if isinstance(value, (cst.Tuple, cst.List)) else [value]
+    names = [item.evaluated_value for item in items if isinstance(item, cst.SimpleString)]
+    return names if len(names) == len(items) and all(isinstance(n, str) for n in names) else None  # type: ignore[return-value]
