@@ -57,14 +57,11 @@ _APIS = [
 
 # Other spellings that are the same object (or a re-export) as a canonical API.
 _ALIASES = {
-    "jax.api.checkpoint": "jax.checkpoint",
-    "jax.api.remat": "jax.remat",
     "flax.linen.checkpoint": "flax.linen.remat",
     "flax.linen.transforms.remat": "flax.linen.remat",
     "flax.linen.transforms.checkpoint": "flax.linen.remat",
     "flax.experimental.nnx.remat": "flax.nnx.remat",
     "flax.nnx.transforms.autodiff.remat": "flax.nnx.remat",
-    "equinox.internal.filter_checkpoint": "equinox.filter_checkpoint",
 }
 
 REMAT_APIS: dict[str, RematApi] = {api.qname: api for api in _APIS}

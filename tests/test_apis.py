@@ -1,0 +1,189 @@
+"""remat_lint/apis.py must agree with the installed JAX, Flax, Haiku and Equinox.
+
+Every spelling the linter resolves is imported and compared with what the package really exposes:
+signatures of the remat APIs, the decorator-factory form, every checkpoint policy (kind, arity,
+aliases), the APIs JAX removed, and the Flax linen Module classes. An upgrade that changes any of
+these fails here first.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from typing import Any
+
+import pytest
+
+from remat_lint import apis
+
+jax = pytest.importorskip("jax")
+
+_PACKAGES = {"jax": "jax", "flax": "flax", "nnx": "flax", "haiku": "haiku", "equinox": "equinox"}
+
+
+def resolve(qname: str) -> Any:
+    """Import the longest importable module prefix of ``qname`` and get the rest as attributes."""
+    parts = qname.split(".")
+    for i in range(len(parts), 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:i]))
+        except ImportError:
+            continue
+        for attr in parts[i:]:
+            obj = getattr(obj, attr)
+        return obj
+    raise ImportError(qname)
+
+
+def real_api(qname: str) -> Any:
+    pytest.importorskip(_PACKAGES[apis.REMAT_APIS[qname].family])
+    return resolve(qname)
+
+
+# --- remat APIs ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("qname", sorted(apis.REMAT_APIS))
+def test_remat_api_signature_matches(qname):
+    api = apis.REMAT_APIS[qname]
+    params = list(inspect.signature(real_api(qname)).parameters.values())
+    target, rest = params[0], params[1:]
+    assert target.name == api.target_param
+    assert {p.name for p in rest} == api.keywords
+    positional = tuple(p.name for p in rest if p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    assert positional == api.positional
+    assert not any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params), "the linter assumes no *args/**kwargs"
+
+
+@pytest.mark.parametrize("qname", sorted(apis.REMAT_APIS))
+def test_alias_is_the_canonical_object(qname):
+    api = apis.REMAT_APIS[qname]
+    assert real_api(qname) is real_api(api.qname)
+
+
+@pytest.mark.parametrize("qname", sorted({api.qname for api in apis.REMAT_APIS.values()}))
+def test_decorator_factory_capability(qname):
+    """``@api(prevent_cse=True)`` (keywords only) builds a decorator exactly when the linter says so."""
+    fn = real_api(qname)
+    if apis.REMAT_APIS[qname].decorator_factory:
+        decorator = fn(prevent_cse=True)
+        assert callable(decorator(lambda x: x))
+    else:
+        with pytest.raises(TypeError, match="missing 1 required positional argument"):
+            fn(prevent_cse=True)
+
+
+@pytest.mark.parametrize("qname", sorted(q for q, api in apis.REMAT_APIS.items() if q == api.qname and api.family == "flax"))
+def test_flax_static_argnums_convention(qname):
+    """nn.remat counts ``self`` as argument 0, nn_partitioning.remat does not."""
+    nn = pytest.importorskip("flax.linen")
+    jnp = pytest.importorskip("jax.numpy")
+
+    class Gate(nn.Module):
+        @nn.compact
+        def __call__(self, x, training: bool):
+            return x * 2.0 if training else x
+
+    index = 2 if apis.REMAT_APIS[qname].self_counts_in_static_argnums else 1
+    model = real_api(qname)(Gate, static_argnums=(index,))()
+    x = jnp.ones(3)
+    assert model.apply(model.init(jax.random.key(0), x, True), x, True).tolist() == [2.0] * 3
+
+
+def test_display_names_cover_every_canonical_api():
+    assert set(apis.DISPLAY_NAMES) == {api.qname for api in apis.REMAT_APIS.values()}
+
+
+# --- policies --------------------------------------------------------------------------------------
+
+
+def real_policies() -> dict[str, Any]:
+    namespace = jax.checkpoint_policies
+    return {name: getattr(namespace, name) for name in dir(namespace) if not name.startswith("_")}
+
+
+def test_every_policy_is_known_and_no_other():
+    assert set(apis.POLICIES) == set(real_policies())
+
+
+@pytest.mark.parametrize("name", sorted(apis.POLICIES))
+def test_policy_kind_and_arity(name):
+    info, policy = apis.POLICIES[name], real_policies()[name]
+    params = list(inspect.signature(policy).parameters.values())
+    # A policy is called by JAX as policy(prim, *args, **params); a factory takes its own arguments.
+    is_plain = any(p.kind is p.VAR_KEYWORD for p in params)
+    assert info.kind == ("plain" if is_plain else "factory")
+    if is_plain:
+        return
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    varargs = [p for p in params if p.kind is p.VAR_POSITIONAL]
+    assert info.min_args == sum(p.default is p.empty for p in positional)
+    assert info.max_args == (None if varargs else len(positional))
+    assert info.keyword_only == tuple(p.name for p in params if p.kind is p.KEYWORD_ONLY)
+    assert info.takes_names == any("names" in p.name for p in varargs)
+    assert info.offloads == ("offload_src" in {p.name for p in params})
+
+
+@pytest.mark.parametrize("name", sorted(apis.POLICIES))
+def test_policy_aliases_are_identical_objects(name):
+    policies = real_policies()
+    info = apis.POLICIES[name]
+    same = {other for other, obj in policies.items() if obj is policies[name] and other != name}
+    expected = set()
+    if info.alias_of is not None:
+        expected.add(info.alias_of)
+    expected |= {other for other, o in apis.POLICIES.items() if o.alias_of == name}
+    assert same == expected
+
+
+def test_plain_policies_work_uncalled_and_factories_called():
+    jnp = pytest.importorskip("jax.numpy")
+    cp = jax.checkpoint_policies
+    f = lambda x: jnp.sum(jnp.sin(x @ x))  # noqa: E731
+    examples = {
+        "save_only_these_names": ("a",),
+        "save_any_names_but_these": ("a",),
+        "save_anything_except_these_names": ("a",),
+        "save_from_both_policies": (cp.dots_saveable, cp.nothing_saveable),
+    }
+    x = jnp.ones((2, 2))
+    for name, info in apis.POLICIES.items():
+        if info.offloads:
+            continue  # needs a memory space to offload to; checked by signature above
+        policy = getattr(cp, name) if info.kind == "plain" else getattr(cp, name)(*examples[name])
+        jax.grad(jax.checkpoint(f, policy=policy))(x)
+
+
+def test_policy_namespaces_are_the_same_object():
+    pytest.importorskip("jax.ad_checkpoint")
+    assert all(resolve(ns) is jax.checkpoint_policies for ns in apis.POLICY_NAMESPACES)
+
+
+def test_checkpoint_name_is_importable():
+    (qname,) = apis.CHECKPOINT_NAME
+    checkpoint_name = resolve(qname)
+    assert list(inspect.signature(checkpoint_name).parameters) == ["x", "name"]
+
+
+# --- removed APIs and Flax classes -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("removed", sorted(apis.REMOVED_APIS))
+def test_removed_apis_really_raise(removed):
+    module, _, attribute = removed.rpartition(".")
+    with pytest.raises(AttributeError, match="removed"):
+        getattr(importlib.import_module(module), attribute)
+    replacement = apis.REMOVED_APIS[removed]
+    assert callable(resolve(replacement))
+
+
+def test_linen_module_classes_match_flax():
+    nn = pytest.importorskip("flax.linen")
+    exported = {
+        f"flax.linen.{name}"
+        for name, value in vars(nn).items()
+        if inspect.isclass(value) and issubclass(value, nn.Module)
+    }
+    listed = {qname for qname in apis.LINEN_MODULE_CLASSES if qname.startswith("flax.linen.") and qname.count(".") == 2}
+    assert listed == exported
+    assert all(issubclass(resolve(qname), nn.Module) for qname in apis.LINEN_MODULE_CLASSES)
