@@ -321,6 +321,7 @@ MODULE_INSTANCES = {
     "name-bound-once": "b = Block()\ny = nn.remat(b)(x)",
     "subclass-of-local-module": "class Big(Block):\n    pass\ny = nn.remat(Big())(x)",
     "instance-of-remat-class": "y = nn.remat(nn.remat(Block)())(x)",
+    "instance-of-named-remat-class": "RematBlock = nn.remat(Block)\nlayer = RematBlock()\ny = nn.remat(layer)(x)",
     "setup-attribute": "class M(nn.Module):\n    def setup(self):\n        self.b = Block()\n    def __call__(self, x):\n        return nn.remat(self.b)(x)",
     "setup-inherited": (
         "class Base(nn.Module):\n    def setup(self):\n        self.b = Block()\n"
@@ -342,6 +343,7 @@ def test_certain_module_instances_are_reported(code):
 NOT_MODULE_INSTANCES = {
     "class": "B = nn.remat(Block)",
     "function-returning-a-class": "B = nn.remat(make_block(cfg))",
+    "instance-of-a-function-result": "B = make_block(cfg)\ny = nn.remat(B())(x)",
     "name-bound-twice": "b = Block()\nb = make_block(cfg)\ny = nn.remat(b)(x)",
     "unresolvable-base": "class Mixed(Mixin):\n    pass\ny = nn.remat(Mixed())(x)",
     "plain-class": "class Plain:\n    pass\ny = nn.remat(Plain())(x)",

@@ -2,7 +2,7 @@
 
 Certain means:
 - a class: a known ``flax.linen`` Module class, a local class deriving from one through local
-  classes, or a Flax remat of such a class (``nn.remat(Block)``);
+  classes, or a Flax remat of such a class (``nn.remat(Block)``, or a name bound once to it);
 - an instance: a constructor call of such a class, a name bound once to an instance, or
   ``self.x`` where ``self`` is a Module method's first parameter and the Module's ``setup``
   assigns only instances to ``self.x``;
@@ -36,6 +36,9 @@ def is_linen_class(model: SemanticModel, expr: cst.CSTNode, depth: int = 0) -> b
         api = remat_api(model.qualified_name(expr.func))
         target = next((a.value for a in expr.args if a.keyword is None and not a.star), None)
         return api is not None and api.family == "flax" and target is not None and is_linen_class(model, target, depth + 1)
+    value = model.assigned_value(expr)
+    if isinstance(value, cst.Call):  # RematBlock = nn.remat(Block)
+        return is_linen_class(model, value, depth + 1)
     definition = model.definition(expr)
     return isinstance(definition, cst.ClassDef) and is_linen_classdef(model, definition, depth + 1)
 
