@@ -157,6 +157,19 @@ def test_rem009_fix_gives_working_flax_code():
     grad_of(namespace["R"](), X)
 
 
+def test_nn_remat_must_be_above_nn_compact():
+    """Why the REM009 fix only replaces the outermost decorator."""
+
+    class Reversed(nn.Module):
+        @nn.compact
+        @nn.remat
+        def __call__(self, x):
+            return nn.Dense(4)(x)
+
+    with pytest.raises(flax_errors.AssignSubModuleError):
+        Reversed().init(KEY, X)
+
+
 # --- REM010 ---------------------------------------------------------------------------------------
 
 
