@@ -139,4 +139,5 @@ class RematModuleInstance(Rule):
         if not (isinstance(applied, cst.Call) and applied.func is call):
             return None
         fixed = constructor.with_changes(func=call.deep_replace(constructor, constructor.func))
-        return FixSpec(f"Transform the class: `{self.ctx.code(constructor.func)}`", [(call, fixed)])
+        suggestion = f"{site.api.display}({self.ctx.code(constructor.func)})(...)"
+        return FixSpec(f"Transform the class, then instantiate it: `{suggestion}`", [(call, fixed)])

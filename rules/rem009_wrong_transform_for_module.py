@@ -139,7 +139,10 @@ class WrongTransformForModule(Rule):
                 "tracers as parameters and `apply` raises `UnexpectedTracerError`"
             )
         else:
-            effect = "JAX traces `self` as an array argument, so `init` raises `TypeError: Cannot interpret value of type <class ...> as an abstract array`"
+            effect = (
+                "JAX traces `self` as an array argument, so `init` raises `TypeError: Cannot interpret value of "
+                "type <class ...> as an abstract array`"
+            )
         self.report(
             site.node,
             f"`{site.api.display}` decorates the Flax Module method `{method}`: {effect}; use the lifted `nn.remat`",

@@ -35,7 +35,8 @@ def is_linen_class(model: SemanticModel, expr: cst.CSTNode, depth: int = 0) -> b
     if isinstance(expr, cst.Call):  # nn.remat(Block) is a Module class too
         api = remat_api(model.qualified_name(expr.func))
         target = next((a.value for a in expr.args if a.keyword is None and not a.star), None)
-        return api is not None and api.family == "flax" and target is not None and is_linen_class(model, target, depth + 1)
+        is_flax = api is not None and api.family == "flax"
+        return is_flax and target is not None and is_linen_class(model, target, depth + 1)
     value = model.assigned_value(expr)
     if isinstance(value, cst.Call):  # RematBlock = nn.remat(Block)
         return is_linen_class(model, value, depth + 1)
@@ -147,7 +148,8 @@ def _setup_assignments(model: SemanticModel, node: cst.ClassDef, attr: str) -> l
     instance = params[0].name.value
     values = []
     for attribute in model.attributes:
-        if attribute.attr.value != attr or not isinstance(attribute.value, cst.Name) or attribute.value.value != instance:
+        receiver = attribute.value
+        if attribute.attr.value != attr or not isinstance(receiver, cst.Name) or receiver.value != instance:
             continue
         info = model.enclosing_function(attribute)
         if info is None or info.node is not setup:
