@@ -77,6 +77,17 @@ DISPLAY_NAMES = {
     "equinox.filter_checkpoint": "eqx.filter_checkpoint",
 }
 
+# The function's ``__name__``, as Python's TypeErrors spell it (``checkpoint() got an unexpected ...``).
+FUNCTION_NAMES = {
+    "jax.checkpoint": "checkpoint",
+    "jax.remat": "remat",
+    "haiku.remat": "remat",
+    "flax.linen.remat": "checkpoint",
+    "flax.linen.partitioning.remat": "remat",
+    "flax.nnx.remat": "remat",
+    "equinox.filter_checkpoint": "filter_checkpoint",
+}
+
 PARTIAL = frozenset({"functools.partial"})
 
 # Removed APIs (REM005): JAX 0.10.0 dropped these module attributes.
