@@ -6,6 +6,7 @@ from functools import cached_property
 
 import libcst as cst
 
+from remat_lint.analysis.bodies import Bodies
 from remat_lint.analysis.semantic import SemanticModel
 from remat_lint.analysis.sites import RematSite, find_sites
 from remat_lint.rule import RawFinding
@@ -26,6 +27,11 @@ class LintContext:
     @cached_property
     def sites(self) -> list[RematSite]:
         return find_sites(self.model)
+
+    @cached_property
+    def bodies(self) -> Bodies:
+        """The checkpointed functions and the same-module code they call."""
+        return Bodies(self.model, self.sites)
 
     def qualified_name(self, expr: cst.CSTNode) -> str | None:
         return self.model.qualified_name(expr)

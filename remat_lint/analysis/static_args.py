@@ -1,0 +1,159 @@
+"""What ``static_argnums`` makes static, under each API's convention (measured, jax 0.10.2 / flax 0.12.8).
+
+- ``jax.checkpoint``, ``jax.remat``, ``hk.remat``, ``nnx.remat``: index ``i`` is the ``i``-th positional
+  argument of the call (``self`` included when a method is decorated). An int or a tuple of ints;
+  a list is accepted when wrapping and raises ``TypeError`` at every call. An index outside
+  ``[-len(args), len(args))`` raises ``ValueError`` at the call; a negative index counts from the
+  last argument passed.
+- ``nn.remat`` / ``nn.checkpoint`` count the Module (``self``, or a function's Module parameter) as
+  index 0: Flax subtracts 1, then adds 2 for its own ``(variable_groups, rng_groups)`` arguments. So
+  0 makes Flax's RNG groups static (nothing of the user's), -1 its variable groups, -2 the last
+  argument, and a list reaches ``jax.remat`` as a list (``TypeError``).
+- ``nn_partitioning.remat`` does not count the Module: index 0 is the first argument after it. It
+  calls ``sorted(static_argnums)`` (an int raises ``TypeError: 'int' object is not iterable`` at
+  init; a list works) and matches indices against ``enumerate(args)``, so negative and
+  out-of-range indices are silently ignored.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import libcst as cst
+
+from remat_lint.analysis.bodies import CheckpointedFunction
+from remat_lint.analysis.sites import RematSite
+
+Form = Literal["absent", "int", "tuple", "list", "other"]
+Convention = Literal["jax", "flax-self", "flax-no-self"]
+
+
+@dataclass(frozen=True)
+class StaticArgnums:
+    """``static_argnums`` as written at a site."""
+
+    arg: cst.Arg | None
+    form: Form
+    indices: tuple[int, ...] | None  # the literal indices; None when not literal
+
+    @property
+    def known(self) -> bool:
+        return self.indices is not None
+
+
+def static_argnums(site: RematSite) -> StaticArgnums:
+    arg = site.keyword("static_argnums")
+    if arg is None:
+        return StaticArgnums(None, "absent", ())
+    value = arg.value
+    if isinstance(value, (cst.Tuple, cst.List)):
+        form: Form = "tuple" if isinstance(value, cst.Tuple) else "list"
+        ints = [_int(e.value) if not isinstance(e, cst.StarredElement) else None for e in value.elements]
+        known = None if any(i is None for i in ints) else tuple(ints)  # type: ignore[arg-type]
+        return StaticArgnums(arg, form, known)
+    single = _int(value)
+    return StaticArgnums(arg, "int" if single is not None else "other", (single,) if single is not None else None)
+
+
+def _int(node: cst.BaseExpression) -> int | None:
+    if isinstance(node, cst.Integer):
+        return int(node.evaluated_value)
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus) and isinstance(node.expression, cst.Integer):
+        return -int(node.expression.evaluated_value)
+    return None
+
+
+def convention(site: RematSite) -> Convention:
+    if site.api.family != "flax":
+        return "jax"
+    return "flax-self" if site.api.self_counts_in_static_argnums else "flax-no-self"
+
+
+@dataclass(frozen=True)
+class Selection:
+    """What one index selects."""
+
+    index: int
+    param: cst.Param | None  # the parameter made static; None when none certainly is
+    # Why nothing (or something surprising) is selected:
+    # "receiver": nn.remat index 0, the Module itself (Flax makes its RNG groups static);
+    # "internal": nn.remat -1 (Flax's variable groups);
+    # "out-of-range": beyond the parameters (jax, nn.remat: ValueError at call; nn_partitioning: ignored);
+    # "negative-ignored": nn_partitioning ignores negative indices;
+    # "shifted": a negative nn.remat index, which Flax shifts by one;
+    # "unknown": depends on how many arguments each call passes.
+    issue: Literal["receiver", "internal", "out-of-range", "negative-ignored", "shifted", "unknown"] | None = None
+
+
+def select(site: RematSite, fn: CheckpointedFunction, index: int) -> Selection:
+    """The parameter of ``fn`` that ``static_argnums`` index ``index`` makes static at ``site``."""
+    args = fn.args
+    rule = convention(site)
+    if rule == "flax-no-self":
+        if index < 0:
+            return Selection(index, None, "negative-ignored")
+        return Selection(index, args[index] if index < len(args) else None, None if index < len(args) else _beyond(fn))
+    if rule == "flax-self":
+        if index == 0:
+            return Selection(index, None, "receiver")
+        if index == -1:
+            return Selection(index, None, "internal")
+        if index < 0:
+            shifted = _from_end(fn, index + 1)
+            return Selection(index, shifted.param, "shifted" if shifted.param is not None else shifted.issue)
+        index_in_args = index - 1
+        if index_in_args < len(args):
+            return Selection(index, args[index_in_args])
+        return Selection(index, None, _beyond(fn))
+    if index < 0:
+        return _from_end(fn, index)
+    return Selection(index, args[index], None) if index < len(args) else Selection(index, None, _beyond(fn))
+
+
+def _beyond(fn: CheckpointedFunction) -> Literal["out-of-range", "unknown"]:
+    """Past the last parameter: certainly no argument there, unless ``*args`` takes more."""
+    return "unknown" if fn.star_args else "out-of-range"
+
+
+def _from_end(fn: CheckpointedFunction, index: int) -> Selection:
+    """A negative index counts from the last argument passed: certain only when every positional
+    parameter must be passed (no defaults, no ``*args``)."""
+    args = fn.args
+    if fn.star_args or any(p.default is not None for p in args):
+        return Selection(index, None, "unknown")
+    if -index > len(args):
+        return Selection(index, None, "out-of-range")
+    return Selection(index, args[index])
+
+
+def static_params(site: RematSite, fn: CheckpointedFunction) -> frozenset[str] | None:
+    """The names of ``fn``'s parameters that are certainly static (never traced): those
+    ``static_argnums`` selects and those ``functools.partial`` binds. None when unknown
+    (``static_argnums`` not literal, an index that depends on the call)."""
+    written = static_argnums(site)
+    if written.indices is None or site.has_star_args or fails_before_tracing(site, written):
+        return None
+    names = set(fn.bound)
+    for index in written.indices:
+        selection = select(site, fn, index)
+        if selection.issue == "unknown" or (selection.issue == "out-of-range" and convention(site) != "flax-no-self"):
+            return None  # depends on the call, or the call raises ValueError before tracing
+        if selection.param is not None:
+            names.add(selection.param.name.value)
+    return frozenset(names)
+
+
+def fails_before_tracing(site: RematSite, written: StaticArgnums) -> bool:
+    """The form itself makes every call (or ``init``) raise ``TypeError`` before the function is
+    traced: a list (except on ``nn_partitioning.remat``), an int on ``nn_partitioning.remat``."""
+    no_self = convention(site) == "flax-no-self"
+    return (written.form == "list" and not no_self) or (written.form == "int" and no_self)
+
+
+def index_of(site: RematSite, fn: CheckpointedFunction, param: cst.Param) -> int | None:
+    """The ``static_argnums`` index that selects ``param`` at ``site`` (for messages and fixes)."""
+    if param not in fn.args:
+        return None
+    position = fn.args.index(param)
+    return position + 1 if convention(site) == "flax-self" else position

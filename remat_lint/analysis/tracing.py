@@ -1,0 +1,151 @@
+"""Which values of a checkpointed function are certainly traced (tracers while JAX traces it).
+
+A checkpoint traces every argument it is called with (positional and keyword) except those
+``static_argnums`` selects; ``functools.partial`` arguments and parameters left at their default
+are plain Python values. So a parameter of an entry function is certainly traced when it is
+one of its ``args``, not static, not bound, not rebound in the body, and either has no default
+or is passed by a call this module makes (``invocations``). Locals assigned from traced values
+are traced; ``.shape``/``.ndim``/``.dtype``/``.size``, ``len()``, ``isinstance()`` and ``is``
+comparisons of them are not.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from remat_lint.analysis.bodies import Bodies, CheckpointedFunction
+from remat_lint.analysis.semantic import Scope, SemanticModel, child_nodes
+from remat_lint.analysis.sites import RematSite
+from remat_lint.analysis.static_args import static_params
+from remat_lint.apis import PARTIAL
+
+# Trace-time facts about a traced array (Python values, not tracers).
+STATIC_ATTRIBUTES = frozenset({"shape", "ndim", "dtype", "size", "aval", "sharding", "weak_type", "itemsize"})
+STATIC_CALLS = frozenset(
+    {"builtins.len", "builtins.isinstance", "builtins.type", "builtins.callable", "builtins.hasattr", "builtins.id"}
+)
+
+
+def traced_params(model: SemanticModel, fn: CheckpointedFunction) -> dict[str, cst.Param] | None:
+    """The parameters of ``fn`` that are certainly traced; None when ``static_argnums`` is unknown."""
+    if not fn.entry:
+        return {}
+    static = static_params(fn.site, fn)
+    if static is None:
+        return None
+    scope = model.functions[id(fn.node)].scope
+    passed: set[str] | None = None
+    traced = {}
+    for param in fn.args:
+        name = param.name.value
+        if name in static or len(scope.bindings.get(name, ())) != 1:
+            continue  # static, or rebound in the body (``deterministic = nn.merge_param(...)``)
+        if param.default is not None:
+            if passed is None:
+                passed = _passed_params(model, fn)
+            if name not in passed:
+                continue
+        traced[name] = param
+    return traced
+
+
+def _passed_params(model: SemanticModel, fn: CheckpointedFunction) -> set[str]:
+    """Defaulted parameters that some call in this module passes a value (not None) for."""
+    names: set[str] = set()
+    # A Flax function target is called with its Module first: not one of ``fn.args``.
+    skip = 1 if fn.site.api.family == "flax" and not _flax_class_target(model, fn.site) else 0
+    for call in invocations(model, fn.site):
+        positional = [a for a in call.args if a.keyword is None][skip:]
+        if any(a.star for a in call.args):
+            continue
+        for position, arg in enumerate(positional):
+            if position < len(fn.args) and not _is_none(arg.value):
+                names.add(fn.args[position].name.value)
+        names.update(a.keyword.value for a in call.args if a.keyword is not None and not _is_none(a.value))
+    return names
+
+
+def _is_none(value: cst.BaseExpression) -> bool:
+    return isinstance(value, cst.Name) and value.value == "None"
+
+
+def invocations(model: SemanticModel, site: RematSite) -> list[cst.Call]:
+    """Calls in this module that certainly call the checkpointed callable with its arguments.
+
+    ``g = jax.checkpoint(f); g(...)``, ``jax.checkpoint(f)(...)``, ``@jax.checkpoint def f`` then
+    ``f(...)``; for a Flax Module class, the calls of its instances: ``nn.remat(Block)(cfg)(...)``,
+    ``R = nn.remat(Block)`` then ``R(cfg)(...)`` or ``layer = R(cfg)`` then ``layer(...)``.
+    """
+    if isinstance(site.node, cst.Decorator):
+        decorated = model.parent(site.node)
+        if not isinstance(decorated, cst.FunctionDef) or site.api.family == "flax":
+            return []
+        return [c for c in model.calls if model.definition(c.func) is decorated]
+    if site.call is None:
+        return []
+    results = _calls_of(model, site.call)
+    if site.api.family == "flax" and _flax_class_target(model, site):
+        return [call for instance in results for call in _calls_of(model, instance)]
+    return results
+
+
+def _flax_class_target(model: SemanticModel, site: RematSite) -> bool:
+    """The site lifts a Module class (``Block``, ``partial(Block, ...)``), not a function."""
+    target = site.target
+    if isinstance(target, cst.Call) and model.qualified_name(target.func) in PARTIAL and target.args:
+        target = target.args[0].value
+    return isinstance(target, cst.ClassDef) or isinstance(model.definition(target), cst.ClassDef)
+
+
+def _calls_of(model: SemanticModel, value: cst.Call) -> list[cst.Call]:
+    """Calls of the value ``value`` evaluates to: applied at once, or through a name bound once to it."""
+    parent = model.parent(value)
+    if isinstance(parent, cst.Call) and parent.func is value:
+        return [parent]
+    if isinstance(parent, cst.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0].target, cst.Name):
+        return [c for c in model.calls if isinstance(c.func, cst.Name) and model.assigned_value(c.func) is value]
+    return []
+
+
+class TracedValues:
+    """Traced-ness of expressions in one checkpointed function."""
+
+    def __init__(self, model: SemanticModel, bodies: Bodies, fn: CheckpointedFunction) -> None:
+        self.model = model
+        self.scope: Scope = model.functions[id(fn.node)].scope
+        params = traced_params(model, fn)
+        self.names: set[str] = set(params or {})
+        # Locals assigned from traced values (twice: a loop may assign before it reads).
+        for _ in range(2):
+            for node in bodies.nodes(fn.node):
+                if isinstance(node, (cst.Assign, cst.AugAssign, cst.AnnAssign)) and node.value is not None:
+                    if self.is_traced(node.value):
+                        targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+                        self.names.update(n.value for t in targets for n in _target_names(t) if self._local(n))
+
+    def _local(self, name: cst.Name) -> bool:
+        scope = self.model.scope_of_name.get(id(name))
+        return scope is not None and scope.owner_of(name.value) is self.scope
+
+    def is_traced(self, expr: cst.CSTNode) -> bool:
+        if isinstance(expr, cst.Name):
+            return expr.value in self.names and self._local(expr)
+        if isinstance(expr, cst.Attribute):
+            return expr.attr.value not in STATIC_ATTRIBUTES and self.is_traced(expr.value)
+        if isinstance(expr, cst.Call) and self.model.qualified_name(expr.func) in STATIC_CALLS:
+            return False
+        if isinstance(expr, cst.Comparison) and any(isinstance(t.operator, (cst.Is, cst.IsNot)) for t in expr.comparisons):
+            return False
+        if isinstance(expr, (cst.Lambda, cst.FunctionDef)):
+            return False
+        return any(self.is_traced(child) for child in child_nodes(expr))
+
+
+def _target_names(target: cst.BaseExpression) -> list[cst.Name]:
+    if isinstance(target, cst.Name):
+        return [target]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [n for e in target.elements for n in _target_names(e.value)]
+    if isinstance(target, cst.StarredElement):
+        return _target_names(target.value)
+    return []
