@@ -1,0 +1,303 @@
+from __future__ import annotations
+
+import re
+
+import libcst as cst
+
+from remat_lint.analysis.bodies import CheckpointedFunction, positional_params
+from remat_lint.analysis.control_flow import annotation_name, control_uses, is_bool_like
+from remat_lint.analysis.sites import RematSite
+from remat_lint.analysis.static_args import Selection, StaticArgnums, convention, select, static_argnums
+from remat_lint.analysis.tracing import traced_params
+from remat_lint.findings import Severity
+from remat_lint.rule import FixSpec, Invalid, Rule
+
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+class BadStaticArgnums(Rule):
+    """
+    ## What it does
+    Flags `static_argnums` that fails or selects the wrong argument under the convention of the
+    API it is given to.
+
+    - a list (`static_argnums=[1]`) on `jax.checkpoint`, `jax.remat`, `hk.remat`, `nnx.remat`
+      and `nn.remat`; an int on `nn_partitioning.remat`;
+    - an index beyond the positional parameters of the checkpointed function;
+    - a negative index on Flax `nn.remat` (Flax shifts it by one) or `nn_partitioning.remat`
+      (ignored), and index 0 on `nn.remat` (the Module itself);
+    - the Flax off-by-one: `nn.remat`/`nn.checkpoint` count `self` as argument 0 and
+      `nn_partitioning.remat` does not; an index that selects an array argument while the flag
+      next to it (a `bool`, or named `deterministic`, `train`, `decode`...) drives Python control
+      flow and stays traced;
+    - a comment naming the parameters (`static_argnums=(2,)  # deterministic`) that the indices
+      do not select.
+
+    ## Why is this bad?
+    Measured on jax 0.10.2 / flax 0.12.8:
+    - a list is accepted when wrapping; every call raises `TypeError: the static_argnums argument
+      to jax.checkpoint / jax.remat must be an int, tuple of ints or, bool`.
+      `nn_partitioning.remat` calls `sorted(static_argnums)`: an int raises `TypeError: 'int'
+      object is not iterable` at `init`.
+    - an index past the last argument raises `ValueError` at every call (`nn.remat` shows it
+      shifted by one); `nn_partitioning.remat` silently ignores it.
+    - `nn.remat` subtracts 1 for `self`, then adds 2 for its own variable and RNG groups: index 0
+      makes its RNG groups static, -1 its variable groups, -2 the last argument. Nothing the user
+      meant becomes static. `nn_partitioning.remat` ignores negative indices.
+    - with the wrong index the flag stays traced and its `if` raises `TracerBoolConversionError`,
+      while an array argument is made static (hashed, and one compilation per value).
+
+    ## Example
+    ```python
+    import flax.linen as nn
+
+    class Block(nn.Module):
+        @nn.compact
+        def __call__(self, x, deterministic: bool):
+            return x if deterministic else nn.Dropout(0.1)(x, deterministic=False)
+
+    RematBlock = nn.remat(Block, static_argnums=(1,))
+    ```
+
+    ## Use instead
+    ```python
+    RematBlock = nn.remat(Block, static_argnums=(2,))  # self is 0 for nn.remat
+    ```
+    (`nn_partitioning.remat(Block, static_argnums=(1,))` for the partitioning variant.)
+
+    ## Fix safety
+    Safe for a list literal (becomes a tuple) and an int on `nn_partitioning.remat` (becomes a
+    one-element tuple): the original always fails. Indices get no fix: which argument was meant
+    is the author's call.
+
+    ## References
+    - [`jax.checkpoint`](https://docs.jax.dev/en/latest/_autosummary/jax.checkpoint.html)
+    - [`flax.linen.remat`](https://flax.readthedocs.io/en/latest/api_reference/flax.linen/transformations.html#flax.linen.remat)
+    - [google/flax#3946: static_argnums in `nn.remat` counts `self`](https://github.com/google/flax/issues/3946)
+    - [google/flax PR #2457: how Flax maps `static_argnums`](https://github.com/google/flax/pull/2457)
+    """
+
+    code = "REM011"
+    name = "bad-static-argnums"
+    severity = Severity.ERROR
+
+    VALID = [
+        "import jax\ng = jax.checkpoint(f, static_argnums=(1,))",
+        "import jax\ndef f(x, n):\n    return x\ng = jax.checkpoint(f, static_argnums=-1)",
+        "import flax.linen.partitioning as nn_partitioning\nimport flax.linen as nn\nclass Block(nn.Module):\n"
+        "    def __call__(self, x, mask, deterministic: bool, decode: bool):\n        return x if deterministic else mask\n"
+        "B = nn_partitioning.remat(Block, static_argnums=(2, 3))\nC = nn.remat(Block, static_argnums=(3, 4))",
+        "import flax.linen as nn\nB = nn.remat(Block, static_argnums=4)",
+        "import functools\nimport flax.linen as nn\n@functools.partial(nn.remat, static_argnums=(3,))\ndef remat_call(self, x, attn_mask, deterministic):\n    return x if deterministic else attn_mask",
+        "import flax.linen.partitioning as nn_partitioning\nB = nn_partitioning.remat(Block, static_argnums=[2, 3])",
+        "import jax\ndef f(x, *rest):\n    return x\ng = jax.checkpoint(f, static_argnums=(3,))",
+        "import jax\ndef f(x, training):\n    return x if training else -x\ng = jax.checkpoint(f, static_argnums=(1,))  # training",
+    ]
+    INVALID = [
+        Invalid("import jax\ng = jax.checkpoint(f, static_argnums=[1, 2])", fixed="import jax\ng = jax.checkpoint(f, static_argnums=(1, 2))"),
+        Invalid(
+            "import flax.linen.partitioning as nn_partitioning\nB = nn_partitioning.remat(Block, static_argnums=4)",
+            fixed="import flax.linen.partitioning as nn_partitioning\nB = nn_partitioning.remat(Block, static_argnums=(4,))",
+        ),
+        Invalid("import jax\ndef f(x, training):\n    return x\ng = jax.checkpoint(f, static_argnums=(2,))"),
+        Invalid("import flax.linen as nn\nB = nn.remat(Block, static_argnums=(-1,))"),
+        Invalid("import flax.linen as nn\nB = nn.remat(Block, static_argnums=0)"),
+        Invalid(
+            "import flax.linen as nn\nclass Block(nn.Module):\n    @nn.compact\n    def __call__(self, x, deterministic: bool):\n"
+            "        return x if deterministic else -x\nR = nn.remat(Block, static_argnums=(1,))"
+        ),
+        Invalid(
+            "import flax.linen.partitioning as nn_partitioning\nimport flax.linen as nn\nclass Block(nn.Module):\n"
+            "    def __call__(self, x, mask, deterministic: bool):\n        return x if deterministic else mask\n"
+            "R = nn_partitioning.remat(Block, static_argnums=(3,))"
+        ),
+        Invalid(
+            "import flax.linen as nn\nclass Block(nn.Module):\n    def __call__(self, x, mask, deterministic: bool):\n"
+            "        return x * mask\nR = nn.remat(Block, static_argnums=(2,))  # deterministic"
+        ),
+    ]
+
+    def check(self) -> None:
+        functions: dict[int, list[CheckpointedFunction]] = {}
+        for fn in self.ctx.bodies.functions:
+            if fn.entry:
+                functions.setdefault(id(fn.site), []).append(fn)
+        for site in self.ctx.sites:
+            written = static_argnums(site)
+            if written.arg is None or site.has_star_args:
+                continue
+            problems = self._form(site, written)
+            if written.indices is not None and not problems:
+                problems = self._indices(site, written, functions.get(id(site), []))
+            if problems:
+                shown = f"`static_argnums={self.ctx.code(written.arg.value)}` for `{site.api.display}`: "
+                self.report(site.node, shown + "; ".join(dict.fromkeys(problems)), fix=self._fix(site, written))
+
+    def _form(self, site: RematSite, written: StaticArgnums) -> list[str]:
+        if written.form == "list" and convention(site) != "flax-no-self":
+            return [
+                "a list is accepted when wrapping, but every call raises `TypeError: the static_argnums argument to "
+                "jax.checkpoint / jax.remat must be an int, tuple of ints or, bool`; use a tuple"
+            ]
+        if written.form == "int" and convention(site) == "flax-no-self":
+            return [
+                "`nn_partitioning.remat` calls `sorted(static_argnums)`, so an int makes `init` raise "
+                "`TypeError: 'int' object is not iterable`; use a tuple"
+            ]
+        return []
+
+    def _indices(self, site: RematSite, written: StaticArgnums, functions: list[CheckpointedFunction]) -> list[str]:
+        assert written.indices is not None
+        problems = []
+        api = site.api.display
+        for index in written.indices:
+            problems.extend(self._without_body(site, index))
+            for fn in functions:
+                problem = self._selection(select(site, fn, index), fn, api)
+                if problem is not None:
+                    problems.append(problem)
+        if not problems:
+            for fn in functions:
+                problems.extend(self._off_by_one(site, written.indices, fn))
+                problems.extend(self._comment(site, written, fn))
+        return problems
+
+    def _without_body(self, site: RematSite, index: int) -> list[str]:
+        """What an index means whatever the target: Flax's own mapping."""
+        rule = convention(site)
+        if rule == "flax-self" and index == 0:
+            return [
+                "index 0 is the Module (`self`), which Flax maps onto its internal RNG groups: no argument becomes "
+                "static; the first argument after `self` is 1"
+            ]
+        if rule == "flax-self" and index == -1:
+            return [
+                "Flax shifts negative indices by one, so -1 makes its internal variable groups static, not the last "
+                "argument (that is -2); use the positive index"
+            ]
+        if rule == "flax-self" and index < 0:
+            return [
+                f"Flax shifts negative indices by one, so {index} selects what {index + 1} would in "
+                "`jax.checkpoint`; use the positive index"
+            ]
+        if rule == "flax-no-self" and index < 0:
+            return [
+                f"`{site.api.display}` matches indices against the argument positions 0, 1, ..., so the negative "
+                f"index {index} is silently ignored and nothing becomes static"
+            ]
+        return []
+
+    def _selection(self, selection: Selection, fn: CheckpointedFunction, api: str) -> str | None:
+        if selection.issue != "out-of-range":
+            return None
+        name = _name(fn)
+        count = len(fn.args) + (1 if convention(fn.site) == "flax-self" and fn.receiver is not None else 0)
+        if convention(fn.site) == "flax-no-self":
+            hint = ""
+            if 0 < selection.index <= len(fn.args) and fn.receiver is not None:
+                hint = f" (it does not count `self`: `{fn.args[selection.index - 1].name.value}` is {selection.index - 1})"
+            return (
+                f"index {selection.index} is past the last argument of `{name}`{hint}: `{api}` silently ignores it, "
+                "so nothing becomes static"
+            )
+        return (
+            f"index {selection.index} is out of range: `{name}` takes {count} positional argument"
+            f"{'s' if count != 1 else ''}{' counting `self`' if convention(fn.site) == 'flax-self' else ''}, so every "
+            "call raises `ValueError: the static_argnums argument ... can only take integer values ... less than "
+            "len(args)`"
+        )
+
+    def _off_by_one(self, site: RematSite, indices: tuple[int, ...], fn: CheckpointedFunction) -> list[str]:
+        """A Flax index one off: it selects an array argument while the flag next to it (where the
+        other Flax convention would point) drives Python control flow and stays traced."""
+        rule = convention(site)
+        if rule == "jax" or fn.receiver is None:
+            return []
+        traced = traced_params(self.ctx.model, fn) or {}
+        shift = 1 if rule == "flax-self" else -1  # where the index points under the other convention
+        problems = []
+        for index in indices:
+            selected = select(site, fn, index).param
+            if selected is None or not _array_like(selected):
+                continue
+            position = fn.args.index(selected) + shift
+            if not 0 <= position < len(fn.args):
+                continue
+            flag = fn.args[position]
+            name = flag.name.value
+            if name not in traced or not is_bool_like(flag):
+                continue
+            if not any(control_uses(self.ctx.model, self.ctx.bodies.nodes(fn.node), {name: flag})):
+                continue
+            counting = "counts `self` as argument 0" if rule == "flax-self" else "does not count `self`"
+            problems.append(
+                f"`{site.api.display}` {counting}, so index {index} selects `{selected.name.value}`, not `{name}`; "
+                f"`{name}` stays traced and its Python control flow raises `TracerBoolConversionError`; `{name}` is "
+                f"index {index + shift}"
+            )
+        return problems
+
+    def _comment(self, site: RematSite, written: StaticArgnums, fn: CheckpointedFunction) -> list[str]:
+        """A comment that names the parameters the indices are meant to select."""
+        comment = _trailing_comment(self.ctx, site, written.arg)  # type: ignore[arg-type]
+        if comment is None or written.indices is None:
+            return []
+        params = {p.name.value for p in positional_params(fn.node)}
+        words = _WORD.findall(comment)
+        if not words or len(words) != len(written.indices) or not set(words) <= params:
+            return []
+        selected = [select(site, fn, i).param for i in written.indices]
+        if any(p is None for p in selected) or {p.name.value for p in selected} == set(words):  # type: ignore[union-attr]
+            return []
+        shown = ", ".join(f"{i} selects `{p.name.value}`" for i, p in zip(written.indices, selected))  # type: ignore[union-attr]
+        counting = {
+            "flax-self": f"`{site.api.display}` counts `self` as argument 0",
+            "flax-no-self": f"`{site.api.display}` does not count `self`",
+            "jax": f"`{site.api.display}` counts the positional arguments from 0",
+        }[convention(site)]
+        return [f"the comment names {', '.join(f'`{w}`' for w in words)}, but {counting}: {shown}"]
+
+    def _fix(self, site: RematSite, written: StaticArgnums) -> FixSpec | None:
+        value = written.arg.value  # type: ignore[union-attr]
+        if written.form == "list" and convention(site) != "flax-no-self" and isinstance(value, cst.List):
+            items = [self.ctx.code(e.value) for e in value.elements]
+            tuple_text = "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
+            return FixSpec(f"Use the tuple `{tuple_text}`", [(value, tuple_text)])
+        if written.form == "int" and convention(site) == "flax-no-self":
+            tuple_text = f"({self.ctx.code(value)},)"
+            return FixSpec(f"Use the tuple `{tuple_text}`", [(value, tuple_text)])
+        return None
+
+
+def _name(fn: CheckpointedFunction) -> str:
+    return fn.node.name.value if isinstance(fn.node, cst.FunctionDef) else "the lambda"
+
+
+def _array_like(param: cst.Param) -> bool:
+    """An array argument: annotated as an array, or a required, unannotated, non-flag parameter."""
+    if is_bool_like(param):
+        return False
+    if param.annotation is None:
+        return param.default is None
+    return annotation_name(param) in ("Array", "ndarray", "ArrayLike", "Tensor", "Float", "Int", "Shaped")
+
+
+def _trailing_comment(ctx, site: RematSite, arg: cst.Arg) -> str | None:  # type: ignore[no-untyped-def]
+    """The comment at the end of the line that holds ``static_argnums``: after its comma or the
+    argument (multi-line calls), or after the statement or decorator when the call is one line."""
+    for whitespace in (arg.comma.whitespace_after if isinstance(arg.comma, cst.Comma) else None, arg.whitespace_after_arg):
+        if isinstance(whitespace, cst.ParenthesizedWhitespace):
+            comment = whitespace.first_line.comment
+            return _first_comment(comment.value) if comment is not None else None
+    holder: cst.CSTNode | None = site.node
+    while holder is not None and not isinstance(holder, (cst.SimpleStatementLine, cst.Decorator)):
+        holder = ctx.model.parent(holder)
+    if holder is None or "\n" in ctx.code(holder).strip("\n"):
+        return None
+    trailing = holder.trailing_whitespace  # type: ignore[union-attr]
+    return _first_comment(trailing.comment.value) if trailing.comment is not None else None
+
+
+def _first_comment(text: str) -> str:
+    """``# deterministic  # noqa: X`` -> `` deterministic  ``: later ``#`` parts are other comments."""
+    return text.split("#")[1]

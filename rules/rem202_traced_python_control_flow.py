@@ -1,0 +1,142 @@
+from __future__ import annotations
+
+from remat_lint.analysis.bodies import CheckpointedFunction
+from remat_lint.analysis.control_flow import ControlUse, control_uses
+from remat_lint.analysis.static_args import index_of
+from remat_lint.analysis.tracing import traced_params
+from remat_lint.findings import Severity
+from remat_lint.rule import Invalid, Rule
+
+_EFFECT = {
+    "truth": "`bool()` of a tracer raises `TracerBoolConversionError`",
+    "order": "the comparison is a traced bool, and testing it raises `TracerBoolConversionError`",
+    "equality": "the comparison is a traced bool, and testing it raises `TracerBoolConversionError`",
+    "range": "`range()` of a tracer raises `TracerIntegerConversionError`",
+}
+
+
+class TracedPythonControlFlow(Rule):
+    """
+    ## What it does
+    Flags Python control flow (`if`, `while`, `assert`, `x if p else y`, `and`/`or`/`not`,
+    `for ... in range(p)`) on a parameter of a checkpointed function that the checkpoint traces:
+    one that is not in `static_argnums`.
+
+    ## Why is this bad?
+    A checkpoint traces its function on every call, even outside `jit`, and every argument not
+    listed in `static_argnums` becomes a tracer, Python bools included. Python control flow needs
+    a concrete value, so every call raises `jax.errors.TracerBoolConversionError` (or
+    `TracerIntegerConversionError` for `range(p)`). Passing the flag by keyword does not help:
+    keyword arguments are traced too.
+
+    Only what certainly fails is reported: the parameter has no default (or a call in the module
+    passes it), is not rebound in the body, and is a scalar or array: annotated `bool`, `int`,
+    `float` or as an array, defaulting to `True`/`False`, or named like a flag (`deterministic`,
+    `train`, `training`, `is_training`, `decode`, `init_cache`...). Ordering comparisons
+    (`n > 1`) and `range(n)` fail for any traced value. `is None` tests, `.shape`/`.ndim`/`.dtype`,
+    `len()` and `isinstance()` are trace-time facts and fine. Equinox's `filter_checkpoint` keeps
+    non-array arguments static and is never flagged. A flag listed in `static_argnames` is
+    REM010's finding.
+
+    ## Example
+    ```python
+    import jax
+
+    @jax.checkpoint
+    def block(x, w, training):
+        y = jnp.tanh(x @ w)
+        if training:
+            y = dropout(y)
+        return y
+    ```
+
+    ## Use instead
+    ```python
+    import functools
+    import jax
+
+    @functools.partial(jax.checkpoint, static_argnums=(2,))
+    def block(x, w, training):
+        y = jnp.tanh(x @ w)
+        if training:
+            y = dropout(y)
+        return y
+    ```
+    and pass `training` positionally; or keep it traced and use `jax.lax.cond` / `jnp.where`.
+    For Flax `nn.remat`, `self` counts as argument 0: `nn.remat(Block, static_argnums=(2,))`
+    for `__call__(self, x, training)`.
+
+    ## Fix safety
+    No fix: whether the argument should be static (one compilation per value) or traced
+    (`lax.cond`) is a design decision.
+
+    ## References
+    - [`jax.checkpoint`: `static_argnums`](https://docs.jax.dev/en/latest/_autosummary/jax.checkpoint.html)
+    - [JAX errors: `TracerBoolConversionError`](https://docs.jax.dev/en/latest/errors.html#jax.errors.TracerBoolConversionError)
+    - [google/flax#3946: static_argnums in `nn.remat` counts `self`](https://github.com/google/flax/issues/3946)
+    """
+
+    code = "REM202"
+    name = "traced-python-control-flow"
+    severity = Severity.ERROR
+
+    VALID = [
+        "import jax\n@jax.checkpoint\ndef f(x, mask):\n    if mask is None:\n        return x\n    return x * mask",
+        "import functools, jax\n@functools.partial(jax.checkpoint, static_argnums=(1,))\ndef f(x, training):\n    return x * 2 if training else x",
+        "import jax\n@jax.checkpoint\ndef f(x, training=False):\n    return x * 2 if training else x\ny = f(x)",
+        "import jax\n@jax.checkpoint\ndef f(x):\n    if x.ndim > 2 and len(x) > 1 and isinstance(x, jax.Array):\n        return x\n    return -x",
+        "import functools, jax\ndef f(x, training):\n    return x * 2 if training else x\ng = jax.checkpoint(functools.partial(f, training=True))",
+        "import flax.linen as nn\nclass Block(nn.Module):\n    @nn.compact\n    def __call__(self, x, deterministic: bool):\n        return x if deterministic else -x\nR = nn.remat(Block, static_argnums=(2,))",
+        "import flax.linen.partitioning as nn_partitioning\nimport flax.linen as nn\nclass Block(nn.Module):\n    @nn.compact\n    def __call__(self, x, deterministic: bool):\n        return x if deterministic else -x\nR = nn_partitioning.remat(Block, static_argnums=(1,))",
+        "import flax.linen as nn\nclass Block(nn.Module):\n    @nn.compact\n    def __call__(self, x, deterministic=None):\n        deterministic = nn.merge_param('deterministic', self.deterministic, deterministic)\n        return x if deterministic else -x\nR = nn.remat(Block)",
+        "import equinox as eqx\n@eqx.filter_checkpoint\ndef f(x, training: bool):\n    return x * 2 if training else x",
+        "import jax\n@jax.checkpoint\ndef f(x, cache):\n    if cache:\n        return x\n    return -x",
+        "import jax\ng = jax.checkpoint(f, static_argnums=cfg.static)\ndef f(x, training):\n    return x if training else -x",
+    ]
+    INVALID = [
+        Invalid("import jax\n@jax.checkpoint\ndef f(x, training):\n    if training:\n        x = x * 2\n    return x"),
+        Invalid("import jax\ng = jax.checkpoint(lambda x, n: x if n > 1 else -x)"),
+        Invalid("import jax\ndef f(x, n):\n    for _ in range(n):\n        x = x * 2\n    return x\ng = jax.checkpoint(f)"),
+        Invalid("import jax\n@jax.checkpoint\ndef f(x, deterministic=True):\n    return x if deterministic else -x\ny = f(x, False)"),
+        Invalid(
+            "import flax.linen as nn\nclass Block(nn.Module):\n    @nn.compact\n    def __call__(self, x, deterministic: bool):\n"
+            "        return x if deterministic else -x\nR = nn.remat(Block, static_argnums=(1,))"
+        ),
+        Invalid("from flax import nnx\n@nnx.remat\ndef f(x, train: bool):\n    assert not train\n    return x"),
+    ]
+
+    def check(self) -> None:
+        model = self.ctx.model
+        for fn in self.ctx.bodies.functions:
+            if fn.site.api.family == "equinox" or not fn.entry:
+                continue
+            params = traced_params(model, fn)
+            ignored_names = _static_argnames(fn)
+            if params is None or ignored_names is None:
+                continue
+            params = {name: p for name, p in params.items() if name not in ignored_names}
+            for use in control_uses(model, self.ctx.bodies.nodes(fn.node), params):
+                self.report(use.statement, self._message(fn, use))
+
+    def _message(self, fn: CheckpointedFunction, use: ControlUse) -> str:
+        name = use.param.name.value
+        when = "every call that passes it" if use.param.default is not None else "every call"
+        index = index_of(fn.site, fn, use.param)
+        static = f"`static_argnums=({index},)`" if index is not None else "`static_argnums`"
+        traced_alternative = "`jax.lax.fori_loop`" if use.use == "range" else "`jax.lax.cond`/`jnp.where`"
+        return (
+            f"Python {use.construct} on `{self.ctx.code(use.test)}`: `{fn.site.api.display}` traces `{name}` (it is "
+            f"not in `static_argnums`) and {_EFFECT[use.use]} at {when}; make it static with {static} and pass it "
+            f"positionally, or keep it traced and use {traced_alternative}"
+        )
+
+
+def _static_argnames(fn: CheckpointedFunction) -> frozenset[str] | None:
+    """Names in ``static_argnames`` (ignored by JAX: REM010 reports them); None when not literal."""
+    arg = fn.site.keyword("static_argnames")
+    if arg is None:
+        return frozenset()
+    value = arg.value
+    items = [e.value for e in value.elements] if hasattr(value, "elements") else [value]
+    names = [i.evaluated_value for i in items if hasattr(i, "evaluated_value") and isinstance(i.evaluated_value, str)]
+    return frozenset(names) if len(names) == len(items) else None
