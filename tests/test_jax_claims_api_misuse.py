@@ -153,3 +153,137 @@ def test_flax_policy_in_other_slots_fails_as_the_message_says():
         detail = re.search(r": (.+)`", effect)
         if detail:
             assert str(info.value).startswith(detail.group(1))
+
+
+# --- REM003 ---------------------------------------------------------------------------------------
+
+CP = "from jax import checkpoint_policies as cp\n"
+
+
+def run_fixed(code: str, rule: str) -> dict:
+    scope: dict = {}
+    exec(fix_all(code, {rule}), scope)
+    return scope
+
+
+@pytest.mark.parametrize("name", ["dots_saveable", "checkpoint_dots", "dots_with_no_batch_dims_saveable", "checkpoint_dots_with_no_batch_dims"])
+def test_calling_a_dots_policy_raises_what_the_message_says(name):
+    (message,) = messages(f"{CP}p = cp.{name}()", "REM003")
+    kind, text = quoted_error(message)
+    with pytest.raises(TypeError) as info:
+        getattr(cp, name)()
+    assert kind == "TypeError" and str(info.value) == text
+    jax.grad(jax.checkpoint(f, policy=run_fixed(f"{CP}p = cp.{name}()", "REM003")["p"]))(X)
+
+
+def test_calling_everything_or_nothing_saveable():
+    (everything,) = messages(f"{CP}p = cp.everything_saveable()", "REM003")
+    assert cp.everything_saveable() is True and "`True`" in everything
+    _, text = quoted_error(everything)
+    with pytest.raises(TypeError, match=re.escape(text)):
+        jax.grad(jax.checkpoint(f, policy=cp.everything_saveable()))(X)
+    (nothing,) = messages(f"{CP}p = cp.nothing_saveable()", "REM003")
+    assert cp.nothing_saveable() is False and "`False`" in nothing
+    jax.grad(jax.checkpoint(f, policy=cp.nothing_saveable()))(X)  # falsy: silently the default
+
+
+@pytest.mark.parametrize(
+    "name", ["save_only_these_names", "save_any_names_but_these", "save_anything_except_these_names", "save_from_both_policies",
+             "offload_dot_with_no_batch_dims", "save_and_offload_only_these_names"]
+)
+def test_uncalled_factory_is_accepted_and_fails_at_first_grad(name):
+    (message,) = messages(f"import jax\ng = jax.checkpoint(f, policy=jax.checkpoint_policies.{name})", "REM003")
+    _, text = quoted_error(message)
+    g = jax.checkpoint(f, policy=getattr(cp, name))
+    g(X)  # plain call and jvp pass
+    jax.jvp(g, (X,), (X,))
+    with pytest.raises(TypeError) as info:
+        jax.grad(g)(X)
+    assert str(info.value).startswith(text.removesuffix(" ..."))
+
+
+def test_call_hints_match_the_factory_signatures():
+    import inspect
+
+    from remat_lint.rules.rem003_policy_misuse import CALL_HINTS
+
+    for name, hint in CALL_HINTS.items():
+        assert ", ".join(inspect.signature(getattr(cp, name)).parameters) == hint
+
+
+def _named(x):
+    from jax.ad_checkpoint import checkpoint_name
+
+    return jnp.sum(jnp.sin(checkpoint_name(jnp.sin(x), "a")) * checkpoint_name(jnp.cos(x), "b"))
+
+
+def saved(policy) -> list[str]:
+    from jax._src.ad_checkpoint import saved_residuals
+
+    return sorted(s.split(" from ")[0] for _, s in saved_residuals(jax.checkpoint(_named, policy=policy), jnp.ones(3)))
+
+
+def test_list_of_names_raises_and_the_fix_saves_them():
+    code = f"{CP}p = cp.save_only_these_names(['a', 'b'])"
+    (message,) = messages(code, "REM003")
+    _, text = quoted_error(message)
+    for factory in (cp.save_only_these_names, cp.save_any_names_but_these):
+        with pytest.raises(TypeError) as info:
+            factory(["a", "b"])
+        assert str(info.value) == text
+    assert saved(run_fixed(code, "REM003")["p"]) == ["from the argument x", "named 'a'", "named 'b'"]
+
+
+def test_tuple_of_names_silently_saves_nothing_or_excludes_nothing():
+    only, but = (f"{CP}p = cp.save_only_these_names(('a', 'b'))", f"{CP}p = cp.save_any_names_but_these(('a',))")
+    assert "saves nothing named" in messages(only, "REM003")[0]
+    assert saved(cp.save_only_these_names(("a", "b"))) == saved(None) == ["from the argument x"]
+    assert saved(run_fixed(only, "REM003")["p"]) == ["from the argument x", "named 'a'", "named 'b'"]
+    assert "every named value is saved" in messages(but, "REM003")[0]
+    assert saved(cp.save_any_names_but_these(("a",))) == ["from the argument x", "named 'a'", "named 'b'"]
+    assert saved(run_fixed(but, "REM003")["p"]) == ["from the argument x", "named 'b'"]
+
+
+@pytest.mark.parametrize(
+    ("code", "call"),
+    [
+        ("p = cp.save_from_both_policies(cp.dots_saveable)", lambda: cp.save_from_both_policies(cp.dots_saveable)),
+        (
+            "p = cp.save_from_both_policies(cp.dots_saveable, cp.nothing_saveable, cp.nothing_saveable)",
+            lambda: cp.save_from_both_policies(cp.dots_saveable, cp.nothing_saveable, cp.nothing_saveable),
+        ),
+        ("p = cp.offload_dot_with_no_batch_dims()", lambda: cp.offload_dot_with_no_batch_dims()),
+        ("p = cp.save_and_offload_only_these_names('a')", lambda: cp.save_and_offload_only_these_names("a")),
+        (
+            "p = cp.save_and_offload_only_these_names(names_which_can_be_saved=['a'])",
+            lambda: cp.save_and_offload_only_these_names(names_which_can_be_saved=["a"]),
+        ),
+    ],
+)
+def test_wrong_factory_arity_raises_what_the_message_says(code, call):
+    (message,) = messages(CP + code, "REM003")
+    _, text = quoted_error(message)
+    with pytest.raises(TypeError) as info:
+        call()
+    assert str(info.value).startswith(text)
+
+
+@pytest.mark.parametrize("first", [True, False])
+def test_offloading_policy_inside_save_from_both_policies_fails_at_first_grad(first):
+    offload = cp.offload_dot_with_no_batch_dims("device", "pinned_host")
+    pair = (offload, cp.dots_saveable) if first else (cp.dots_saveable, offload)
+    (message,) = messages(f"{CP}p = cp.save_from_both_policies(cp.dots_saveable, cp.offload_dot_with_no_batch_dims('device', 'pinned_host'))", "REM003")
+    _, text = quoted_error(message)
+    g = jax.checkpoint(f, policy=cp.save_from_both_policies(*pair))
+    with pytest.raises(ValueError, match=re.escape(text)):
+        jax.grad(g)(X)
+
+
+def test_unknown_policy_attribute_and_getattr():
+    for code in ("import jax\np = jax.checkpoint_policies.dots_savable", "import jax\np = getattr(jax.checkpoint_policies, 'dots_savable')"):
+        (message,) = messages(code, "REM003")
+        _, text = quoted_error(message)
+        with pytest.raises(AttributeError) as info:
+            getattr(cp, "dots_savable")
+        assert str(info.value) == text
+        assert run_fixed(code, "REM003")["p"] is cp.dots_saveable

@@ -1,0 +1,365 @@
+from __future__ import annotations
+
+import difflib
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from remat_lint.analysis.guards import expects_error
+from remat_lint.apis import POLICIES, PolicyInfo, is_policy_namespace, policy_info
+from remat_lint.findings import Applicability, Severity
+from remat_lint.rule import FixSpec, Invalid, Rule
+
+if TYPE_CHECKING:
+    from remat_lint.analysis.sites import RematSite
+    from remat_lint.context import LintContext
+
+# What calling a plain policy with no arguments gives (measured on jax 0.10.2).
+CALLED_PLAIN = {
+    "everything_saveable": (
+        "returns `True`, which is not a policy: as `policy=` the first grad/vjp raises "
+        "`TypeError: 'bool' object is not callable`"
+    ),
+    "nothing_saveable": (
+        "returns `False`, which JAX treats as no policy: it works only by accident, as the default "
+        "`nothing_saveable`"
+    ),
+    "dots_saveable": "raises `TypeError: DotsSaveable.__call__() missing 1 required positional argument: 'prim'`",
+    "dots_with_no_batch_dims_saveable": (
+        "raises `TypeError: DotsSaveable.__call__() missing 1 required positional argument: 'prim'`"
+    ),
+}
+# How a factory is meant to be called, for messages.
+CALL_HINTS = {
+    "save_from_both_policies": "policy_1, policy_2",
+    "offload_dot_with_no_batch_dims": "offload_src, offload_dst",
+}
+# Saves everything whatever names it gets (REM104 reports it), so a list/tuple changes nothing.
+_NAMES_IGNORED = "save_anything_except_these_names"
+_TUPLE_EFFECT = {
+    "save_only_these_names": "so none of the names is ever saved: the policy silently saves nothing named",
+    "save_any_names_but_these": "so none of the names is excluded: every named value is saved",
+}
+
+
+class PolicyMisuse(Rule):
+    """
+    ## What it does
+    Flags checkpoint policies used the wrong way round: a plain policy called
+    (`dots_saveable()`, `nothing_saveable()`, `everything_saveable()` and their aliases), a
+    policy factory used uncalled (`policy=save_only_these_names`), an attribute that
+    `jax.checkpoint_policies` does not have, one list or tuple passed where the names are
+    separate arguments, a factory called with the wrong number of arguments, and an offloading
+    policy inside `save_from_both_policies`.
+
+    ## Why is this bad?
+    - `dots_saveable()` raises `TypeError` (missing `prim`) as soon as it is evaluated;
+      `everything_saveable()` returns `True` and the first grad/vjp raises
+      `'bool' object is not callable`; `nothing_saveable()` returns `False`, which only works
+      because JAX treats a falsy policy as no policy.
+    - An uncalled factory is accepted when wrapping; the first grad/vjp calls it as a policy and
+      raises `TypeError: save_only_these_names() got an unexpected keyword argument ...`.
+    - `jax.checkpoint_policies` is a namespace: a misspelled name raises `AttributeError`.
+    - `save_only_these_names(['a', 'b'])` raises `TypeError: unhashable type: 'list'`;
+      `save_only_these_names(('a', 'b'))` takes the tuple as one name and silently saves
+      nothing named; `save_any_names_but_these(('a',))` silently excludes nothing.
+    - `save_from_both_policies` takes exactly two policies, `offload_dot_with_no_batch_dims`
+      exactly `offload_src, offload_dst`, and `save_and_offload_only_these_names` keyword
+      arguments only: anything else raises `TypeError` when called.
+    - `save_from_both_policies` needs policies that return booleans; with an offloading policy
+      the first grad/vjp raises `ValueError: The return value of the policies should be a
+      boolean`.
+
+    Calling a plain policy with its arguments inside a custom policy
+    (`cp.dots_saveable(prim, *args, **params)`) is fine and not flagged; nor are names looked up
+    from configuration (`getattr(jax.checkpoint_policies, cfg.remat_policy)`).
+
+    ## Example
+    ```python
+    import jax
+    cp = jax.checkpoint_policies
+
+    block = jax.checkpoint(block, policy=cp.dots_saveable())
+    attention = jax.checkpoint(attention, policy=cp.save_only_these_names(("q", "k")))
+    ```
+
+    ## Use instead
+    ```python
+    import jax
+    cp = jax.checkpoint_policies
+
+    block = jax.checkpoint(block, policy=cp.dots_saveable)
+    attention = jax.checkpoint(attention, policy=cp.save_only_these_names("q", "k"))
+    ```
+
+    ## Fix safety
+    Safe: a called plain policy becomes the policy itself, and a list literal (which always
+    raises) is unpacked into separate names. Unsafe: a tuple literal is unpacked the same way
+    (the policy then saves those names, which uses more memory than the silent no-op did), and a
+    misspelled `checkpoint_policies` attribute is renamed to the closest real policy (check it is
+    the one you meant).
+
+    ## References
+    - [Gradient checkpointing: policies](https://docs.jax.dev/en/latest/gradient-checkpointing.html)
+    - [`jax.checkpoint_policies` source](https://github.com/jax-ml/jax/blob/main/jax/_src/ad_checkpoint.py)
+    """
+
+    code = "REM003"
+    name = "policy-misuse"
+    severity = Severity.ERROR
+
+    VALID = [
+        "import jax\ng = jax.checkpoint(f, policy=jax.checkpoint_policies.save_only_these_names('q', 'k'))",
+        "import jax\ncp = jax.checkpoint_policies\ndef policy(prim, *args, **params):\n    return cp.dots_saveable(prim, *args, **params)",
+        "import jax\np = getattr(jax.checkpoint_policies, cfg.remat_policy, None)",
+        "import jax\np = getattr(jax.checkpoint_policies, 'save_from_both_policies_v2', None)",
+        "from jax import checkpoint_policies as cp\np = cp.save_from_both_policies(cp.dots_saveable, cp.save_only_these_names('a'))",
+        "from jax import checkpoint_policies as cp\np = cp.save_and_offload_only_these_names(names_which_can_be_saved=[], "
+        "names_which_can_be_offloaded=['a'], offload_src='device', offload_dst='pinned_host')",
+        "from jax import checkpoint_policies as cp\np = cp.save_only_these_names(*NAMES)",
+        "from jax import checkpoint_policies as cp\nif hasattr(cp, 'future_policy'):\n    p = cp.future_policy",
+        "from jax import checkpoint_policies as cp\nNAMES = ['a', 'b']\np = cp.save_only_these_names(*NAMES)",
+        "from myproject import auto_remat, policies\nB = auto_remat(Block, policy=policies.save_only_these_names)",
+        "import jax\ntry:\n    p = jax.checkpoint_policies.future_policy\nexcept AttributeError:\n    p = None",
+    ]
+    INVALID = [
+        Invalid(
+            "import jax\ng = jax.checkpoint(f, policy=jax.checkpoint_policies.dots_saveable())",
+            fixed="import jax\ng = jax.checkpoint(f, policy=jax.checkpoint_policies.dots_saveable)",
+        ),
+        Invalid(
+            "from jax import checkpoint_policies as cp\nPOLICY = cp.checkpoint_dots_with_no_batch_dims()",
+            fixed="from jax import checkpoint_policies as cp\nPOLICY = cp.checkpoint_dots_with_no_batch_dims",
+        ),
+        Invalid(
+            "from jax import checkpoint_policies as cp\np = cp.save_only_these_names(['q', 'k'])",
+            fixed="from jax import checkpoint_policies as cp\np = cp.save_only_these_names('q', 'k')",
+        ),
+        Invalid(
+            "from jax import checkpoint_policies as cp\np = cp.save_any_names_but_these(('q', 'k'))",
+            fixed="from jax import checkpoint_policies as cp\np = cp.save_any_names_but_these('q', 'k')",
+        ),
+        Invalid(
+            "from jax import checkpoint_policies as cp\nNAMES = ('q', 'k')\np = cp.save_only_these_names(NAMES)",
+            fixed="from jax import checkpoint_policies as cp\nNAMES = ('q', 'k')\np = cp.save_only_these_names(*NAMES)",
+        ),
+        Invalid(
+            "import jax\np = jax.checkpoint_policies.dots_savable",
+            fixed="import jax\np = jax.checkpoint_policies.dots_saveable",
+        ),
+        Invalid(
+            "import jax\np = getattr(jax.checkpoint_policies, 'nothing_savable')",
+            fixed="import jax\np = getattr(jax.checkpoint_policies, 'nothing_saveable')",
+        ),
+        Invalid("import jax\ng = jax.checkpoint(f, policy=jax.checkpoint_policies.save_only_these_names)"),
+        Invalid("import jax.ad_checkpoint\ng = jax.remat(f, policy=jax.ad_checkpoint.checkpoint_policies.save_any_names_but_these)"),
+        Invalid("from jax import checkpoint_policies as cp\np = cp.save_from_both_policies(cp.dots_saveable, cp.save_only_these_names)"),
+        Invalid("from jax import checkpoint_policies as cp\np = cp.save_from_both_policies(cp.dots_saveable)"),
+        Invalid("from jax import checkpoint_policies as cp\np = cp.offload_dot_with_no_batch_dims('device')"),
+        Invalid("from jax import checkpoint_policies as cp\np = cp.save_and_offload_only_these_names(['a'], ['b'])"),
+        Invalid("from jax import checkpoint_policies as cp\np = cp.save_and_offload_only_these_names(names_which_can_be_saved=['a'])"),
+        Invalid(
+            "from jax import checkpoint_policies as cp\n"
+            "p = cp.save_from_both_policies(cp.dots_saveable, cp.offload_dot_with_no_batch_dims('device', 'pinned_host'))"
+        ),
+        Invalid("import jax\np = jax.checkpoint_policies.totally_unknown"),
+    ]
+
+    def check(self) -> None:
+        probed, assigned = self._probed_and_assigned()
+        for attribute in self.ctx.model.attributes:
+            if is_policy_namespace(self.ctx.qualified_name(attribute.value)):
+                name = attribute.attr.value
+                if name not in POLICIES and name not in probed and name not in assigned and not name.startswith("_"):
+                    self._report_unknown(attribute, name, attribute.attr)
+        for call in self.ctx.model.calls:
+            qname = self.ctx.qualified_name(call.func)
+            info = policy_info(qname)
+            if info is not None:
+                self._check_policy_call(call, info)
+            elif qname == "builtins.getattr" and len(call.args) == 2:
+                name = _literal_name(self.ctx, call.args)
+                if name is not None and name not in POLICIES and name not in probed:
+                    self._report_unknown(call, name, call.args[1].value)
+        for site in self.ctx.sites:
+            value = _policy_value(site)
+            if value is not None:
+                self._check_uncalled(value, "as `policy=`")
+
+    # --- the checks ---------------------------------------------------------------------------
+
+    def _check_policy_call(self, call: cst.Call, info: PolicyInfo) -> None:
+        if any(arg.star for arg in call.args):
+            return
+        if info.kind == "plain":
+            if not call.args:
+                self._report_called_plain(call, info)
+            return
+        positional = [arg for arg in call.args if arg.keyword is None]
+        keywords = {arg.keyword.value for arg in call.args if arg.keyword is not None}
+        if self._check_arity(call, info, positional, keywords):
+            return
+        if info.takes_names and info.name != _NAMES_IGNORED:
+            for arg in positional:
+                self._check_names_argument(info, arg)
+        if info.name == "save_from_both_policies":
+            for arg in call.args:
+                self._check_uncalled(arg.value, "inside `save_from_both_policies`")
+                self._check_offload(arg.value)
+
+    def _report_called_plain(self, call: cst.Call, info: PolicyInfo) -> None:
+        if self._expected(call, "TypeError"):
+            return
+        func = self.ctx.code(call.func)
+        self.report(
+            call,
+            f"`{func}` is a policy, not a factory: calling it with no arguments "
+            f"{CALLED_PLAIN[info.alias_of or info.name]}; pass `{func}` itself",
+            fix=FixSpec(f"Use the policy `{func}`", [(call, func)]),
+        )
+
+    def _check_uncalled(self, value: cst.BaseExpression, where: str) -> None:
+        info = policy_info(self.ctx.qualified_name(value))
+        if info is None or info.kind != "factory" or self._expected(value, "TypeError"):
+            return
+        code = self.ctx.code(value)
+        hint = CALL_HINTS.get(info.name) or (
+            ", ".join(f"{name}=..." for name in info.keyword_only) if info.keyword_only else "'name', ..."
+        )
+        self.report(
+            value,
+            f"`{code}` is a policy factory used uncalled {where}: JAX accepts it when wrapping, and the first "
+            f"grad/vjp calls it as a policy and raises `TypeError: {info.name}() got an unexpected keyword "
+            f"argument ...`; call it: `{code}({hint})`",
+        )
+
+    def _check_arity(self, call: cst.Call, info: PolicyInfo, positional: list[cst.Arg], keywords: set[str]) -> bool:
+        """Report a factory called with the wrong arguments; True when it was."""
+        given = len(positional)
+        problem, detail = None, ""
+        if info.keyword_only:
+            missing = [k for k in info.keyword_only if k not in keywords]
+            if given:
+                problem = f"takes 0 positional arguments but {given} {'was' if given == 1 else 'were'} given"
+                detail = "; pass every argument by keyword"
+            elif missing:
+                problem = f"missing {len(missing)} required keyword-only argument{'s' if len(missing) > 1 else ''}"
+                detail = ": " + ", ".join(f"`{k}`" for k in missing)
+        elif info.max_args is not None and not keywords:
+            if given > info.max_args:
+                problem = f"takes {info.max_args} positional arguments but {given} were given"
+            elif given < info.min_args:
+                short = info.min_args - given
+                problem = f"missing {short} required positional argument{'s' if short > 1 else ''}"
+        if problem is None or self._expected(call, "TypeError"):
+            return problem is not None
+        hint = CALL_HINTS.get(info.name) or ", ".join(f"{k}=..." for k in info.keyword_only)
+        self.report(
+            call,
+            f"`{info.name}` takes `({hint})`: this call raises `TypeError: {info.name}() {problem}`{detail}",
+        )
+        return True
+
+    def _check_names_argument(self, info: PolicyInfo, arg: cst.Arg) -> None:
+        value = arg.value
+        literal = value if isinstance(value, (cst.List, cst.Tuple)) else self.ctx.model.assigned_value(value)
+        if not isinstance(literal, (cst.List, cst.Tuple)) or self._expected(value, "TypeError"):
+            return
+        if isinstance(literal, cst.List):
+            effect = "a list raises `TypeError: unhashable type: 'list'` when the policy is built"
+        else:
+            effect = f"a tuple is taken as a single name, {_TUPLE_EFFECT[info.name]}"
+        self.report(
+            value,
+            f"`{info.name}` takes the checkpoint names as separate arguments (`*names`): {effect}; "
+            "pass the names themselves",
+            fix=self._unpack_fix(arg, literal),
+        )
+
+    def _unpack_fix(self, arg: cst.Arg, literal: cst.List | cst.Tuple) -> FixSpec | None:
+        applicability = Applicability.SAFE if isinstance(literal, cst.List) else Applicability.UNSAFE
+        if arg.value is not literal:  # a name bound to the list or tuple
+            spelled = f"*{self.ctx.code(arg.value)}"
+        elif any(isinstance(element, cst.StarredElement) for element in literal.elements):
+            return None
+        else:
+            spelled = ", ".join(self.ctx.code(element.value) for element in literal.elements)
+        # The argument's span covers a tuple's parentheses (the tuple's own span does not).
+        return FixSpec(f"Pass `{spelled}`", [(arg, spelled)], applicability)
+
+    def _check_offload(self, value: cst.BaseExpression) -> None:
+        call = value if isinstance(value, cst.Call) else self.ctx.model.assigned_value(value)
+        if not isinstance(call, cst.Call):
+            return
+        info = policy_info(self.ctx.qualified_name(call.func))
+        if info is None or not info.offloads or self._expected(value, "ValueError"):
+            return
+        self.report(
+            value,
+            f"`save_from_both_policies` needs policies that return booleans, but `{info.name}` offloads: the first "
+            "grad/vjp raises `ValueError: The return value of the policies should be a boolean`; write a custom "
+            "policy instead",
+        )
+
+    def _report_unknown(self, node: cst.CSTNode, name: str, spelled: cst.CSTNode) -> None:
+        if self._expected(node, "AttributeError"):
+            return
+        close = difflib.get_close_matches(name, sorted(POLICIES), n=1, cutoff=0.6)
+        fix = None
+        if close:
+            new = close[0] if isinstance(spelled, cst.Name) else _requote(spelled, close[0])
+            fix = FixSpec(f"Use `{close[0]}`", [(spelled, new)], Applicability.UNSAFE)
+        self.report(
+            node,
+            f"`jax.checkpoint_policies` has no `{name}`: evaluating it raises `AttributeError: 'types.SimpleNamespace' "
+            f"object has no attribute '{name}'`" + (f"; did you mean `{close[0]}`?" if close else ""),
+            fix=fix,
+        )
+
+    # --- helpers ------------------------------------------------------------------------------
+
+    def _expected(self, node: cst.CSTNode, error: str) -> bool:
+        return expects_error(self.ctx.model, node, frozenset({error}))
+
+    def _probed_and_assigned(self) -> tuple[set[str], set[str]]:
+        """Names tested with ``hasattr``/``getattr(..., default)`` (feature detection of newer JAX)
+        and names assigned into the namespace (a project's own policies)."""
+        probed: set[str] = set()
+        for call in self.ctx.model.calls:
+            if self.ctx.qualified_name(call.func) in ("builtins.hasattr", "builtins.getattr") and len(call.args) >= 2:
+                if len(call.args) == 3 or self.ctx.qualified_name(call.func) == "builtins.hasattr":
+                    name = _literal_name(self.ctx, call.args)
+                    if name is not None:
+                        probed.add(name)
+        assigned = {
+            attribute.attr.value
+            for attribute in self.ctx.model.attributes
+            if isinstance(self.ctx.model.parent(attribute), (cst.AssignTarget, cst.AugAssign, cst.AnnAssign, cst.Del))
+        }
+        return probed, assigned
+
+
+def _literal_name(ctx: LintContext, args: tuple[cst.Arg, ...] | list[cst.Arg]) -> str | None:
+    """``name`` in ``getattr(<policy namespace>, 'name', ...)``."""
+    namespace, name = args[0].value, args[1].value
+    if not is_policy_namespace(ctx.qualified_name(namespace)) or not isinstance(name, cst.SimpleString):
+        return None
+    value = name.evaluated_value
+    return value if isinstance(value, str) else None
+
+
+def _requote(string: cst.CSTNode, text: str) -> str:
+    assert isinstance(string, cst.SimpleString)
+    return f"{string.prefix}{string.quote}{text}{string.quote}"
+
+
+def _policy_value(site: RematSite) -> cst.BaseExpression | None:
+    """The policy a site is given: ``policy=``, or Flax linen's positional ``policy`` slot."""
+    arg = site.keyword("policy")
+    if arg is not None:
+        return arg.value
+    if "policy" in site.api.positional:
+        index = site.api.positional.index("policy")
+        if len(site.positional) > index:
+            return site.positional[index].value
+    return None
