@@ -1,0 +1,336 @@
+"""Where --trace gets abstract inputs from, in order: ``[[tool.remat-lint.trace.targets]]``, an
+inline ``# remat-lint: trace(f32[8,8], bool[])`` comment above a ``def``, jaxtyping annotations.
+
+This module only parses: it never imports JAX, so the main process can validate configuration
+cheaply. Shape strings use the notation ``print_saved_residuals`` prints (``aval.str_short``):
+``f32[8,8]``, ``bf16[2,3]``, ``bool[]``, ``i32[4]``. The worker turns a ``Shape`` into a
+``jax.ShapeDtypeStruct``.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+SHORT_DTYPES = {
+    "bool": "bool",
+    "pred": "bool",
+    "bf16": "bfloat16",
+    "f16": "float16",
+    "f32": "float32",
+    "f64": "float64",
+    "i8": "int8",
+    "i16": "int16",
+    "i32": "int32",
+    "i64": "int64",
+    "u8": "uint8",
+    "u16": "uint16",
+    "u32": "uint32",
+    "u64": "uint64",
+    "c64": "complex64",
+    "c128": "complex128",
+}
+LONG_DTYPES = frozenset(SHORT_DTYPES.values())
+SHAPE_RE = re.compile(r"^\s*(?P<dtype>[a-z][a-z0-9_]*)\[(?P<dims>[0-9,\s]*)\]\s*$")
+# A shape token inside an inline comment (dtype names never start with a digit or quote).
+SHAPE_TOKEN = re.compile(r"(?<![\w'\"])([a-z][a-z0-9_]*)\[([0-9,\s]*)\]")
+LOOKS_LIKE_SHAPE = re.compile(r"^\s*[a-z][a-z0-9_]*\[")
+INLINE_RE = re.compile(r"#\s*remat-lint:\s*trace\((?P<args>.*)\)\s*$")
+_MARK = "\x00shape:"
+
+
+class InputError(ValueError):
+    """A shape string or target specification that cannot be used."""
+
+
+@dataclass(frozen=True)
+class Shape:
+    dtype: str  # numpy name: float32, bfloat16, bool...
+    dims: tuple[int, ...]
+
+    def __str__(self) -> str:
+        short = {v: k for k, v in SHORT_DTYPES.items() if k != "pred"}.get(self.dtype, self.dtype)
+        return f"{short}[{','.join(map(str, self.dims))}]"
+
+    @property
+    def size(self) -> int:
+        n = 1
+        for d in self.dims:
+            n *= d
+        return n
+
+
+def parse_shape(text: str) -> Shape:
+    """``"f32[8,8]"`` -> Shape("float32", (8, 8)); raises InputError."""
+    match = SHAPE_RE.match(text)
+    if not match:
+        raise InputError(f"not a shape string: {text!r} (expected e.g. 'f32[8,128]' or 'bool[]')")
+    name = match.group("dtype")
+    dtype = SHORT_DTYPES.get(name, name if name in LONG_DTYPES else None)
+    if dtype is None:
+        raise InputError(f"unknown dtype {name!r} in {text!r} (use one of {', '.join(sorted(SHORT_DTYPES))})")
+    dims = tuple(int(d) for d in match.group("dims").replace(" ", "").split(",") if d)
+    return Shape(dtype, dims)
+
+
+def is_shape(text: str) -> bool:
+    return bool(SHAPE_RE.match(text))
+
+
+def parse_value(value: Any) -> Any:
+    """A configuration value: shape strings (also nested in lists and tables) become Shapes,
+    everything else is a Python value passed as is."""
+    if isinstance(value, str):
+        if is_shape(value):
+            return parse_shape(value)
+        if LOOKS_LIKE_SHAPE.match(value):
+            parse_shape(value)  # raises a helpful error for a malformed shape string
+        return value
+    if isinstance(value, list):
+        return [parse_value(v) for v in value]
+    if isinstance(value, tuple):
+        return tuple(parse_value(v) for v in value)
+    if isinstance(value, dict):
+        return {k: parse_value(v) for k, v in value.items()}
+    return value
+
+
+# --- inline comments -----------------------------------------------------------------------------
+
+
+@dataclass
+class CallSpec:
+    args: list[Any] = field(default_factory=list)
+    kwargs: dict[str, Any] = field(default_factory=dict)
+
+
+def parse_inline(text: str) -> CallSpec:
+    """The inside of ``trace(...)``: shape strings, Python literals, ``name=value``, nesting."""
+    marked = SHAPE_TOKEN.sub(lambda m: repr(_MARK + m.group(0)), text)
+    try:
+        call = ast.parse(f"f({marked})", mode="eval").body
+        assert isinstance(call, ast.Call)
+        args = [ast.literal_eval(a) for a in call.args]
+        kwargs = {k.arg: ast.literal_eval(k.value) for k in call.keywords if k.arg}
+    except (SyntaxError, ValueError, AssertionError) as exc:
+        raise InputError(f"cannot read trace({text}): {exc}") from None
+    return CallSpec([_unmark(a) for a in args], {k: _unmark(v) for k, v in kwargs.items()})
+
+
+def _unmark(value: Any) -> Any:
+    if isinstance(value, str) and value.startswith(_MARK):
+        return parse_shape(value[len(_MARK):])
+    if isinstance(value, list):
+        return [_unmark(v) for v in value]
+    if isinstance(value, tuple):
+        return tuple(_unmark(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _unmark(v) for k, v in value.items()}
+    return value
+
+
+@dataclass
+class InlineTarget:
+    name: str  # the def's name
+    line: int  # the def's line
+    comment_line: int
+    spec: CallSpec | None
+    error: str | None = None
+
+
+def inline_targets(source: str) -> list[InlineTarget]:
+    """Module-level defs with a ``# remat-lint: trace(...)`` comment in the comment block right above
+    them (above their decorators, if any)."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return []
+    lines = source.splitlines()
+    found = []
+    for node in tree.body:
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+        row = first - 1  # 1-based row of the line above
+        while row >= 1 and lines[row - 1].strip().startswith("#"):
+            match = INLINE_RE.search(lines[row - 1])
+            if match:
+                try:
+                    found.append(InlineTarget(node.name, node.lineno, row, parse_inline(match.group("args"))))
+                except InputError as exc:
+                    found.append(InlineTarget(node.name, node.lineno, row, None, str(exc)))
+                break
+            row -= 1
+    return found
+
+
+# --- [[tool.remat-lint.trace.targets]] -----------------------------------------------------------
+
+TARGET_KEYS = {
+    "function", "args", "kwargs", "static", "argnums", "transform",
+    "module", "module_args", "init_args", "init_rngs",
+}
+TRANSFORMS = ("auto", "value_and_grad", "grad", "vjp", "none")
+
+
+@dataclass
+class TargetSpec:
+    """One configured target; ``function``/``module`` are "module.path:attr" references."""
+
+    function: str | None
+    args: list[Any]
+    kwargs: dict[str, Any]
+    static: dict[str, Any]
+    argnums: tuple[int, ...] | None
+    transform: str
+    module: str | None
+    module_args: Any
+    init_args: list[Any]
+    init_rngs: list[str] | None
+    path: str  # the file that defines the function (or the module class)
+
+    @property
+    def ref(self) -> str:
+        return self.function or f"{self.module}.apply"
+
+
+def resolve_module_file(reference: str, root: Path) -> Path | None:
+    """``pkg.mod`` or ``path/to/mod.py`` (relative to the config's directory) -> the file."""
+    if reference.endswith(".py"):
+        path = Path(reference) if os.path.isabs(reference) else root / reference
+        return path if path.is_file() else None
+    parts = reference.split(".")
+    for base in (root, root / "src"):
+        for candidate in (base.joinpath(*parts).with_suffix(".py"), base.joinpath(*parts, "__init__.py")):
+            if candidate.is_file():
+                return candidate
+    return None
+
+
+def _split_ref(ref: Any, key: str) -> tuple[str, str]:
+    if not isinstance(ref, str) or ref.count(":") != 1 or not all(ref.split(":")):
+        raise InputError(f"`{key}` must look like \"pkg.module:name\", got {ref!r}")
+    mod, attr = ref.split(":")
+    return mod, attr
+
+
+def parse_targets(table: dict[str, Any], root: Path) -> tuple[list[TargetSpec], list[str]]:
+    """Targets from the ``[tool.remat-lint.trace]`` table, and one message per unusable entry."""
+    specs: list[TargetSpec] = []
+    problems: list[str] = []
+    entries = table.get("targets", [])
+    if not isinstance(entries, list):
+        return [], ["[tool.remat-lint.trace] targets must be an array of tables ([[tool.remat-lint.trace.targets]])"]
+    for index, entry in enumerate(entries):
+        try:
+            specs.append(_target(entry, root))
+        except InputError as exc:
+            problems.append(f"[[tool.remat-lint.trace.targets]] #{index + 1}: {exc}")
+    return specs, problems
+
+
+def _target(entry: Any, root: Path) -> TargetSpec:
+    if not isinstance(entry, dict):
+        raise InputError("each target must be a table")
+    unknown = set(entry) - TARGET_KEYS
+    if unknown:
+        raise InputError(f"unknown keys {sorted(unknown)} (known: {sorted(TARGET_KEYS)})")
+    function, module = entry.get("function"), entry.get("module")
+    if function is None and module is None:
+        raise InputError("give `function` (and/or `module` for a Flax linen Module)")
+    where = function if function is not None else module
+    mod, _ = _split_ref(where, "function" if function is not None else "module")
+    if module is not None:
+        _split_ref(module, "module")
+    path = resolve_module_file(mod, root)
+    if path is None:
+        raise InputError(f"cannot find module {mod!r} under {root}")
+    transform = entry.get("transform", "auto")
+    if transform not in TRANSFORMS:
+        raise InputError(f"`transform` must be one of {', '.join(TRANSFORMS)}")
+    argnums = entry.get("argnums")
+    if isinstance(argnums, int):
+        argnums = (argnums,)
+    elif argnums is not None:
+        if not isinstance(argnums, list) or not all(isinstance(a, int) for a in argnums):
+            raise InputError("`argnums` must be an int or a list of ints")
+        argnums = tuple(argnums)
+    args = entry.get("args", [])
+    kwargs = entry.get("kwargs", {})
+    static = entry.get("static", {})
+    init_args = entry.get("init_args", [])
+    if not isinstance(args, list) or not isinstance(init_args, list):
+        raise InputError("`args` and `init_args` must be lists")
+    if not isinstance(kwargs, dict) or not isinstance(static, dict):
+        raise InputError("`kwargs` and `static` must be tables")
+    rngs = entry.get("init_rngs")
+    if rngs is not None and (not isinstance(rngs, list) or not all(isinstance(r, str) for r in rngs)):
+        raise InputError("`init_rngs` must be a list of rng stream names")
+    return TargetSpec(
+        function=function,
+        args=parse_value(args),
+        kwargs=parse_value(kwargs),
+        static=dict(static),
+        argnums=argnums,
+        transform=transform,
+        module=module,
+        module_args=entry.get("module_args", []),
+        init_args=parse_value(init_args),
+        init_rngs=rngs,
+        path=str(path.resolve()),
+    )
+
+
+# --- what to tell a user who has no inputs -----------------------------------------------------------
+
+
+def suggestion(module_ref: str, function: str, params: list[str]) -> str:
+    """The exact snippet to add, with one example shape per parameter (to be edited)."""
+    shapes = ", ".join("f32[8,128]" for _ in params)
+    listed = ", ".join('"f32[8,128]"' for _ in params)
+    return (
+        f"add abstract inputs (one shape per parameter of `{function}({', '.join(params)})`), either above `def {function}`:\n"
+        f"    # remat-lint: trace({shapes})\n"
+        f"or in pyproject.toml:\n"
+        f"    [[tool.remat-lint.trace.targets]]\n"
+        f'    function = "{module_ref}:{function}"\n'
+        f"    args = [{listed}]"
+    )
+
+
+# --- jaxtyping -----------------------------------------------------------------------------------------
+
+
+def jaxtyping_shape(annotation: Any, sizes: dict[str, int], default: int = 8) -> Shape | None:
+    """A jaxtyping array annotation (``Float[Array, "b 8"]``) as a Shape; named dims share a size."""
+    dims_spec = getattr(annotation, "dims", None)
+    dtypes = getattr(annotation, "dtypes", None)
+    if dims_spec is None or not hasattr(annotation, "dim_str"):
+        return None
+    names = list(dtypes) if isinstance(dtypes, (list, tuple)) else []
+    dtype = next((d for d in ("float32", "int32", "bool") if d in names), None)
+    if dtype is None:
+        dtype = next((d for d in names if d in LONG_DTYPES), "float32")
+    dims: list[int] = []
+    for dim in dims_spec:
+        kind = type(dim).__name__
+        if kind == "_FixedDim":
+            dims.append(int(dim.size))
+        elif kind == "_NamedDim":
+            dims.append(sizes.setdefault(dim.name, default))
+        elif kind in ("_AnonymousDim",):
+            dims.append(default)
+        elif kind == "_SymbolicDim":
+            try:
+                dims.append(int(eval(dim.expr, {"__builtins__": {}}, dict(sizes))))  # noqa: S307 - jaxtyping's own dim syntax
+            except Exception:
+                return None
+        elif "Variadic" in kind:
+            continue  # `*batch` / `...`: no batch dims
+        else:
+            return None
+    return Shape(dtype, tuple(dims))

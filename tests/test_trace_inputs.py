@@ -1,0 +1,114 @@
+"""--trace inputs: shape strings, inline ``# remat-lint: trace(...)`` comments, pyproject targets,
+jaxtyping annotations (parsing only: no JAX here)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from remat_lint.trace.inputs import (
+    InputError,
+    Shape,
+    inline_targets,
+    jaxtyping_shape,
+    parse_inline,
+    parse_shape,
+    parse_targets,
+    suggestion,
+)
+
+
+@pytest.mark.parametrize(
+    "text, shape",
+    [
+        ("f32[8,8]", Shape("float32", (8, 8))),
+        ("bf16[2, 3]", Shape("bfloat16", (2, 3))),
+        ("bool[]", Shape("bool", ())),
+        ("int32[4]", Shape("int32", (4,))),
+        (" u8[1,2,3] ", Shape("uint8", (1, 2, 3))),
+    ],
+)
+def test_parse_shape(text, shape):
+    assert parse_shape(text) == shape
+
+
+def test_shape_prints_in_print_saved_residuals_notation():
+    assert str(parse_shape("float32[8,128]")) == "f32[8,128]"
+    assert str(parse_shape("bool[]")) == "bool[]"
+
+
+@pytest.mark.parametrize("text", ["f32(8)", "f32[8.5]", "[8]", "q32[8]", "f32[-1]"])
+def test_bad_shape_strings_say_what_is_expected(text):
+    with pytest.raises(InputError, match="shape string|unknown dtype"):
+        parse_shape(text)
+
+
+def test_inline_spec_mixes_shapes_literals_and_pytrees():
+    spec = parse_inline('{"w": f32[8,8], "b": f32[8]}, i32[4], 3, train=True')
+    assert spec.args == [{"w": Shape("float32", (8, 8)), "b": Shape("float32", (8,))}, Shape("int32", (4,)), 3]
+    assert spec.kwargs == {"train": True}
+
+
+def test_inline_comment_above_decorators_is_found_and_errors_are_kept():
+    source = (
+        "import jax\n"
+        "# remat-lint: trace(f32[8,8])\n"
+        "@jax.checkpoint\n"
+        "def block(x):\n"
+        "    return x\n"
+        "\n"
+        "# a comment in between\n"
+        "# remat-lint: trace(f32[8)\n"
+        "def broken(x):\n"
+        "    return x\n"
+        "\n"
+        "def plain(x):  # remat-lint: trace(f32[8])  (not above the def: ignored)\n"
+        "    return x\n"
+    )
+    found = {t.name: t for t in inline_targets(source)}
+    assert set(found) == {"block", "broken"}
+    assert found["block"].line == 4 and found["block"].spec.args == [Shape("float32", (8, 8))]
+    assert found["broken"].spec is None and "cannot read trace(f32[8)" in found["broken"].error
+
+
+def test_targets_from_pyproject(tmp_path: Path):
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "model.py").write_text("def loss(x, y): ...\n")
+    table = {
+        "targets": [
+            {"function": "pkg.model:loss", "args": ["f32[8,8]", "f32[32,8]"], "kwargs": {"w": "f32[8]"},
+             "static": {"n": 3}, "argnums": 0},
+            {"module": "pkg.model:MLP", "module_args": {"features": 8}, "init_args": ["f32[2,8]"]},
+            {"function": "pkg.missing:loss"},
+            {"function": "pkg.model.loss"},
+            {"function": "pkg.model:loss", "args": ["f32[8"]},
+            {"function": "pkg.model:loss", "colour": "red"},
+        ]
+    }
+    specs, problems = parse_targets(table, tmp_path)
+    assert [s.ref for s in specs] == ["pkg.model:loss", "pkg.model:MLP.apply"]
+    first = specs[0]
+    assert first.args == [Shape("float32", (8, 8)), Shape("float32", (32, 8))]
+    assert first.kwargs == {"w": Shape("float32", (8,))} and first.static == {"n": 3} and first.argnums == (0,)
+    assert first.path == str((tmp_path / "pkg" / "model.py").resolve())
+    assert len(problems) == 4
+    assert "cannot find module 'pkg.missing'" in problems[0]
+    assert 'must look like "pkg.module:name"' in problems[1]
+    assert "not a shape string" in problems[2] or "cannot" in problems[2]
+    assert "unknown keys ['colour']" in problems[3]
+
+
+def test_suggestion_names_the_function_and_its_parameters():
+    text = suggestion("pkg.model", "loss", ["params", "batch"])
+    assert "above `def loss`" in text and "# remat-lint: trace(f32[8,128], f32[8,128])" in text
+    assert 'function = "pkg.model:loss"' in text
+
+
+def test_jaxtyping_annotations_share_named_dims():
+    jaxtyping = pytest.importorskip("jaxtyping")
+    sizes: dict[str, int] = {}
+    x = jaxtyping_shape(jaxtyping.Float[jaxtyping.Array, "batch 16"], sizes)
+    y = jaxtyping_shape(jaxtyping.Int[jaxtyping.Array, "batch"], sizes)
+    assert (str(x), str(y)) == ("f32[8,16]", "i32[8]")
+    assert jaxtyping_shape(int, sizes) is None
