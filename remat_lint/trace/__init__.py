@@ -1,0 +1,1 @@
+"""--trace: confirm static findings by tracing the code on a JAX backend, in worker subprocesses."""
