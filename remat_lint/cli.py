@@ -10,15 +10,17 @@ import collections
 import sys
 import traceback
 from pathlib import Path
+from typing import TextIO
 
 from remat_lint import __version__
+from remat_lint import autofix
 from remat_lint.config import ConfigError, Settings, find_config, load_settings, validate_selectors
 from remat_lint.discovery import discover
 from remat_lint.engine import diagnostic
 from remat_lint.findings import Finding
 from remat_lint.registry import all_rules, rule_by_code
 from remat_lint.reporters import FORMATS, reporters
-from remat_lint.runner import RunResult, display_path, run
+from remat_lint.runner import RunResult, decode_source, display_path, run
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -53,6 +55,11 @@ def build_parser() -> argparse.ArgumentParser:
     out.add_argument("--statistics", action="store_true", help="print a count per rule instead of the findings")
     out.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings")
     out.add_argument("-q", "--quiet", action="store_true", help="print findings only, no summary")
+    fix = parser.add_argument_group("fixes")
+    fix.add_argument("--fix", action="store_true", help="apply safe fixes (files are rewritten in place)")
+    fix.add_argument("--unsafe-fixes", action="store_true", help="with --fix or --diff: apply unsafe fixes too")
+    fix.add_argument("--diff", action="store_true", help="print the fixes as a unified diff and write nothing; exit 1 if there are any")
+    fix.add_argument("--exit-non-zero-on-fix", action="store_true", help="with --fix: exit 1 when something was fixed, even if nothing remains")
     run_group = parser.add_argument_group("run")
     run_group.add_argument("--config", type=Path, metavar="PATH", help="pyproject.toml to read [tool.remat-lint] from")
     run_group.add_argument("--stdin-filename", metavar="PATH", help="the name of the file read from stdin")
@@ -132,10 +139,16 @@ def check_command(args: argparse.Namespace) -> int:
     errors: list[Finding] = []
     if use_stdin:
         name = args.stdin_filename or "-"
-        result = run([], settings, enabled, stdin=(name, sys.stdin.buffer.read()))
+        data = sys.stdin.buffer.read()
+        if args.fix or args.diff:
+            return _fix(args, autofix.fix_sources({name: decode_source(name, data)}, settings, enabled, unsafe=args.unsafe_fixes), [], stdin_data=data)
+        result = run([], settings, enabled, stdin=(name, data))
     else:
         found = discover(paths, settings)
         errors = [diagnostic(path, message) for path, message in found.errors]
+        if args.fix or args.diff:
+            outcome = autofix.fix_sources(autofix.read_sources(found.files), settings, enabled, unsafe=args.unsafe_fixes)
+            return _fix(args, outcome, errors)
         result = run(found.files, settings, enabled)
     result.findings = sorted(errors + result.findings, key=lambda f: f.sort_key)
     _display(result)
@@ -150,17 +163,62 @@ def _display(result: RunResult) -> None:
         finding.path = shown
 
 
-def _report(args: argparse.Namespace, result: RunResult) -> int:
+def _fix(args: argparse.Namespace, outcome: autofix.FixOutcome, errors: list[Finding], stdin_data: bytes | None = None) -> int:
+    """--fix / --diff: print a diff or write the files (stdin: print the fixed source), then report
+    what remains; ruff's exit codes."""
+    for warning in outcome.warnings:
+        print(f"remat-lint: warning: {warning}", file=sys.stderr)
+    if args.diff:
+        sys.stdout.write("".join(autofix.unified_diff(fixed) for fixed in outcome.changed))
+        n = outcome.fixed
+        print(f"Would fix {n} finding{'s' if n != 1 else ''}." if n else "No fixes available.", file=sys.stderr)
+        return EXIT_FINDINGS if outcome.changed and not args.exit_zero else EXIT_CLEAN
+    result = outcome.result
+    result.findings = sorted(errors + result.findings, key=lambda f: f.sort_key)
+    _display(result)
+    if stdin_data is not None:
+        sys.stdout.buffer.write(outcome.changed[0].data() if outcome.changed else stdin_data)
+        sys.stdout.flush()
+    failures = [] if stdin_data is not None else autofix.write_fixes(outcome.changed)
+    for failure in failures:
+        print(f"remat-lint: error: {failure}", file=sys.stderr)
+    code = _report(args, result, fixed=outcome.fixed, out=sys.stderr if stdin_data is not None else None)
+    if failures:
+        return EXIT_ERROR
+    if outcome.fixed and args.exit_non_zero_on_fix and not args.exit_zero:
+        return EXIT_FINDINGS
+    return code
+
+
+def _report(args: argparse.Namespace, result: RunResult, fixed: int = 0, out: TextIO | None = None) -> int:
+    out = out or sys.stdout
     findings = result.findings
+    fixable, hidden = autofix.fixable_counts(findings, result.sources, args.unsafe_fixes)
     if args.statistics:
         counts = collections.Counter((f.code, f.name) for f in findings)
+        marks = {f.code for f in autofix.fixable(findings, result.sources, args.unsafe_fixes)}
         for (code, name), count in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
-            print(f"{count:5d}\t{code}\t{name}")
+            print(f"{count}\t{code}\t{'[*]' if code in marks else '[ ]'} {name}", file=out)
     else:
-        sys.stdout.write(reporters()[args.output_format](findings, result.sources))
-    if not args.quiet and args.output_format in ("full", "concise") and not args.statistics:
-        n = len(findings)
-        print(f"Found {n} finding{'s' if n != 1 else ''} in {result.files} file{'s' if result.files != 1 else ''}." if n else "All checks passed!", file=sys.stderr)
+        out.write(reporters()[args.output_format](findings, result.sources))
+    if not args.quiet and (args.statistics or args.output_format in ("full", "concise")):
+        print(_summary(result, fixed, fixable, hidden), file=sys.stderr)
     if findings and not args.exit_zero:
         return EXIT_FINDINGS
     return EXIT_CLEAN
+
+
+def _summary(result: RunResult, fixed: int, fixable: int, hidden: int) -> str:
+    """ruff's closing lines: the count (with what --fix did) and what --fix could still do."""
+    n, files = len(result.findings), result.files
+    if not n and not fixed:
+        return "All checks passed!"
+    total = n + fixed
+    lines = [f"Found {total} finding{'s' if total != 1 else ''} in {files} file{'s' if files != 1 else ''}"
+             + (f" ({fixed} fixed, {n} remaining)." if fixed else ".")]
+    hint = f" ({hidden} more with `--unsafe-fixes`)" if hidden else ""
+    if fixable:
+        lines.append(f"[*] {fixable} fixable with `--fix`{hint}.")
+    elif hidden:
+        lines.append(f"{hidden} unsafe fix{'es' if hidden != 1 else ''} available with `--fix --unsafe-fixes`.")
+    return "\n".join(lines)

@@ -12,15 +12,17 @@ class Report(Protocol):
 
 
 def reporters() -> dict[str, Report]:
-    from remat_lint.reporters import json_report, text
+    from remat_lint.reporters import github, json_report, sarif, text
 
     return {
         "full": text.full,
         "concise": text.concise,
         "json": json_report.json_array,
         "json-lines": json_report.json_lines,
+        "github": github.github,
+        "sarif": sarif.sarif,
     }
 
 
-FORMATS: tuple[str, ...] = ("full", "concise", "json", "json-lines")
+FORMATS: tuple[str, ...] = ("full", "concise", "json", "json-lines", "github", "sarif")
 ReportFn = Callable[[list[Finding], dict[str, str]], str]

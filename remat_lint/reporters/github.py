@@ -1,0 +1,53 @@
+"""``github``: GitHub Actions workflow commands, so a pull request is annotated on the diff.
+
+``::error file=a.py,line=2,col=5,endLine=2,endColumn=9,title=REM001 (policy-not-callable)::message``
+with the escaping of actions/toolkit's ``command.ts``. GitHub shows only 10 annotations of each
+level per step (the rest stay in the log), so the most severe come first and a closing line says
+how many were not shown.
+"""
+
+from __future__ import annotations
+
+from remat_lint.findings import Finding, Severity
+
+SHOWN_PER_LEVEL = 10
+LEVELS = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "notice"}
+
+
+def escape_data(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def escape_property(text: str) -> str:
+    return escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def annotation(f: Finding) -> str:
+    properties = {
+        "file": f.path,
+        "line": f.start.row,
+        "col": f.start.column + 1,
+        "endLine": f.end.row,
+        "endColumn": f.end.column + 1,  # one past the last character, as ruff writes it
+        "title": f"{f.code} ({f.name})",
+    }
+    joined = ",".join(f"{key}={escape_property(str(value))}" for key, value in properties.items())
+    message = f.message if f.fix is None else f"{f.message}\nhelp: {f.fix.message}"
+    return f"::{LEVELS[f.severity]} {joined}::{escape_data(message)}"
+
+
+def github(findings: list[Finding], sources: dict[str, str]) -> str:
+    ordered = sorted(findings, key=lambda f: (f.severity.rank, f.sort_key))
+    lines = [annotation(f) for f in ordered]
+    hidden = {
+        level: count - SHOWN_PER_LEVEL
+        for severity, level in LEVELS.items()
+        if (count := sum(f.severity is severity for f in findings)) > SHOWN_PER_LEVEL
+    }
+    if hidden:
+        counts = ", ".join(f"{n} {level}{'s' if n != 1 else ''}" for level, n in hidden.items())
+        lines.append(
+            f"remat-lint: {counts} not shown as annotations (GitHub shows {SHOWN_PER_LEVEL} of each level per step); "
+            f"all {len(findings)} findings are listed above, or upload --output-format sarif to code scanning."
+        )
+    return "".join(line + "\n" for line in lines)
