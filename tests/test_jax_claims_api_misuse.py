@@ -287,3 +287,99 @@ def test_unknown_policy_attribute_and_getattr():
             getattr(cp, "dots_savable")
         assert str(info.value) == text
         assert run_fixed(code, "REM003")["p"] is cp.dots_saveable
+
+
+# --- REM005 ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("value", [True, False])
+def test_concrete_raises_not_implemented_at_wrap_for_jax(value):
+    for code, wrap in [
+        (f"import jax\ng = jax.checkpoint(f, concrete={value})", lambda: jax.checkpoint(f, concrete=value)),
+        (f"import jax\ng = jax.remat(f, concrete={value})", lambda: jax.remat(f, concrete=value)),
+    ]:
+        (message,) = messages(code, "REM005")
+        assert "`NotImplementedError` when it wraps the function" in message and "0.10.0" in message
+        with pytest.raises(NotImplementedError, match="removed in JAX v0.10.0"):
+            wrap()
+    if not value:  # the fix deletes it, and the result works
+        code = "import jax\nimport jax.numpy as jnp\ng = jax.checkpoint(lambda x: jnp.sum(jnp.sin(x)), concrete=False)"
+        jax.grad(run_fixed(code, "REM005")["g"])(jnp.ones(3))
+
+
+@pytest.mark.parametrize("value", [True, False])
+def test_haiku_concrete_raises_when_the_checkpointed_function_is_called(value):
+    hk = pytest.importorskip("haiku")
+    (message,) = messages(f"import haiku as hk\ng = hk.remat(f, concrete={value})", "REM005")
+    assert "`NotImplementedError` when the checkpointed function is called (at `init`/`apply`)" in message
+    wrapped = []
+
+    def forward(x):
+        g = hk.remat(lambda y: hk.Linear(3)(y), concrete=value)
+        wrapped.append(g)  # hk.remat itself accepts it
+        return g(x)
+
+    with pytest.raises(NotImplementedError, match="removed in JAX v0.10.0"):
+        hk.transform(forward).init(jax.random.key(0), X)
+    assert wrapped
+
+
+def test_flax_concrete_true_fails_at_init_only():
+    nn = pytest.importorskip("flax.linen")
+    (message,) = messages("import flax.linen as nn\nB = nn.remat(Block, concrete=True)", "REM005")
+    _, text = quoted_error(message)
+    for model in (nn.remat(nn.Dense, concrete=True)(3), nn.remat(nn.Dense, True, True, True)(3)):
+        with pytest.raises(NotImplementedError) as info:
+            model.init(jax.random.key(0), X)
+        assert str(info.value).startswith(text)
+    nn.remat(nn.Dense, concrete=False)(3).init(jax.random.key(0), X)
+    assert messages("import flax.linen as nn\nB = nn.remat(Block, concrete=False)", "REM005") == []
+
+
+def test_removed_ad_checkpoint_names():
+    import jax.ad_checkpoint
+
+    for name in ("checkpoint", "remat"):
+        (message,) = messages(f"import jax.ad_checkpoint\ng = jax.ad_checkpoint.{name}(f)", "REM005")
+        assert "AttributeError" in message
+        with pytest.raises(AttributeError, match="removed in JAX v0.10.0"):
+            getattr(jax.ad_checkpoint, name)
+        (message,) = messages(f"from jax.ad_checkpoint import {name}", "REM005")
+        _, text = quoted_error(message)
+        with pytest.raises(ImportError) as info:
+            exec(f"from jax.ad_checkpoint import {name}", {})
+        assert str(info.value).startswith(text)
+        exec(fix_all(f"from jax.ad_checkpoint import {name}", {"REM005"}), {})
+
+
+@pytest.mark.parametrize(
+    "code", ["import jax.checkpoint_policies", "import jax.checkpoint_policies as cp", "from jax.checkpoint_policies import dots_saveable",
+             "import jax.ad_checkpoint.checkpoint_policies as cp"]
+)
+def test_checkpoint_policies_is_not_a_module(code):
+    (message,) = messages(code, "REM005")
+    _, text = quoted_error(message)
+    with pytest.raises(ModuleNotFoundError) as info:
+        exec(code, {})
+    assert str(info.value).startswith(text)
+    if not code.startswith("from"):
+        scope = run_fixed(code, "REM005")
+        assert (scope.get("cp") or scope["jax"].checkpoint_policies) is cp
+
+
+def test_jax_new_checkpoint_option_is_gone_and_its_variable_ignored():
+    import subprocess
+    import sys
+
+    (message,) = messages("import jax\njax.config.update('jax_new_checkpoint', False)", "REM005")
+    text = re.search(r"says `(.+?)`", message).group(1)
+    with pytest.raises(AttributeError, match=re.escape(text)):
+        jax.config.update("jax_new_checkpoint", False)
+    with pytest.raises(AttributeError):
+        jax.config.jax_new_checkpoint  # noqa: B018
+    (message,) = messages("import os\nos.environ['JAX_NEW_CHECKPOINT'] = '0'", "REM005")
+    assert "silently ignored" in message
+    probe = "import warnings, jax; warnings.simplefilter('error'); print('jax_new_checkpoint' in jax.config.values)"
+    env = {**__import__("os").environ, "JAX_NEW_CHECKPOINT": "0", "JAX_PLATFORMS": "cpu"}
+    out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False" and "NEW_CHECKPOINT" not in out.stderr
