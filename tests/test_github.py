@@ -1,0 +1,88 @@
+"""`--output-format github`: workflow commands that GitHub Actions turns into annotations."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from remat_lint.cli import main
+from remat_lint.findings import Finding, Position, Severity
+from remat_lint.reporters.github import github
+
+ANNOTATION = re.compile(
+    r"^::(?P<level>error|warning|notice) "
+    r"file=(?P<file>[^,]*),line=(?P<line>\d+),col=(?P<col>\d+),endLine=(?P<endLine>\d+),endColumn=(?P<endColumn>\d+),"
+    r"title=(?P<title>[^,]*)::(?P<message>.*)$"
+)
+BAD_LINE = "g = jax.checkpoint(lambda x: x, policy='dots_saveable')"
+
+
+def unescape(text: str) -> str:
+    return text.replace("%0D", "\r").replace("%0A", "\n").replace("%3A", ":").replace("%2C", ",").replace("%25", "%")
+
+
+def annotate(tmp_path, monkeypatch, capsys, *args: str) -> tuple[int, list[str]]:
+    monkeypatch.chdir(tmp_path)
+    code = main(["--output-format", "github", *args])
+    return code, capsys.readouterr().out.splitlines()
+
+
+def test_annotation_is_a_well_formed_workflow_command(tmp_path, monkeypatch, capsys):
+    (tmp_path / "bad.py").write_text(f"import jax\n{BAD_LINE}\n")
+    code, [line] = annotate(tmp_path, monkeypatch, capsys, "bad.py")
+    assert code == 1
+    match = ANNOTATION.match(line)
+    assert match, line
+    assert match["level"] == "error" and match["file"] == "bad.py"
+    # 1-based line and column; the end column is one past the call's last character.
+    assert (match["line"], match["col"], match["endLine"]) == ("2", "5", "2")
+    assert int(match["endColumn"]) == len(BAD_LINE) + 1
+    assert match["title"] == "REM001 (policy-not-callable)"
+    message = unescape(match["message"])
+    assert message.startswith("`policy='dots_saveable'` is a string, not a policy")
+    assert message.endswith("\nhelp: Use `jax.checkpoint_policies.dots_saveable`")
+    assert "\n" not in match["message"]
+
+
+def test_properties_and_data_are_escaped(tmp_path, monkeypatch, capsys):
+    (tmp_path / "odd,name:v2.py").write_text("import jax\ng = jax.checkpoint(f, policy='50%')\n")
+    _, [line] = annotate(tmp_path, monkeypatch, capsys, "odd,name:v2.py")
+    assert "file=odd%2Cname%3Av2.py," in line
+    assert "policy='50%25'" in line
+    assert unescape(ANNOTATION.match(line)["file"]) == "odd,name:v2.py"
+
+
+def test_escaping_of_carriage_returns_and_newlines():
+    finding = Finding("REM001", "policy-not-callable", Severity.ERROR, "a: 100%\r\nb, c", "dir/a.py", Position(1, 0), Position(1, 3))
+    [line] = github([finding], {}).splitlines()
+    assert line.endswith("::a: 100%25%0D%0Ab, c")  # data: %, CR and LF only
+    assert "title=REM001 (policy-not-callable)::" in line
+
+
+def test_most_severe_first(tmp_path, monkeypatch, capsys):
+    (tmp_path / "m.py").write_text("import jax\nh = jax.remat(f)\ng = jax.checkpoint(f, policy='dots_saveable')\n")
+    _, lines = annotate(tmp_path, monkeypatch, capsys, "--extend-select", "REM302", "m.py")
+    assert [ANNOTATION.match(line)["level"] for line in lines] == ["error", "notice"]
+    assert [ANNOTATION.match(line)["line"] for line in lines] == ["3", "2"]
+
+
+@pytest.mark.parametrize("count, summary", [(10, False), (12, True)])
+def test_summary_when_github_would_hide_annotations(tmp_path, monkeypatch, capsys, count, summary):
+    (tmp_path / "many.py").write_text("import jax\n" + f"{BAD_LINE}\n" * count)
+    code, lines = annotate(tmp_path, monkeypatch, capsys, "many.py")
+    assert code == 1
+    annotations = [line for line in lines if line.startswith("::")]
+    assert len(annotations) == count  # every finding stays in the log
+    rest = lines[len(annotations):]
+    if summary:
+        assert lines[: len(annotations)] == annotations  # the summary closes the output
+        assert len(rest) == 1 and "2 errors not shown as annotations" in rest[0]
+        assert "12 findings" in rest[0]
+    else:
+        assert rest == []
+
+
+def test_clean_code_prints_nothing(tmp_path, monkeypatch, capsys):
+    (tmp_path / "ok.py").write_text("import jax\ng = jax.checkpoint(f)\n")
+    assert annotate(tmp_path, monkeypatch, capsys, "ok.py") == (0, [])
