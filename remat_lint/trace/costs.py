@@ -1,0 +1,264 @@
+"""Compiled memory and FLOPs of a differentiated target, as written and with a checkpoint rewritten.
+
+Runs inside the trace worker (JAX imported, on CPU ``XLA_FLAGS=--xla_disable_hlo_passes=
+cse_barrier_expander`` so optimisation barriers survive as on GPU/TPU). The target is traced once to a
+jaxpr from abstract inputs; a variant is that jaxpr with the checkpoint equations of one site rewritten
+(``jaxpr_rewrite``), never the user's source. Each variant is compiled as
+``jit(value_and_grad(f, argnums)).lower(*args).compile()`` and measured with
+``memory_analysis().temp_size_in_bytes`` and ``cost_analysis()["flops"]``.
+
+Verdicts (``TOLERANCE`` = 1 %, changes smaller than that count as equal), per rule:
+- REM101/REM102 (fix: remove the checkpoint): confirmed when, under ``value_and_grad``, the fix saves
+  FLOPs and the original saves no memory (SPEC §6). ``grad`` numbers are reported alongside: there a
+  whole-loss or last-stage checkpoint compiles to the same program as no checkpoint.
+- REM103 (fix: ``prevent_cse=True``): confirmed when the fix saves memory, i.e. the saving was lost.
+  The fix may cost FLOPs (+2 % measured), so the §6 FLOP criterion does not apply.
+- REM104 (fix: remove the checkpoint): confirmed when the original saves no memory and the fix costs
+  no FLOPs (such a policy recomputes nothing, so there are no FLOPs to save).
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import jax
+from jax._src import core
+
+from remat_lint.trace.jaxpr_rewrite import Edit, Unsupported, rewrite
+from remat_lint.trace.jaxpr_sites import Site, find_sites, sites_at, target_at
+
+TOLERANCE = 0.01
+MODES = ("value_and_grad", "grad")
+Costs = dict[str, float]  # {"temp_bytes": int, "flops": float}
+
+
+class NotDifferentiable(Exception):
+    """The target's output is not a scalar (or a ``(scalar, aux)`` pair)."""
+
+
+@dataclass
+class Program:
+    """A target traced to a jaxpr from abstract inputs, and its compiled costs per variant."""
+
+    closed: core.ClosedJaxpr
+    out_tree: Any
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+    argnums: int | tuple[int, ...]
+    has_aux: bool
+    sites: list[Site]
+    _cache: dict[Any, Costs] = field(default_factory=dict)
+
+    @classmethod
+    def trace(cls, fun: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], argnums: int | Sequence[int] = 0) -> Program:
+        leaves, in_tree = jax.tree_util.tree_flatten((tuple(args), dict(kwargs)))
+
+        def flat(*xs: Any) -> Any:
+            a, k = jax.tree_util.tree_unflatten(in_tree, xs)
+            return fun(*a, **k)
+
+        closed, out_shape = jax.make_jaxpr(flat, return_shape=True)(*leaves)
+        argnums = argnums if isinstance(argnums, int) else tuple(argnums)
+        return cls(closed, jax.tree_util.tree_structure(out_shape), tuple(args), dict(kwargs), argnums, _has_aux(out_shape), find_sites(closed.jaxpr))
+
+    def function(self, closed: core.ClosedJaxpr | None = None) -> Callable[..., Any]:
+        """The target as a function of the original arguments, evaluating ``closed``."""
+        run = core.jaxpr_as_fun(closed or self.closed)
+
+        def g(*args: Any, **kwargs: Any) -> Any:
+            return jax.tree_util.tree_unflatten(self.out_tree, run(*jax.tree_util.tree_leaves((args, kwargs))))
+
+        return g
+
+    def variant(self, edits: dict[int, Edit]) -> core.ClosedJaxpr:
+        """The program with the equations whose ``id`` is in ``edits`` rewritten."""
+        return rewrite(self.closed, lambda eqn: edits.get(id(eqn))) if edits else self.closed
+
+    def costs(self, edits: dict[int, Edit], key: Any, mode: str = "value_and_grad") -> Costs:
+        """Compiled temp bytes and FLOPs of the differentiated variant; ``key`` names it for the cache."""
+        if (key, mode) not in self._cache:
+            g = self.function(self.variant(edits))
+            transform = jax.value_and_grad if mode == "value_and_grad" else jax.grad
+            compiled = jax.jit(transform(g, argnums=self.argnums, has_aux=self.has_aux)).lower(*self.args, **self.kwargs).compile()
+            analysis = compiled.cost_analysis()  # a dict in jax 0.10.2, a list of dicts in older versions
+            analysis = (analysis[0] if analysis else {}) if isinstance(analysis, (list, tuple)) else (analysis or {})
+            temp = compiled.memory_analysis().temp_size_in_bytes
+            self._cache[key, mode] = {"temp_bytes": int(temp), "flops": float(analysis.get("flops", math.nan))}
+        return self._cache[key, mode]
+
+
+def _has_aux(out_shape: Any) -> bool:
+    if _is_scalar(out_shape):
+        return False
+    if isinstance(out_shape, (tuple, list)) and len(out_shape) == 2 and _is_scalar(out_shape[0]):
+        return True
+    raise NotDifferentiable(f"the target returns {jax.tree_util.tree_map(lambda s: s.str_short() if hasattr(s, 'str_short') else str(s), out_shape)}, not a scalar loss")
+
+
+def _is_scalar(x: Any) -> bool:
+    return hasattr(x, "shape") and tuple(x.shape) == () and jax.numpy.issubdtype(x.dtype, jax.numpy.inexact)
+
+
+def edits_for(sites: Sequence[Site], edit: Edit) -> dict[int, Edit]:
+    return {id(eqn): edit for site in sites for eqn in site.eqns}
+
+
+# --- memory_evidence ------------------------------------------------------------------------------
+
+
+def _infer_rule(site: Site) -> str:
+    if not site.prevent_cse:
+        return "REM103"
+    policy = site.params["policy"]
+    if policy is jax.checkpoint_policies.everything_saveable or (callable(policy) and _saves_everything(policy)):
+        return "REM104"
+    return "REM101"
+
+
+def _saves_everything(policy: Callable[..., Any]) -> bool:
+    """``save_anything_except_these_names`` and ``lambda *_, **__: True`` return True for anything."""
+    try:
+        return policy(jax.lax.sin_p) is True and policy(jax.lax.dot_general_p, dimension_numbers=(((1,), (0,)), ((), ()))) is True
+    except Exception:
+        return False
+
+
+FIXES: dict[str, tuple[Edit, str]] = {
+    "REM101": (Edit(inline=True), "checkpoint removed (its body inlined)"),
+    "REM102": (Edit(inline=True), "checkpoint removed (its body inlined)"),
+    "REM103": (Edit(params={"prevent_cse": True}), "prevent_cse=True"),
+    "REM104": (Edit(inline=True), "checkpoint removed (its body inlined)"),
+}
+
+
+def memory_evidence(
+    code: str,
+    fun: Callable[..., Any],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    site_line: int,
+    argnums: int | Sequence[int] = 0,
+    rule: str | None = None,
+) -> dict[str, Any]:
+    """Compile the differentiated target as written and with the finding's fix; see the module doc.
+
+    ``rule`` (REM101…REM104) picks the fix; without it, it is read off the site (``prevent_cse=False``:
+    REM103; a policy that saves everything: REM104; else REM101/REM102)."""
+    try:
+        program, sites, wrapped = _locate(code, fun, args, kwargs, site_line, argnums)
+    except NotDifferentiable as exc:
+        return _unconfirmed(str(exc))
+    except Exception as exc:  # user code: any failure to trace is a finding we cannot check
+        return _unconfirmed(f"tracing the target failed: {type(exc).__name__}: {exc}")
+    if not sites:
+        return _unconfirmed(f"no checkpoint from line {site_line} is reached when the target is traced")
+    if any(s.opaque for s in sites):
+        return _unconfirmed(f"the checkpoint at line {site_line} is inside a custom_vjp/custom_jvp rule, which cannot be rewritten")
+    rule = rule or _infer_rule(sites[0])
+    if rule not in FIXES:
+        return _unconfirmed(f"no compiled-cost check for {rule}")
+    edit, fix = FIXES[rule]
+    if rule == "REM103" and all(s.prevent_cse for s in sites):
+        return _result("refuted", {"fix": fix}, f"the checkpoint at line {site_line} already has prevent_cse=True")
+    evidence: dict[str, Any] = {"fix": fix, "calls": sum(len(s.eqns) for s in sites), "backend": jax.default_backend(), "xla_flags": os.environ.get("XLA_FLAGS", "")}
+    if wrapped:
+        evidence["as_written_note"] = f"the target was wrapped in jax.checkpoint as line {site_line} does"
+    edits = edits_for(sites, edit)
+    try:
+        for mode in MODES:
+            pair = {"as_written": program.costs({}, "as_written", mode), "with_fix": program.costs(edits, "fix", mode)}
+            if mode == "value_and_grad":
+                evidence.update(pair)
+            else:
+                evidence["grad"] = pair
+    except Unsupported as exc:
+        return _unconfirmed(f"cannot rewrite the checkpoint at line {site_line}: {exc}")
+    except Exception as exc:
+        return _unconfirmed(f"compiling the target failed: {type(exc).__name__}: {exc}")
+    status, why = _verdict(rule, evidence["as_written"], evidence["with_fix"])
+    loops = " FLOPs count a loop body once (XLA cost_analysis)." if any(p in ("scan", "while") for s in sites for p in s.path) else ""
+    grad = evidence["grad"]
+    reason = f"{why} value_and_grad: {_compare(evidence['as_written'], evidence['with_fix'])}; grad: {_compare(grad['as_written'], grad['with_fix'])}.{loops}"
+    return _result(status, evidence, reason)
+
+
+def _locate(code: str, fun: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], line: int, argnums: Any) -> tuple[Program, list[Site], bool]:
+    program = Program.trace(fun, args, kwargs, argnums)
+    sites = sites_at(program.sites, code, line)
+    if sites:
+        return program, sites, False
+    # grad(jax.checkpoint(loss)) with ``loss`` as the target: the checkpoint is applied outside it.
+    if getattr(fun, "__name__", None) in target_at(code, line).names and _is_plain_wrap(code, line):
+        program = Program.trace(jax.checkpoint(fun), args, kwargs, argnums)
+        return program, [s for s in program.sites if not s.path], True
+    return program, [], False
+
+
+def _is_plain_wrap(code: str, line: int) -> bool:
+    """The call at ``line`` is ``jax.checkpoint(f)``/``jax.remat(f)`` without keywords."""
+    for node in ast.walk(ast.parse(code)):
+        if isinstance(node, ast.Call) and node.lineno == line and len(node.args) == 1 and not node.keywords:
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            if name in ("checkpoint", "remat"):
+                return True
+    return False
+
+
+def _less(a: float, b: float) -> bool:
+    """``a`` is meaningfully smaller than ``b``."""
+    return a < b * (1 - TOLERANCE)
+
+
+def _verdict(rule: str, orig: Costs, fixed: Costs) -> tuple[str, str]:
+    saves_memory = _less(orig["temp_bytes"], fixed["temp_bytes"])
+    if rule == "REM103":
+        if _less(fixed["temp_bytes"], orig["temp_bytes"]):
+            return "confirmed", "With prevent_cse=False the checkpoint's memory saving is lost: prevent_cse=True restores it."
+        return "refuted", "prevent_cse=True saves no memory here."
+    if rule == "REM104":
+        if not saves_memory and not _less(orig["flops"], fixed["flops"]):
+            return "confirmed", "The checkpoint saves no memory and removing it costs no FLOPs."
+        return "refuted", "The checkpoint saves memory or FLOPs here."
+    if saves_memory:
+        return "refuted", "The checkpoint saves memory."
+    if _less(fixed["flops"], orig["flops"]):
+        return "confirmed", "The checkpoint saves no memory and removing it saves FLOPs."
+    return "refuted", "Removing the checkpoint saves no FLOPs."
+
+
+def _compare(orig: Costs, fixed: Costs) -> str:
+    """As written against the fix, with the difference the original makes."""
+    return (
+        f"temp {_bytes(orig['temp_bytes'])} as written vs {_bytes(fixed['temp_bytes'])} with the fix ({_pct(orig['temp_bytes'], fixed['temp_bytes'])}), "
+        f"{_flops(orig['flops'])} vs {_flops(fixed['flops'])} ({_pct(orig['flops'], fixed['flops'])})"
+    )
+
+
+def _pct(orig: float, fixed: float) -> str:
+    return f"{(orig - fixed) / fixed * 100:+.1f}%" if fixed else "n/a"
+
+
+def _bytes(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(n) < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.2f} {unit}"
+        n /= 1024
+    return f"{n:.2f} GiB"
+
+
+def _flops(n: float) -> str:
+    return f"{n / 1e9:.3f} GFLOP"
+
+
+def _unconfirmed(reason: str) -> dict[str, Any]:
+    return _result("unconfirmed", None, reason)
+
+
+def _result(status: str, evidence: dict[str, Any] | None, reason: str) -> dict[str, Any]:
+    return {"status": status, "evidence": evidence, "reason": reason}
