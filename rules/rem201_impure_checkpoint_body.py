@@ -60,7 +60,7 @@ class ImpureCheckpointBody(Rule):
     own nested functions, `self.sow`, Flax and NNX variables and Module attributes (the transform
     manages them), logging of trace-time facts (shapes, configuration: deliberate trace-time logs),
     and a closure variable of the function that defines the checkpointed function and calls it
-    right there, which is fresh on every call.
+    (or hands it to `lax.scan`) right there, which is fresh on every call.
 
     ## Example
     ```python

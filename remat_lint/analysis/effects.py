@@ -12,8 +12,9 @@ Effects found:
 
 Not effects: anything on objects created in the body, parameters (pytrees the checkpoint
 rebuilds), ``self.sow``/Flax variables, and per-call side channels: a closure variable of the
-function that defines the checkpointed function and calls it (graphcast's ``nonlocal`` output
-structures), which is fresh on every call.
+function that defines the checkpointed function and calls it or hands it to a call such as
+``lax.scan`` (graphcast's ``nonlocal`` output structures, MaxText's ``updated_graphdef[0] = ...``),
+which is fresh on every call.
 """
 
 from __future__ import annotations
@@ -25,7 +26,9 @@ import libcst as cst
 
 from remat_lint.analysis.bodies import Bodies, CheckpointedFunction, Function, is_instance_method, positional_params
 from remat_lint.analysis.semantic import Scope, SemanticModel, leftmost_name
+from remat_lint.analysis.sites import RematSite
 from remat_lint.analysis.tracing import TracedValues, invocations
+from remat_lint.apis import PARTIAL
 
 Kind = Literal["print", "logging", "global", "nonlocal", "container", "attribute", "io", "random", "time"]
 
@@ -182,11 +185,13 @@ class EffectFinder:
         return any(self._inside(node, f) for f in (self.fn.node, self.current))
 
     def _per_call(self, owner: Scope) -> bool:
-        """The checkpointed function is defined inside ``owner`` and called there: ``owner``'s
-        variables are fresh on every call of it (a per-call side channel, not shared state)."""
+        """The checkpointed function is defined inside ``owner`` and called or handed to a call there
+        (``lax.scan(body, ...)``): ``owner``'s variables are fresh on every call of it (a per-call
+        side channel, not shared state)."""
         if owner.kind != "function" or not self._inside(self.fn.node, owner.node):
             return False
-        return any(self._inside(call, owner.node) for call in invocations(self.model, self.fn.site))
+        uses = [*invocations(self.model, self.fn.site), *_handed_to(self.model, self.fn.site)]
+        return any(self._inside(call, owner.node) for call in uses)
 
     def _inside(self, node: cst.CSTNode, container: cst.CSTNode) -> bool:
         return node is container or any(a is container for a in self.model.ancestors(node))
@@ -197,3 +202,21 @@ class EffectFinder:
 
 def _module_level(model: SemanticModel, node: cst.CSTNode) -> bool:
     return model.enclosing_function(node) is None and not any(isinstance(a, cst.ClassDef) for a in model.ancestors(node))
+
+
+def _handed_to(model: SemanticModel, site: RematSite) -> Iterator[cst.Call]:
+    """Calls that get the checkpointed callable as an argument or call it, directly
+    (``lax.scan(jax.checkpoint(body), ...)``) or through a name bound to it, even one bound more than
+    once (``step = body`` / ``step = jax.checkpoint(body)``, then ``lax.scan(step, ...)``).
+    ``functools.partial`` only wraps it for a later call, which may be anywhere: not a use."""
+    value: cst.CSTNode | None = model.parent(site.node) if site.form == "decorator" else site.call
+    if value is None:
+        return
+    for call in model.calls:
+        if model.qualified_name(call.func) in PARTIAL:
+            continue
+        for expr in (call.func, *(a.value for a in call.args)):
+            if expr is value or isinstance(expr, cst.Name) and any(
+                b.value is value or b.node is value for b in model.bindings_of(expr.value, model.scope_of(expr))
+            ):
+                yield call
