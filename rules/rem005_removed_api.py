@@ -4,7 +4,7 @@ import libcst as cst
 
 from remat_lint.analysis.guards import expects_error
 from remat_lint.analysis.semantic import child_nodes, dotted_import_name
-from remat_lint.analysis.sites import RematSite
+from remat_lint.analysis.sites import RematSite, missing_target
 from remat_lint.apis import POLICY_NAMESPACES, REMOVED_APIS
 from remat_lint.findings import Severity
 from remat_lint.rule import FixSpec, Invalid, Rule
@@ -95,6 +95,7 @@ class RemovedApi(Rule):
         '"""Docs: jax_new_checkpoint was removed; see jax.checkpoint."""',
         "REMOVED = {'jax_new_checkpoint', 'jax_remat3'}\nflags = {k: v for k, v in flags.items() if k != 'jax_new_checkpoint'}",
         "import torch\ny = torch.utils.checkpoint.checkpoint(f, x, concrete=True)",
+        "import jax\n@jax.checkpoint(concrete=True)\ndef g(x):\n    return x",  # a TypeError first (REM006)
     ]
     INVALID = [
         Invalid(
@@ -110,6 +111,9 @@ class RemovedApi(Rule):
             fixed="import jax\ng = jax.checkpoint(\n    f,\n)",
         ),
         Invalid("import jax\ng = jax.checkpoint(f, concrete=True)"),
+        Invalid(
+            "import functools\nimport jax\n@functools.partial(jax.checkpoint, concrete=True)\ndef g(x):\n    return x"
+        ),
         Invalid("import haiku as hk\ng = hk.remat(f, concrete=True)"),
         Invalid("import flax.linen as nn\nB = nn.remat(Block, concrete=True)"),
         Invalid("import flax.linen as nn\nB = nn.remat(Block, True, True, True)"),
@@ -158,6 +162,8 @@ class RemovedApi(Rule):
             arg = site.positional[site.api.positional.index("concrete")]
         if arg is None or expects_error(self.ctx.model, site.node, frozenset({"NotImplementedError"})):
             return
+        if site.ref.factory is not None and missing_target(self.ctx.model, site.ref.factory):
+            return  # ``@jax.checkpoint(concrete=...)`` raises TypeError before it wraps anything (REM006)
         when = _CONCRETE_RAISES.get(site.api.qname)
         if when is not None:
             is_false = isinstance(arg.value, cst.Name) and arg.value.value == "False"

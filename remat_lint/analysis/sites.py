@@ -143,3 +143,18 @@ def find_sites(model: SemanticModel) -> list[RematSite]:
                 continue  # ``api(**kw)`` alone: a factory, its application is the site
         sites.append(_site(model, ref, call, call, None))
     return sites
+
+
+def missing_target(model: SemanticModel, call: cst.Call) -> RematApi | None:
+    """The API when ``call`` gives a remat API (or a partial of one) keywords only although the API
+    needs the function first: ``jax.checkpoint(policy=p)`` raises ``TypeError: checkpoint() missing
+    1 required positional argument: 'fun'`` (REM006). None for ``nnx.remat`` and
+    ``eqx.filter_checkpoint`` (they return a decorator), for unknown keywords (that TypeError comes
+    first: REM002) and whenever the function may be supplied (positionally, by name, ``*args``)."""
+    ref = resolve_remat(model, call.func)
+    if ref is None or ref.factory is not None or ref.api.decorator_factory:
+        return None
+    for arg in (*(a for p in ref.partials for a in p.args[1:]), *call.args):
+        if arg.star or arg.keyword is None or arg.keyword.value not in ref.api.keywords:
+            return None  # the function given, maybe given, or an unknown keyword (also ``fun=``)
+    return ref.api
