@@ -32,7 +32,11 @@ def annotation(f: Finding) -> str:
         "title": f"{f.code} ({f.name})",
     }
     joined = ",".join(f"{key}={escape_property(str(value))}" for key, value in properties.items())
-    message = f.message if f.fix is None else f"{f.message}\nhelp: {f.fix.message}"
+    if f.fix is None:
+        message = f.message
+    else:
+        unsafe = "" if f.fix.applicability.value == "safe" else " (unsafe fix)"
+        message = f"{f.message}\nhelp: {f.fix.message}{unsafe}"
     return f"::{LEVELS[f.severity]} {joined}::{escape_data(message)}"
 
 
