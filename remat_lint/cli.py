@@ -63,6 +63,10 @@ def build_parser() -> argparse.ArgumentParser:
     run_group = parser.add_argument_group("run")
     run_group.add_argument("--config", type=Path, metavar="PATH", help="pyproject.toml to read [tool.remat-lint] from")
     run_group.add_argument("--stdin-filename", metavar="PATH", help="the name of the file read from stdin")
+    trace = parser.add_argument_group("dynamic mode (runs your code in worker processes)")
+    trace.add_argument("--trace", action="store_true", help="confirm findings by tracing the code with JAX")
+    trace.add_argument("--trace-timeout", type=float, metavar="SECONDS", help="per-module worker timeout (default 120)")
+    trace.add_argument("--backend", choices=("cpu", "gpu", "tpu"), help="JAX backend for --trace (default: JAX's default)")
     return parser
 
 
@@ -151,8 +155,28 @@ def check_command(args: argparse.Namespace) -> int:
             return _fix(args, outcome, errors)
         result = run(found.files, settings, enabled)
     result.findings = sorted(errors + result.findings, key=lambda f: f.sort_key)
+    if args.trace:
+        if use_stdin:
+            raise UsageError("--trace needs files: it imports them")
+        return _trace(args, result, found.files, settings)
     _display(result)
     return _report(args, result)
+
+
+def _trace(args: argparse.Namespace, result: RunResult, files: list[str], settings: Settings) -> int:
+    """--trace: judge the findings in worker processes, report them, then the checkpoint sites."""
+    from remat_lint.trace import driver
+
+    outcome = driver.trace(result.findings, files, settings, driver.options_from(settings, args.trace_timeout, args.backend))
+    for warning in outcome.warnings:
+        print(f"remat-lint: warning: {warning}", file=sys.stderr)
+    _display(result)
+    code = _report(args, result)
+    if args.output_format in ("full", "concise") and not args.statistics:
+        sys.stdout.write(driver.format_sites(outcome))
+        if not args.quiet:
+            print(driver.describe_run(outcome, result.findings), file=sys.stderr)
+    return code
 
 
 def _display(result: RunResult) -> None:
@@ -203,7 +227,8 @@ def _report(args: argparse.Namespace, result: RunResult, fixed: int = 0, out: Te
         out.write(reporters()[args.output_format](findings, result.sources))
     if not args.quiet and (args.statistics or args.output_format in ("full", "concise")):
         print(_summary(result, fixed, fixable, hidden), file=sys.stderr)
-    if findings and not args.exit_zero:
+    counted = [f for f in findings if not (f.trace and f.trace.get("status") == "refuted")]  # --trace disproved the rest
+    if counted and not args.exit_zero:
         return EXIT_FINDINGS
     return EXIT_CLEAN
 

@@ -326,7 +326,7 @@ def jaxtyping_shape(annotation: Any, sizes: dict[str, int], default: int = 8) ->
             dims.append(default)
         elif kind == "_SymbolicDim":
             try:
-                dims.append(int(eval(dim.expr, {"__builtins__": {}}, dict(sizes))))  # noqa: S307 - jaxtyping's own dim syntax
+                dims.append(int(eval(dim.expr, {"__builtins__": {}}, dict(sizes))))
             except Exception:
                 return None
         elif "Variadic" in kind:

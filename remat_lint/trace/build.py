@@ -1,0 +1,260 @@
+"""Worker side: import the user's module and turn targets into abstract calls (imports JAX).
+
+A ``Prepared`` target is what evidence and cost analysis run: ``fun(*args, **kwargs)`` where
+``args`` are the differentiable inputs and ``kwargs`` the others, all ``jax.ShapeDtypeStruct``
+pytrees. ``fun`` returns a float32 scalar (the sum of the target's floating outputs) when
+``differentiate`` is true; for a target that differentiates itself (a train step) it is the target
+as written and ``differentiate`` is false. The same facts are attributes of ``fun``
+(``fun.differentiate``), for code that only receives the callable.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import inspect
+import itertools
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+from jax._src.core import ShapedArray
+
+from remat_lint.trace.inputs import CallSpec, Shape, TargetSpec, jaxtyping_shape
+
+# Shape hypotheses for a parameter without declared inputs, cheapest first.
+SEARCH_SHAPES = ((8,), (8, 8), (4, 8, 8), (2, 4, 8, 8))
+SEARCH_LIMIT = 16
+RNG_NAMES = frozenset({"key", "rng", "rngs", "prng", "prng_key", "rng_key", "dropout_rng"})
+FLAG_NAMES = frozenset({"train", "training", "is_training", "deterministic", "decode", "init_cache", "use_cache"})
+# Errors that do not depend on the shapes tried: a shape search that meets one has found inputs.
+SHAPE_INDEPENDENT = frozenset(
+    {"TracerBoolConversionError", "ConcretizationTypeError", "TracerIntegerConversionError", "NotImplementedError"}
+)
+
+
+class NoInputs(Exception):
+    """No abstract inputs for a target; the message says what to add."""
+
+
+@dataclass
+class Prepared:
+    name: str  # for messages: ``loss(f32[8,8], f32[8])``
+    fun: Callable[..., Any]
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+    differentiate: bool
+    source: str  # "pyproject", "inline comment", "jaxtyping", "shape search"
+
+
+def import_module(path: str, root: str) -> ModuleType:
+    """Import ``path`` under its dotted name relative to ``root`` (on sys.path, so its own imports work)."""
+    if root not in sys.path:
+        sys.path.insert(0, root)
+    rel = Path(path).resolve().relative_to(Path(root).resolve()).with_suffix("")
+    parts = list(rel.parts[:-1]) if rel.name == "__init__" else list(rel.parts)
+    name = ".".join(parts) or "__main__target__"
+    existing = sys.modules.get(name)
+    if existing is not None and Path(getattr(existing, "__file__", "") or "").resolve() == Path(path).resolve():
+        return existing
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    return module
+
+
+def abstract(value: Any) -> Any:
+    """Shapes (also inside lists, tuples and dicts) -> ShapeDtypeStruct; other values unchanged."""
+    if isinstance(value, Shape):
+        return jax.ShapeDtypeStruct(value.dims, jnp.dtype(value.dtype))
+    if isinstance(value, list):
+        return [abstract(v) for v in value]
+    if isinstance(value, tuple):
+        return tuple(abstract(v) for v in value)
+    if isinstance(value, dict):
+        return {k: abstract(v) for k, v in value.items()}
+    return value
+
+
+def describe(args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
+    def one(v: Any) -> str:
+        if isinstance(v, jax.ShapeDtypeStruct):
+            return _short(v)
+        if isinstance(v, dict):
+            return "{" + ", ".join(f"{k}: {one(x)}" for k, x in v.items()) + "}"
+        if isinstance(v, (list, tuple)):
+            return "[" + ", ".join(one(x) for x in v) + "]"
+        return repr(v)
+
+    return ", ".join([*(one(a) for a in args), *(f"{k}={one(v)}" for k, v in kwargs.items())])
+
+
+def _short(s: jax.ShapeDtypeStruct) -> str:
+    try:
+        return ShapedArray(s.shape, s.dtype).str_short(short_dtypes=True)
+    except Exception:  # PRNG key dtypes have no short name
+        return f"{s.dtype}[{','.join(map(str, s.shape))}]"
+
+
+def _inexact(value: Any) -> bool:
+    leaves = jax.tree_util.tree_leaves(value)
+    return bool(leaves) and all(
+        isinstance(x, jax.ShapeDtypeStruct) and jnp.issubdtype(x.dtype, jnp.inexact) for x in leaves
+    )
+
+
+def scalar_loss(out: Any) -> Any:
+    leaves = [x for x in jax.tree_util.tree_leaves(out) if jnp.issubdtype(jnp.result_type(x), jnp.inexact)]
+    if not leaves:
+        raise TypeError("the target returns no floating-point output to differentiate")
+    return sum(jnp.sum(jnp.real(x)).astype(jnp.float32) for x in leaves)
+
+
+def prepare(
+    name: str,
+    call: Callable[..., Any],
+    args: list[Any],
+    kwargs: dict[str, Any],
+    *,
+    argnums: tuple[int, ...] | None,
+    differentiate: bool,
+    source: str,
+) -> Prepared:
+    """Split the inputs into differentiable positionals and the rest, behind one callable."""
+    args = [abstract(a) for a in args]
+    kwargs = {k: abstract(v) for k, v in kwargs.items()}
+    if argnums is None:
+        argnums = tuple(i for i, a in enumerate(args) if _inexact(a))
+    shown = f"{name}({describe(tuple(args), kwargs)})"
+    if not differentiate or not argnums:
+        fun = _tagged(lambda *a, **kw: call(*a, **kw), differentiate=False)
+        return Prepared(shown, fun, tuple(args), kwargs, False, source)
+    rest = {f"__arg{i}": a for i, a in enumerate(args) if i not in argnums}
+
+    def fun(*diff: Any, **kw: Any) -> Any:
+        it = iter(diff)
+        full = [next(it) if i in argnums else kw.pop(f"__arg{i}") for i in range(len(args))]
+        return scalar_loss(call(*full, **kw))
+
+    return Prepared(shown, _tagged(fun, differentiate=True), tuple(args[i] for i in argnums), {**rest, **kwargs}, True, source)
+
+
+def _tagged(fun: Callable[..., Any], *, differentiate: bool) -> Callable[..., Any]:
+    fun.differentiate = differentiate  # type: ignore[attr-defined]
+    return fun
+
+
+def _rng_key() -> Any:
+    return jax.eval_shape(lambda: jax.random.key(0))
+
+
+def _resolve(ref: str) -> Any:
+    mod_name, attr = ref.split(":")
+    obj: Any = importlib.import_module(mod_name) if mod_name not in sys.modules else sys.modules[mod_name]
+    for part in attr.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def from_spec(spec: TargetSpec, module: ModuleType, differentiates: bool) -> Prepared:
+    """A ``[[tool.remat-lint.trace.targets]]`` entry."""
+    differentiate = spec.transform != "none" and not (spec.transform == "auto" and differentiates)
+    if spec.module is not None:
+        return _flax_target(spec, differentiate)
+    fun = _resolve_in(spec.function, module)
+    call = functools.partial(fun, **spec.static) if spec.static else fun
+    return prepare(spec.function.split(":")[1], call, spec.args, spec.kwargs,
+                   argnums=spec.argnums, differentiate=differentiate, source="pyproject")
+
+
+def _resolve_in(ref: str, module: ModuleType) -> Any:
+    mod_name, attr = ref.split(":")
+    if module.__name__ == mod_name or module.__name__.endswith("." + mod_name):
+        obj: Any = module
+        for part in attr.split("."):
+            obj = getattr(obj, part)
+        return obj
+    return _resolve(ref)
+
+
+def _flax_target(spec: TargetSpec, differentiate: bool) -> Prepared:
+    """``module = "pkg.mod:MLP"``: abstract ``init`` (no weights allocated), then ``apply``."""
+    cls = _resolve(spec.module)
+    margs = spec.module_args
+    model = cls(**margs) if isinstance(margs, dict) else cls(*(margs or []))
+    init_args = [abstract(a) for a in (spec.init_args or spec.args)]
+    rng_names = spec.init_rngs or ["params"]
+    keys = {name: jax.random.key(i) for i, name in enumerate(rng_names)}
+    variables = jax.eval_shape(lambda *a: model.init(keys, *a, **spec.static), *init_args)
+    apply_rngs = {k: v for k, v in keys.items() if k != "params"}
+
+    def call(variables: Any, *a: Any, **kw: Any) -> Any:
+        extra = {"rngs": apply_rngs} if apply_rngs else {}
+        return model.apply(variables, *a, **spec.static, **kw, **extra)
+
+    name = spec.module.split(":")[1] + ".apply"
+    argnums = spec.argnums if spec.argnums is not None else (0,)
+    return prepare(name, call, [variables, *spec.args], spec.kwargs,
+                   argnums=argnums, differentiate=differentiate, source="pyproject")
+
+
+def from_inline(name: str, spec: CallSpec, module: ModuleType, differentiates: bool) -> Prepared:
+    return prepare(name, getattr(module, name), spec.args, spec.kwargs,
+                   argnums=None, differentiate=not differentiates, source="inline comment")
+
+
+def searched(name: str, params: list[str], module: ModuleType, differentiates: bool) -> Prepared:
+    """jaxtyping annotations when every parameter has one, else a small search with eval_shape."""
+    fun = getattr(module, name)
+    annotated = _from_jaxtyping(fun, params)
+    if annotated is not None:
+        return prepare(name, fun, annotated, {}, argnums=None, differentiate=not differentiates, source="jaxtyping")
+    last: Exception | None = None
+    for combo in _combos(params):
+        try:
+            jax.eval_shape(fun, *combo)
+        except Exception as exc:  # the wrong shapes, or a bug the findings predict
+            if type(exc).__name__ not in SHAPE_INDEPENDENT:
+                last = exc
+                continue
+        return prepare(name, fun, list(combo), {}, argnums=None, differentiate=not differentiates, source="shape search")
+    raise NoInputs(f"no shapes found by search ({type(last).__name__ if last else 'no parameters'}: {_first_line(last)})")
+
+
+def _from_jaxtyping(fun: Any, params: list[str]) -> list[Any] | None:
+    try:
+        hints = inspect.get_annotations(inspect.unwrap(fun), eval_str=True)
+    except Exception:
+        return None
+    sizes: dict[str, int] = {}
+    shapes = [jaxtyping_shape(hints.get(p), sizes) for p in params]
+    return shapes if params and all(s is not None for s in shapes) else None
+
+
+def _combos(params: list[str]) -> list[tuple[Any, ...]]:
+    options = []
+    for p in params:
+        if p in RNG_NAMES:
+            options.append([_rng_key()])
+        elif p in FLAG_NAMES:
+            options.append([jax.ShapeDtypeStruct((), jnp.bool_)])
+        else:
+            options.append([jax.ShapeDtypeStruct(s, jnp.float32) for s in SEARCH_SHAPES])
+    combos = list(itertools.product(*options))
+    combos.sort(key=lambda c: (len({getattr(x, "shape", ()) for x in c}), sum(len(getattr(x, "shape", ())) for x in c)))
+    return combos[:SEARCH_LIMIT]
+
+
+def _first_line(exc: BaseException | None) -> str:
+    return str(exc).strip().splitlines()[0] if exc is not None and str(exc).strip() else ""

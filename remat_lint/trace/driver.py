@@ -1,0 +1,278 @@
+"""Main process side of --trace: one worker subprocess per module, with a timeout and a memory cap.
+
+Every finding in a traced module gets ``Finding.trace``; a worker that crashes, hangs, runs out of
+memory or cannot import the module leaves ``unconfirmed`` findings with the reason, and the run
+goes on. User code runs only in workers, never in this process (which never imports JAX).
+
+Memory: workers are not given an ``RLIMIT_AS`` (XLA and CUDA reserve far more address space than
+they use: a CPU worker peaks at about 1.5 GB of virtual memory for a few hundred MB resident);
+instead this process polls the worker's resident set size and kills it above the cap.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from remat_lint.config import Settings
+from remat_lint.findings import Finding
+from remat_lint.trace.inputs import parse_targets
+
+CPU_XLA_FLAGS = "--xla_disable_hlo_passes=cse_barrier_expander"
+DEFAULT_TIMEOUT = 120.0
+DEFAULT_MEMORY_MB = 8192
+POLL_S = 0.1
+
+
+@dataclass
+class TraceOptions:
+    timeout: float = DEFAULT_TIMEOUT
+    backend: str | None = None  # None: JAX's default
+    memory_mb: int = DEFAULT_MEMORY_MB
+
+
+@dataclass
+class SiteReport:
+    path: str
+    target: str
+    report: dict[str, Any]
+
+
+@dataclass
+class TraceOutcome:
+    sites: list[SiteReport] = field(default_factory=list)
+    backends: set[str] = field(default_factory=set)
+    xla_flags: str = ""
+    warnings: list[str] = field(default_factory=list)
+
+
+def options_from(settings: Settings, timeout: float | None, backend: str | None) -> TraceOptions:
+    table = settings.trace
+    return TraceOptions(
+        timeout=float(timeout if timeout is not None else table.get("timeout", DEFAULT_TIMEOUT)),
+        backend=backend or table.get("backend"),
+        memory_mb=int(table.get("memory-limit-mb", DEFAULT_MEMORY_MB)),
+    )
+
+
+def trace(findings: list[Finding], files: list[str], settings: Settings, options: TraceOptions) -> TraceOutcome:
+    """Set ``trace`` on every finding of the modules that have findings or checkpoint sites."""
+    outcome = TraceOutcome()
+    _, problems = parse_targets(settings.trace, settings.root)
+    outcome.warnings.extend(problems)
+    by_path: dict[str, list[Finding]] = {}
+    for f in findings:
+        if f.code != "REM000":
+            by_path.setdefault(f.path, []).append(f)
+    sites = {path: lines for path in dict.fromkeys([*by_path, *files]) if (lines := site_lines(path)) is not None}
+    modules = [p for p in dict.fromkeys([*by_path, *files]) if by_path.get(p) or sites.get(p)]
+    for index, path in enumerate(modules, start=1):
+        if sys.stderr.isatty():
+            print(f"remat-lint: tracing {path} ({index}/{len(modules)})…", file=sys.stderr, flush=True)
+        trace_module(path, by_path.get(path, []), sites.get(path) or [], settings, options, outcome)
+    return outcome
+
+
+def site_lines(path: str) -> list[int] | None:
+    """Lines of the checkpoint sites in ``path`` (None when it cannot be parsed)."""
+    import libcst as cst
+    from libcst.metadata import MetadataWrapper, PositionProvider
+
+    from remat_lint.analysis.semantic import SemanticModel
+    from remat_lint.analysis.sites import find_sites
+
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+        if "remat" not in text and "checkpoint" not in text:
+            return []
+        module = cst.parse_module(text)
+    except (OSError, UnicodeDecodeError, cst.ParserSyntaxError, RecursionError):
+        return None
+    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+    positions = wrapper.resolve(PositionProvider)
+    found = find_sites(SemanticModel(module))
+    return sorted({positions[site.node].start.line for site in found})
+
+
+def project_root(path: str, settings: Settings) -> Path:
+    """The directory the module is imported from: the config's directory when it contains the
+    file, else the first ancestor that is not a package."""
+    file = Path(path).resolve()
+    if settings.config_file is not None and settings.root.resolve() in file.parents:
+        return settings.root.resolve()
+    directory = file.parent
+    while (directory / "__init__.py").is_file() and directory.parent != directory:
+        directory = directory.parent
+    return directory
+
+
+def worker_env(options: TraceOptions) -> dict[str, str]:
+    env = dict(os.environ)
+    if options.backend:
+        env["JAX_PLATFORMS"] = options.backend
+    if options.backend in (None, "cpu"):
+        # Keep optimisation barriers on CPU as GPU/TPU do, or recomputation is merged away (SPEC §6).
+        env["XLA_FLAGS"] = f"{env.get('XLA_FLAGS', '')} {CPU_XLA_FLAGS}".strip()
+    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    return env
+
+
+def trace_module(
+    path: str, findings: list[Finding], sites: list[int], settings: Settings, options: TraceOptions, outcome: TraceOutcome
+) -> None:
+    root = project_root(path, settings)
+    request = {
+        "path": str(Path(path).resolve()),
+        "root": str(root),
+        "config_root": str(settings.root.resolve()),
+        "trace": settings.trace,
+        "findings": [
+            {"id": i, "code": f.code, "message": f.message, "line": f.start.row, "end_line": f.end.row, "data": f.data}
+            for i, f in enumerate(findings)
+        ],
+        "sites": sites,
+    }
+    lines, failure = run_worker(request, root, options)
+    for line in lines:
+        if "finding" in line and 0 <= line["finding"] < len(findings):
+            findings[line["finding"]].trace = line["trace"]
+        elif "site" in line:
+            outcome.sites.append(SiteReport(path, line.get("target", ""), line["site"]))
+        elif "backend" in line:
+            outcome.backends.add(line["backend"])
+            outcome.xla_flags = line.get("xla_flags", "")
+        elif "note" in line:
+            outcome.warnings.append(f"{path}: {line['note']}")
+    for f in findings:
+        if f.trace is None:
+            f.trace = {"status": "unconfirmed", "evidence": None, "reason": failure or "the worker gave no result"}
+
+
+def run_worker(request: dict[str, Any], root: Path, options: TraceOptions) -> tuple[list[dict[str, Any]], str | None]:
+    """Run one worker; its JSON lines, and why it stopped early (None when it finished)."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "remat_lint.trace.worker"],
+            stdin=subprocess.PIPE, stdout=out, stderr=err, cwd=root, env=worker_env(options),
+            start_new_session=True,
+        )
+        assert proc.stdin is not None
+        proc.stdin.write(json.dumps(request).encode())
+        proc.stdin.close()
+        failure = _watch(proc, options)
+        out.seek(0)
+        err.seek(0)
+        lines = []
+        for raw in out.read().decode("utf-8", "replace").splitlines():
+            try:
+                lines.append(json.loads(raw))
+            except json.JSONDecodeError:
+                continue
+        if failure is None and proc.returncode != 0:
+            failure = _crash_reason(proc.returncode, err.read().decode("utf-8", "replace"))
+    return lines, failure
+
+
+def _watch(proc: subprocess.Popen[bytes], options: TraceOptions) -> str | None:
+    deadline = time.monotonic() + options.timeout
+    while True:
+        try:
+            proc.wait(timeout=POLL_S)
+            return None
+        except subprocess.TimeoutExpired:
+            pass
+        rss = _rss_mb(proc.pid)
+        if rss is not None and rss > options.memory_mb:
+            _kill(proc)
+            return f"the worker exceeded the memory cap ({rss} MiB > {options.memory_mb} MiB; raise memory-limit-mb)"
+        if time.monotonic() > deadline:
+            _kill(proc)
+            return f"timed out after {options.timeout:g} s (raise --trace-timeout)"
+
+
+def _rss_mb(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) // 1024
+    except (OSError, ValueError):
+        return None
+    return None
+
+
+def _kill(proc: subprocess.Popen[bytes]) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)  # the worker leads its own session: its children go too
+    except (ProcessLookupError, PermissionError):
+        proc.kill()
+    proc.wait()
+
+
+def _crash_reason(returncode: int, stderr: str) -> str:
+    if returncode < 0:
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = f"signal {-returncode}"
+        return f"the worker crashed ({name})"
+    last = next((line for line in reversed(stderr.strip().splitlines()) if line.strip()), "")
+    return f"the worker failed (exit {returncode}): {last[:300]}"
+
+
+# --- text output ----------------------------------------------------------------------------------------
+
+
+def describe_run(outcome: TraceOutcome, findings: list[Finding]) -> str:
+    """One line for stderr: where it ran, and how the findings fared."""
+    backends = ", ".join(sorted(outcome.backends)) or "no backend (no module was traced)"
+    flags = f" with XLA_FLAGS={CPU_XLA_FLAGS}" if CPU_XLA_FLAGS in outcome.xla_flags else ""
+    counts = {s: sum(1 for f in findings if f.trace and f.trace.get("status") == s) for s in ("confirmed", "refuted", "unconfirmed")}
+    tally = ", ".join(f"{n} {s}" for s, n in counts.items() if n) or "no findings traced"
+    refuted = " (refuted findings do not count in the exit code)" if counts["refuted"] else ""
+    return f"--trace: traced on {backends}{flags}: {tally}{refuted}."
+
+
+def format_sites(outcome: TraceOutcome) -> str:
+    """The residual table and policy comparison of each checkpoint site, for text output."""
+    from remat_lint.runner import display_path
+
+    out = []
+    for site in sorted(outcome.sites, key=lambda s: (s.path, s.report.get("line") or 0)):
+        rep = site.report
+        out.append(f"{display_path(site.path)}:{rep.get('line')}: checkpoint site (traced as {site.target})")
+        residuals = rep.get("residuals") or []
+        out.append(f"  residuals saved for the backward pass: {len(residuals)}")
+        for r in residuals:
+            out.append(f"    {r.get('shape', '')!s:<16} {r.get('dtype', '')!s:<9} {_bytes(r.get('bytes')):>10}  {r.get('source', '')}")
+        policies = rep.get("policies") or []
+        if policies:
+            out.append(f"  {'policy':<34} {'temp':>10} {'FLOPs':>12}")
+            for p in policies:
+                out.append(f"  {p.get('policy')!s:<34} {_bytes(p.get('temp_bytes')):>10} {_flops(p.get('flops')):>12}")
+        if rep.get("recommendation"):
+            out.append(f"  recommendation: {rep['recommendation']}")
+        out.append("")
+    return "\n".join(out) + ("\n" if out else "")
+
+
+def _bytes(n: Any) -> str:
+    if not isinstance(n, (int, float)):
+        return "?"
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(n) < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return str(n)
+
+
+def _flops(n: Any) -> str:
+    return f"{n:.3g}" if isinstance(n, (int, float)) else "?"

@@ -1,0 +1,292 @@
+"""Worker side: trace one target under a line recorder, and judge findings against what happened.
+
+A ``Run`` traces a target as the rules predict it fails or behaves: built (Flax ``init``), called
+forward, and differentiated (``grad``, traced twice) — all abstractly with ``jax.make_jaxpr``. It
+records which lines of the user's file ran and how often, the first exception with its stage, and
+the debug callbacks in the forward and the gradient jaxprs. ``judge`` turns that into a finding's
+``{"status", "evidence", "reason"}``; ``reason`` is the one line users read.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import traceback
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+from jax._src import core, source_info_util
+
+from remat_lint.trace.build import Prepared
+
+CALLBACKS = frozenset({"debug_print", "debug_callback", "io_callback"})
+# A rule message predicts an exception by naming it in backticks: `TypeError: 'str' object ...`.
+PREDICTED = re.compile(r"`(?:[\w.]+\.)?(\w*(?:Error|Exception))(?::\s*([^`]*))?`?")
+EXECUTE_LIMIT = 1 << 20  # elements: run the compiled step on zeros only for small inputs
+
+
+@dataclass
+class Item:
+    """A static finding as the worker sees it."""
+
+    id: int
+    code: str
+    message: str
+    line: int
+    end_line: int
+    data: dict[str, Any]
+
+    @property
+    def span(self) -> range:
+        return range(self.line, self.end_line + 1)
+
+
+class LineRecorder:
+    """Counts executed lines of one file (sys.settrace, only that file's frames are line-traced)."""
+
+    def __init__(self, filename: str) -> None:
+        self.filename = filename
+        self.counts: Counter[int] = Counter()
+
+    @contextmanager
+    def recording(self) -> Iterator[Counter[int]]:
+        counts: Counter[int] = Counter()
+
+        def local(frame: Any, event: str, arg: Any) -> Any:
+            if event == "line":
+                counts[frame.f_lineno] += 1
+            return local
+
+        def global_(frame: Any, event: str, arg: Any) -> Any:
+            return local if frame.f_code.co_filename == self.filename else None
+
+        previous = sys.gettrace()
+        sys.settrace(global_)
+        try:
+            yield counts
+        finally:
+            sys.settrace(previous)
+            self.counts.update(counts)
+
+
+@dataclass
+class Failure:
+    stage: str  # import, build, forward, grad
+    exc: BaseException
+    lines: list[int]  # lines of the user's file in the traceback, innermost last
+
+    @property
+    def summary(self) -> str:
+        text = str(self.exc).strip()
+        first = text.splitlines()[0] if text else ""
+        return f"{type(self.exc).__name__}: {first}" if first else type(self.exc).__name__
+
+
+def failure(stage: str, exc: BaseException, filename: str) -> Failure:
+    lines = [fs.lineno for fs in traceback.extract_tb(exc.__traceback__) if fs.filename == filename and fs.lineno]
+    return Failure(stage, exc, lines)
+
+
+@dataclass
+class Run:
+    """One target traced; ``build`` produces the Prepared target inside the recorder (Flax init)."""
+
+    name: str
+    filename: str
+    build: Callable[[], Prepared]
+    prepared: Prepared | None = None
+    failure: Failure | None = None
+    lines: Counter[int] = field(default_factory=Counter)
+    traces: int = 0
+    effects: dict[str, list[tuple[str, tuple[int, ...]]]] = field(default_factory=dict)
+
+    def execute(self) -> None:
+        recorder = LineRecorder(self.filename)
+        stage = "build"
+        try:
+            with recorder.recording():
+                self.prepared = p = self.build()
+                self.name = p.name
+                stage = "forward"
+                self.effects["forward"] = _effects(jax.make_jaxpr(p.fun)(*p.args, **p.kwargs).jaxpr, self.filename)
+                self.traces += 1
+                if p.differentiate:
+                    stage = "grad"
+                    grad = jax.grad(p.fun, argnums=tuple(range(len(p.args))))
+                    for _ in range(2):  # twice: effects that run per trace show up twice
+                        jaxpr = jax.make_jaxpr(grad)(*p.args, **p.kwargs).jaxpr
+                        self.traces += 1
+                    self.effects["grad"] = _effects(jaxpr, self.filename)
+        except Exception as exc:
+            self.failure = failure(stage, exc, self.filename)
+        self.lines = recorder.counts
+
+    def reached(self, lines: range | list[int]) -> bool:
+        return any(self.lines[n] for n in lines) or bool(self.failure and set(self.failure.lines) & set(lines))
+
+    @cached_property
+    def compiled_executions(self) -> Counter[int] | None:
+        """Lines run while the compiled gradient step executes twice on zeros (small inputs only)."""
+        p = self.prepared
+        if p is None or self.failure is not None:
+            return None
+        leaves = jax.tree_util.tree_leaves((p.args, p.kwargs))
+        if sum(getattr(x, "size", 0) for x in leaves) > EXECUTE_LIMIT:
+            return None
+        step = jax.grad(p.fun, argnums=tuple(range(len(p.args)))) if p.differentiate else p.fun
+        try:
+            compiled = jax.jit(step).lower(*p.args, **p.kwargs).compile()
+            zeros = jax.tree_util.tree_map(_zeros, (p.args, p.kwargs))
+            recorder = LineRecorder(self.filename)
+            with recorder.recording():
+                for _ in range(2):
+                    jax.block_until_ready(compiled(*zeros[0], **zeros[1]))
+        except Exception:
+            return None
+        return recorder.counts
+
+    @cached_property
+    def residuals(self) -> list[tuple[str, str]] | None:
+        """``saved_residuals`` of the differentiated target: (aval, source) pairs."""
+        p = self.prepared
+        if p is None or not p.differentiate or self.failure is not None:
+            return None
+        from jax._src.ad_checkpoint import saved_residuals  # not public in jax 0.10
+
+        return [(aval.str_short(short_dtypes=True), str(src)) for aval, src in saved_residuals(p.fun, *p.args, **p.kwargs)]
+
+
+def _zeros(x: Any) -> Any:
+    if isinstance(x, jax.ShapeDtypeStruct):
+        if jnp.issubdtype(x.dtype, jax.dtypes.prng_key):
+            return jax.random.split(jax.random.key(0), x.shape) if x.shape else jax.random.key(0)
+        return jnp.zeros(x.shape, x.dtype)
+    return x
+
+
+def _effects(jaxpr: Any, filename: str) -> list[tuple[str, tuple[int, ...]]]:
+    """Callback equations (also in sub-jaxprs) with the lines of ``filename`` in their traceback."""
+    found = []
+    for eqn in jaxpr.eqns:
+        if eqn.primitive.name in CALLBACKS:
+            frames = source_info_util.user_frames(eqn.source_info.traceback)
+            found.append((eqn.primitive.name, tuple(f.start_line for f in frames if f.file_name == filename)))
+        for sub in core.jaxprs_in_params(eqn.params):
+            found.extend(_effects(sub, filename))
+    return found
+
+
+# --- judging ------------------------------------------------------------------------------------------
+
+
+def times(n: int) -> str:
+    return {1: "once", 2: "twice"}.get(n, f"{n} times")
+
+
+def verdict(status: str, reason: str, **evidence: Any) -> dict[str, Any]:
+    return {"status": status, "evidence": evidence, "reason": reason}
+
+
+def predicted(message: str) -> list[tuple[str, str]]:
+    """(exception name, expected message start) pairs a rule message names."""
+    return [(m.group(1), (m.group(2) or "").split("...")[0].split("…")[0].strip()) for m in PREDICTED.finditer(message)]
+
+
+def matches(exc: BaseException, predictions: list[tuple[str, str]]) -> bool:
+    names = {c.__name__ for c in type(exc).__mro__}
+    actual = str(exc)
+    for name, text in predictions:
+        if name not in names:
+            continue
+        words = re.findall(r"\w+", text)
+        if not words or sum(w in actual for w in words) >= 0.6 * len(words):
+            return True
+    return False
+
+
+def judge_error(item: Item, run: Run) -> dict[str, Any] | None:
+    """For findings that predict an exception: did tracing the target raise it?"""
+    predictions = predicted(item.message)
+    fail = run.failure
+    where = f"{'grad of ' if fail and fail.stage == 'grad' else ''}{run.name}"
+    if fail is not None:
+        evidence = {"target": run.name, "stage": fail.stage, "exception": fail.summary, "lines": fail.lines}
+        if predictions and matches(fail.exc, predictions):
+            return verdict("confirmed", f"{fail.summary} ({fail.stage}: {where})", **evidence)
+        return verdict("unconfirmed", f"{where} fails first with another error: {fail.summary}", **evidence)
+    if not predictions:
+        return None
+    ran = f"{'grad of ' if run.prepared and run.prepared.differentiate else ''}{run.name}"
+    return verdict("refuted", f"{ran} traced without the predicted {predictions[0][0]}", target=run.name)
+
+
+def judge_import(item: Item, fail: Failure) -> dict[str, Any]:
+    evidence = {"stage": "import", "exception": fail.summary, "lines": fail.lines}
+    if set(fail.lines) & set(item.span) and matches(fail.exc, predicted(item.message)):
+        return verdict("confirmed", f"{fail.summary} (import, line {fail.lines[-1]})", **evidence)
+    return verdict("unconfirmed", f"importing the module fails: {fail.summary}", **evidence)
+
+
+def judge_static_argnames(item: Item, run: Run) -> dict[str, Any]:
+    """REM010 when nothing raised: the argument is traced because jax_remat3 is off."""
+    if jax.config.jax_remat3:
+        return verdict("refuted", "jax_remat3 is on: JAX honours static_argnames", target=run.name)
+    return verdict("confirmed", f"jax_remat3 is off, so static_argnames is ignored; {run.name} traced the argument "
+                   "(no error with these inputs)", target=run.name, jax_remat3=False)
+
+
+def judge_side_effect(item: Item, run: Run) -> dict[str, Any]:
+    """REM201: the statement runs while JAX traces, not when the compiled step runs."""
+    hits = sum(run.lines[n] for n in item.span)
+    if not hits:
+        return verdict("unconfirmed", f"line {item.line} did not run while tracing {run.name}", target=run.name)
+    executed = run.compiled_executions
+    during = None if executed is None else sum(executed[n] for n in item.span)
+    evidence = {"target": run.name, "traces": run.traces, "executions_while_tracing": hits,
+                "compiled_calls": 2 if during is not None else 0, "executions_in_compiled_calls": during}
+    traced = f"line {item.line} ran {times(hits)} while JAX traced {run.name} {times(run.traces)}"
+    if during is None:
+        return verdict("confirmed", f"{traced}: it runs at trace time", **evidence)
+    if during:
+        return verdict("refuted", f"{traced}, and {times(during)} in 2 compiled calls", **evidence)
+    return verdict("confirmed", f"{traced}, and never in 2 compiled calls of the step", **evidence)
+
+
+def judge_callback(item: Item, run: Run) -> dict[str, Any]:
+    """REM203: a debug callback appears once in the forward jaxpr and twice under grad."""
+    def count(stage: str) -> int:
+        return sum(1 for _, lines in run.effects.get(stage, []) if set(lines) & set(item.span))
+
+    forward, grad = count("forward"), count("grad")
+    evidence = {"target": run.name, "forward": forward, "grad": grad}
+    if not forward or "grad" not in run.effects:
+        return verdict("unconfirmed", f"no callback from line {item.line} in the traced {run.name}", **evidence)
+    if grad > forward:
+        return verdict("confirmed", f"the callback runs {times(grad)} per step under grad of {run.name} "
+                       f"({times(forward)} in the forward alone)", **evidence)
+    return verdict("refuted", f"the callback runs {times(grad)} under grad of {run.name}, as often as in the forward",
+                   **evidence)
+
+
+NAME = re.compile(r"""['"`]([^'"`\s]+)['"`]""")
+
+
+def judge_name(item: Item, run: Run) -> dict[str, Any] | None:
+    """REM008: saved_residuals of the gradient shows no ``named '<name>'`` entry."""
+    name = item.data.get("name") or next((m.group(1) for m in NAME.finditer(item.message)), None)
+    residuals = run.residuals
+    if residuals is None or name is None:
+        return None
+    named = sorted({m.group(1) for _, src in residuals for m in re.finditer(r"named '([^']+)'", src)})
+    evidence = {"target": run.name, "name": name, "saved_names": named,
+                "residuals": [{"aval": a, "source": s} for a, s in residuals[:20]]}
+    if name in named:
+        return verdict("refuted", f"saved_residuals of grad of {run.name} has `named '{name}'`", **evidence)
+    return verdict("confirmed", f"saved_residuals of grad of {run.name}: no `named '{name}'` among "
+                   f"{len(residuals)} residuals (saved names: {', '.join(named) or 'none'})", **evidence)

@@ -1,0 +1,230 @@
+"""``python -m remat_lint.trace.worker``: trace one user module and judge its findings.
+
+Request (JSON on stdin)::
+
+    {"path": "/abs/model.py", "root": "/abs", "config_root": "/abs", "trace": {...[tool.remat-lint.trace]...},
+     "findings": [{"id": 0, "code": "REM001", "message": "...", "line": 12, "end_line": 12, "data": {}}],
+     "sites": [12, 30]}
+
+Result (JSON lines on stdout, flushed one by one so a timeout keeps what was done)::
+
+    {"backend": "cpu"}
+    {"finding": 0, "trace": {"status": "confirmed", "evidence": {...}, "reason": "..."}}
+    {"site": {"line": 12, "residuals": [...], "policies": [...], "recommendation": "..."}, "target": "loss(f32[8,8])"}
+
+User code writes to stdout as it likes: file descriptor 1 is redirected to stderr before any import.
+Targets are tried in order (pyproject, inline comments, then jaxtyping or a shape search on the
+functions that own or call a finding); the first target that reaches a finding and says something
+decides it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+AUTO_TARGETS = 6  # functions tried by jaxtyping / shape search per module
+
+
+def main() -> int:
+    request = json.load(sys.stdin)
+    out = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    Session(request, lambda obj: (out.write(json.dumps(obj, default=str) + "\n"), out.flush())).run()
+    return 0
+
+
+class Session:
+    def __init__(self, request: dict[str, Any], emit: Callable[[dict[str, Any]], Any]) -> None:
+        from remat_lint.trace.evidence import Item
+        from remat_lint.trace.plan import plan_module
+
+        self.request = request
+        self.emit = emit
+        self.path = str(Path(request["path"]).resolve())
+        self.root = str(Path(request["root"]).resolve())
+        self.source = Path(self.path).read_text(encoding="utf-8")
+        self.plan = plan_module(self.source)
+        self.items = [Item(**f) for f in request["findings"]]
+        self.sites = set(request.get("sites", []))
+        self.pending = {item.id: item for item in self.items}
+        self.notes: dict[int, dict[str, Any]] = {}  # the best "unconfirmed" so far, per finding
+        self.reported_sites: set[int] = set()
+        rel = Path(self.path).relative_to(self.root).with_suffix("")
+        self.module_ref = ".".join(rel.parts[:-1] if rel.name == "__init__" else rel.parts)
+
+    def run(self) -> None:
+        import jax
+
+        from remat_lint.trace.build import import_module
+        from remat_lint.trace.evidence import failure, judge_import
+
+        self.emit({"backend": jax.default_backend(), "xla_flags": os.environ.get("XLA_FLAGS", "")})
+        try:
+            module = import_module(self.path, self.root)
+        except BaseException as exc:  # SystemExit and friends from user code too
+            fail = failure("import", exc, self.path)
+            for item in self.items:
+                self.decide(item, judge_import(item, fail))
+            return
+        tried: set[str] = set()
+        for run in self.runs(module, tried):
+            run.execute()
+            self.judge_all(run)
+            self.site_reports(run)
+            if not self.pending:
+                break
+        for item in list(self.pending.values()):
+            self.decide(item, self.notes.get(item.id) or self.no_inputs(item))
+
+    # --- targets ------------------------------------------------------------------------------------
+
+    def runs(self, module: Any, tried: set[str]) -> Iterator[Any]:
+        from remat_lint.trace import build
+        from remat_lint.trace.evidence import Run
+        from remat_lint.trace.inputs import inline_targets, parse_targets
+
+        def make(name: str, factory: Callable[[], Any]) -> Run:
+            tried.add(name)
+            return Run(name, self.path, factory)
+
+        specs, _ = parse_targets(self.request.get("trace", {}), Path(self.request.get("config_root") or self.root))
+        stem = Path(self.path).stem
+        for spec in specs:
+            local = Path(spec.path).resolve() == Path(self.path)
+            if local or stem in Path(spec.path).read_text(encoding="utf-8", errors="replace"):
+                name = spec.ref.split(":")[-1].split(".")[0]
+                d = self.plan.definitions.get(name) if local else None
+                yield make(name, lambda spec=spec, d=d: build.from_spec(spec, module, bool(d and d.differentiates)))
+        for target in inline_targets(self.source):
+            d = self.plan.definitions.get(target.name)
+            if target.spec is None:
+                self.note_all(target.name, f"unusable inline comment at line {target.comment_line}: {target.error}")
+                continue
+            yield make(target.name, lambda t=target, d=d: build.from_inline(t.name, t.spec, module, bool(d and d.differentiates)))
+        for d in self.auto_candidates(tried)[:AUTO_TARGETS]:
+            yield make(d.name, lambda d=d: build.searched(d.name, d.params, module, d.differentiates))
+
+    def auto_candidates(self, tried: set[str]) -> list[Any]:
+        """Functions that own an undecided finding or a site, then the functions calling them."""
+        owners: dict[str, Any] = {}
+        for start, end in [(i.line, i.end_line) for i in self.pending.values()] + [(s, s) for s in self.sites]:
+            for d in self.plan.owners(start, end):
+                owners.setdefault(d.name, d)
+        chain = [*sorted(owners.values(), key=lambda d: d.start), *self.plan.callers(set(owners))]
+        return [d for d in chain if d.kind == "function" and d.params and d.name not in tried]
+
+    # --- judging ----------------------------------------------------------------------------------------
+
+    def judge_all(self, run: Any) -> None:
+        from remat_lint.trace.evidence import verdict
+
+        if run.prepared is None and run.failure is not None and type(run.failure.exc).__name__ == "NoInputs":
+            return  # nothing was traced: the search's own attempts say nothing about the findings
+        for item in list(self.pending.values()):
+            owners = self.plan.owners(item.line, item.end_line)
+            lines = [n for d in owners for n in range(d.start, d.end + 1)] or list(item.span)
+            if not run.reached(lines):
+                if run.prepared is None and run.failure is not None and type(run.failure.exc).__name__ != "NoInputs":
+                    self.note(item, verdict("unconfirmed", f"target {run.name} could not be built: {run.failure.summary}"))
+                continue
+            result = self.judge(item, run)
+            if result is None:
+                continue
+            if result["status"] == "unconfirmed":
+                self.notes.setdefault(item.id, result)
+            else:
+                self.decide(item, result)
+
+    def judge(self, item: Any, run: Any) -> dict[str, Any] | None:
+        from remat_lint.trace import evidence as ev
+
+        code = item.code
+        if run.failure is not None and not (code == "REM201" and run.failure.stage == "grad"):
+            return ev.judge_error(item, run)
+        try:
+            if code == "REM201":
+                return ev.judge_side_effect(item, run)
+            if code == "REM203":
+                return ev.judge_callback(item, run)
+            if code == "REM008":
+                return ev.judge_name(item, run)
+            if code in ("REM101", "REM102", "REM103", "REM104"):
+                return self.memory(item, run)
+            if code == "REM010":
+                return ev.judge_static_argnames(item, run)
+            result = ev.judge_error(item, run)
+        except Exception as exc:  # a bug in an evidence check must not hide the other findings
+            return ev.verdict("unconfirmed", f"evidence check failed: {type(exc).__name__}: {exc}")
+        if result is None:
+            return ev.verdict("unconfirmed", f"{run.name} traced without error; {code} describes a silent "
+                              "misuse that tracing cannot show", target=run.name)
+        return result
+
+    def memory(self, item: Any, run: Any) -> dict[str, Any]:
+        from remat_lint.trace.evidence import verdict
+
+        try:
+            from remat_lint.trace import costs
+        except ImportError:
+            return verdict("unconfirmed", "cost analysis unavailable")
+        p = run.prepared
+        return costs.memory_evidence(self.source, p.fun, p.args, p.kwargs, item.line)
+
+    def site_reports(self, run: Any) -> None:
+        p = run.prepared
+        if run.failure is not None or p is None or not p.differentiate or not (self.sites - self.reported_sites):
+            return
+        try:
+            from remat_lint.trace import residuals
+        except ImportError:
+            return
+        try:
+            reports = residuals.site_report(p.fun, p.args, p.kwargs)
+        except Exception as exc:
+            self.emit({"note": f"residual report for {run.name} failed: {type(exc).__name__}: {exc}"})
+            return
+        for report in reports:
+            line = report.get("line")
+            if line in self.sites and line not in self.reported_sites:
+                self.reported_sites.add(line)
+                self.emit({"site": report, "target": run.name})
+
+    # --- results ------------------------------------------------------------------------------------------
+
+    def decide(self, item: Any, result: dict[str, Any]) -> None:
+        self.pending.pop(item.id, None)
+        self.emit({"finding": item.id, "trace": result})
+
+    def note(self, item: Any, result: dict[str, Any]) -> None:
+        self.notes.setdefault(item.id, result)
+
+    def note_all(self, name: str, reason: str) -> None:
+        from remat_lint.trace.evidence import verdict
+
+        d = self.plan.definitions.get(name)
+        for item in self.pending.values():
+            if d and d.start <= item.line <= d.end:
+                self.note(item, verdict("unconfirmed", reason))
+
+    def no_inputs(self, item: Any) -> dict[str, Any]:
+        from remat_lint.trace.evidence import verdict
+        from remat_lint.trace.inputs import suggestion
+
+        owners = [d for d in self.plan.owners(item.line, item.end_line)]
+        functions = [d for d in [*owners, *self.plan.callers({d.name for d in owners})] if d.kind == "function"]
+        if not functions:
+            where = owners[0].name if owners else f"line {item.line}"
+            return verdict("unconfirmed", f"no target reaches {where}: configure one in [[tool.remat-lint.trace.targets]] "
+                           "(for a Flax Module: module = \"pkg.mod:Class\", module_args, init_args)")
+        d = functions[0]
+        return verdict("unconfirmed", "no abstract inputs: " + suggestion(self.module_ref, d.name, d.params or ["x"]))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
