@@ -31,6 +31,7 @@ def sarif(tmp_path, monkeypatch, capsys, *args: str) -> dict:
 def log(tmp_path, monkeypatch, capsys) -> dict:
     (tmp_path / "pkg").mkdir()
     (tmp_path / "pkg" / "model.py").write_text(MODULE)
+    (tmp_path / "pkg" / "broken.py").write_text("import jax  # remat\ndef f(:\n")  # REM000: no rule class
     return sarif(tmp_path, monkeypatch, capsys, "--extend-select", "REM302", "pkg")
 
 
@@ -53,21 +54,25 @@ def test_what_github_code_scanning_requires(log, tmp_path):
     root = run["originalUriBaseIds"]["%SRCROOT%"]["uri"]
     assert root.startswith("file://") and root.endswith("/") and Path(root[len("file://"):]) == tmp_path.resolve()
     # Only the rules that fired, with the metadata the code scanning UI shows.
-    assert [rule["id"] for rule in driver["rules"]] == ["REM001", "REM002", "REM302"]
+    assert [rule["id"] for rule in driver["rules"]] == ["REM000", "REM001", "REM002", "REM302"]
     for rule in driver["rules"]:
         assert 0 < len(rule["shortDescription"]["text"]) <= 1024
         assert 0 < len(rule["fullDescription"]["text"]) <= 1024
-        assert rule["help"]["markdown"] == rule_by_code(rule["id"]).doc() == rule["help"]["text"]
-        assert rule["name"] == rule_by_code(rule["id"]).name
+        assert rule["help"]["text"] and rule["help"]["markdown"]
         assert rule["defaultConfiguration"]["level"] in ("error", "warning", "note")
         assert 0 < len(rule["properties"]["tags"]) <= 20
-    assert driver["rules"][2]["defaultConfiguration"]["level"] == "note"  # info -> note
+    for rule in driver["rules"][1:]:
+        assert rule["help"]["markdown"] == rule_by_code(rule["id"]).doc() == rule["help"]["text"]
+        assert rule["name"] == rule_by_code(rule["id"]).name
+    assert driver["rules"][3]["defaultConfiguration"]["level"] == "note"  # info -> note
     for result in run["results"]:
         assert driver["rules"][result["ruleIndex"]]["id"] == result["ruleId"]
         assert result["message"]["text"]
         assert result["partialFingerprints"]["primaryLocationLineHash"]
         location = result["locations"][0]["physicalLocation"]
-        assert location["artifactLocation"] == {"uri": "pkg/model.py", "uriBaseId": "%SRCROOT%"}
+        assert location["artifactLocation"]["uri"] in ("pkg/model.py", "pkg/broken.py")
+        assert location["artifactLocation"]["uriBaseId"] == "%SRCROOT%"
+        assert location["region"]["startColumn"] >= 1
 
 
 def test_regions_are_one_based_with_exclusive_end(log):
