@@ -7,6 +7,9 @@ from functools import cached_property
 import libcst as cst
 
 from remat_lint.analysis.bodies import Bodies
+from remat_lint.analysis.callables import Callables
+from remat_lint.analysis.differentiation import Differentiations
+from remat_lint.analysis.loops import Loops
 from remat_lint.analysis.semantic import SemanticModel
 from remat_lint.analysis.sites import RematSite, find_sites
 from remat_lint.rule import RawFinding
@@ -32,6 +35,21 @@ class LintContext:
     def bodies(self) -> Bodies:
         """The checkpointed functions and the same-module code they call."""
         return Bodies(self.model, self.sites)
+
+    @cached_property
+    def callables(self) -> Callables:
+        """What callable expressions denote: checkpoint sites and functions, flow-sensitively."""
+        return Callables(self.model, self.sites)
+
+    @cached_property
+    def differentiations(self) -> Differentiations:
+        """Every ``grad``/``value_and_grad``/``vjp``/... application and what it differentiates."""
+        return Differentiations(self.model, self.callables)
+
+    @cached_property
+    def loops(self) -> Loops:
+        """Loop (scan, fori_loop, map...) and vmap bodies."""
+        return Loops(self.model, self.callables)
 
     def qualified_name(self, expr: cst.CSTNode) -> str | None:
         return self.model.qualified_name(expr)

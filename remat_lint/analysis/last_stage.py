@@ -1,0 +1,184 @@
+"""The last stage of a differentiated function: a call of a checkpointed callable whose result
+reaches the return with only cheap work after it.
+
+Conservative by construction: the call must be in a top-level statement of the function (not in
+a loop, a branch, a comprehension or a nested function), every later statement must be a plain
+assignment or the final ``return``, the returned value must depend on the call's result, and every
+operation evaluated after the call must be known to be cheap: arithmetic other than ``@``,
+comparisons, indexing, tuples and dicts, ``jax.numpy`` functions other than contractions
+(``dot``, ``matmul``, ``einsum``, ``linalg``...), ``jax.nn`` activations, ``stop_gradient``,
+collectives that average the loss, optax losses, and array methods such as ``.mean()``. Anything
+else (an unknown function, a model call, another checkpoint) makes the tail expensive, and then
+the checkpoint may well save memory.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterator
+
+import libcst as cst
+
+from remat_lint.analysis.callables import Callables, Function
+from remat_lint.analysis.semantic import SemanticModel, child_nodes
+from remat_lint.analysis.sites import RematSite
+
+_EXPENSIVE_JNP = frozenset(
+    {"dot", "matmul", "einsum", "tensordot", "inner", "outer", "vdot", "vecdot", "kron", "convolve", "correlate"}
+)
+_CHEAP_EXACT = frozenset(
+    {
+        "jax.lax.stop_gradient", "jax.lax.pmean", "jax.lax.psum", "jax.lax.rsqrt", "jax.lax.square",
+        "jax.scipy.special.logsumexp", "jax.numpy.linalg.norm",
+        "optax.softmax_cross_entropy", "optax.softmax_cross_entropy_with_integer_labels",
+        "optax.sigmoid_binary_cross_entropy", "optax.l2_loss", "optax.squared_error", "optax.huber_loss",
+        "builtins.float", "builtins.int", "builtins.len", "builtins.dict", "builtins.tuple", "builtins.abs",
+    }
+)
+_CHEAP_PREFIXES = ("jax.numpy.", "jax.nn.", "optax.losses.")
+_CHEAP_METHODS = frozenset(
+    {"mean", "sum", "max", "min", "std", "var", "astype", "reshape", "squeeze", "transpose", "ravel", "flatten",
+     "clip", "square", "item", "get"}
+)
+# Expressions and statements that cost nothing beyond their operands (calls and binary operations
+# are checked on their own; nodes that are neither expressions nor statements are punctuation).
+_CHEAP_NODES = (
+    cst.Name, cst.Attribute, cst.Subscript, cst.UnaryOperation, cst.Comparison, cst.BooleanOperation,
+    cst.Tuple, cst.List, cst.Dict, cst.Integer, cst.Float, cst.SimpleString, cst.ConcatenatedString,
+    cst.IfExp, cst.Ellipsis,
+)
+_SIMPLE_TAIL = (cst.Assign, cst.AnnAssign, cst.AugAssign, cst.Return, cst.Pass)
+
+
+@dataclass(eq=False)
+class LastStage:
+    call: cst.Call  # the call of the checkpointed callable
+    sites: list[RematSite]  # the checkpoints it calls
+    after: list[str] = field(default_factory=list)  # the cheap operations that follow, as spelled
+
+
+def last_stages(model: SemanticModel, callables: Callables, function: Function) -> Iterator[LastStage]:
+    if isinstance(function, cst.Lambda):
+        yield from _in_tail(model, callables, [function.body], function.body)
+        return
+    statements = _top_level(function.body)
+    if not statements or not isinstance(statements[-1], cst.Return) or statements[-1].value is None:
+        return
+    # Walk back over the cheap tail: each statement is a candidate for holding the last stage.
+    for i in range(len(statements) - 1, -1, -1):
+        statement = statements[i]
+        if not isinstance(statement, _SIMPLE_TAIL):
+            return
+        yield from _in_tail(model, callables, statements[i:], statement)
+
+
+def _in_tail(model: SemanticModel, callables: Callables, tail: list[cst.CSTNode], head: cst.CSTNode) -> Iterator[LastStage]:
+    """Checkpointed calls in ``head`` (the first node of ``tail``) after which all of ``tail``
+    is cheap and carries the call's result to the return."""
+    for call in _calls_outside_nested_scopes(head):
+        sites = callables.denote(call.func).sites
+        if not sites:
+            continue
+        after: list[str] = []
+        if all(_cheap(model, node, call, after) for node in tail) and _reaches_return(call, tail):
+            yield LastStage(call, sites, list(dict.fromkeys(after)))
+
+
+def _top_level(body: cst.BaseSuite) -> list[cst.CSTNode]:
+    if isinstance(body, cst.SimpleStatementSuite):
+        return list(body.body)
+    found: list[cst.CSTNode] = []
+    for statement in body.body:  # type: ignore[attr-defined]
+        found.extend(statement.body if isinstance(statement, cst.SimpleStatementLine) else [statement])
+    return found
+
+
+def _calls_outside_nested_scopes(node: cst.CSTNode) -> Iterator[cst.Call]:
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, (cst.Lambda, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)):
+            continue
+        if isinstance(current, cst.Call):
+            yield current
+        stack.extend(child_nodes(current))
+
+
+def _cheap(model: SemanticModel, node: cst.CSTNode, skip: cst.Call, after: list[str]) -> bool:
+    """Everything in ``node`` outside ``skip`` (the checkpointed call and its arguments) is cheap;
+    the operations seen are appended to ``after``."""
+    if node is skip:
+        return True
+    if isinstance(node, cst.Call):
+        spelled = _cheap_call(model, node)
+        if spelled is None:
+            return False
+        after.append(spelled)
+    elif isinstance(node, cst.BinaryOperation):
+        if isinstance(node.operator, cst.MatrixMultiply):
+            return False
+        after.append(model.module.code_for_node(node.operator).strip())
+    elif isinstance(node, (cst.BaseExpression, cst.BaseStatement, cst.BaseSmallStatement)) and not isinstance(
+        node, (*_CHEAP_NODES, *_SIMPLE_TAIL)
+    ):
+        return False
+    return all(_cheap(model, child, skip, after) for child in child_nodes(node))
+
+
+def _cheap_call(model: SemanticModel, call: cst.Call) -> str | None:
+    func = call.func
+    qname = model.qualified_name(func)
+    if qname is not None:
+        if qname in _CHEAP_EXACT or _cheap_prefix(qname):
+            return model.module.code_for_node(func)
+        return None
+    if isinstance(func, cst.Attribute) and func.attr.value in _CHEAP_METHODS:
+        return f".{func.attr.value}()"
+    return None
+
+
+def _cheap_prefix(qname: str) -> bool:
+    if qname.startswith("jax.numpy."):
+        rest = qname[len("jax.numpy."):]
+        return rest not in _EXPENSIVE_JNP and not rest.startswith(("linalg.", "fft."))
+    if qname.startswith("jax.nn."):
+        return "attention" not in qname
+    return qname.startswith(_CHEAP_PREFIXES)
+
+
+def _reaches_return(call: cst.Call, tail: list[cst.CSTNode]) -> bool:
+    """The call's result flows through the tail's assignments into the returned value."""
+    head = tail[0]
+    if isinstance(head, (cst.Return, cst.BaseExpression)):
+        return True  # a return statement, or a lambda's body
+    if isinstance(head, cst.Expr):
+        return False
+    carried = _targets(head)
+    for statement in tail[1:]:
+        if isinstance(statement, cst.Return):
+            return bool(carried & _names(statement.value))
+        value = getattr(statement, "value", None)
+        uses = _names(value) if value is not None else set()
+        if isinstance(statement, cst.AugAssign):
+            uses |= _names(statement.target)
+        targets = _targets(statement)
+        carried = (carried - targets) | (targets if uses & carried else set())
+    return False
+
+
+def _targets(statement: cst.CSTNode) -> set[str]:
+    if isinstance(statement, cst.Assign):
+        return set().union(*(_names(t.target) for t in statement.targets))
+    if isinstance(statement, (cst.AnnAssign, cst.AugAssign)):
+        return _names(statement.target)
+    return set()
+
+
+def _names(node: cst.CSTNode | None) -> set[str]:
+    if node is None:
+        return set()
+    if isinstance(node, cst.Name):
+        return {node.value}
+    if isinstance(node, cst.Attribute):
+        return _names(node.value)
+    return set().union(*(_names(c) for c in child_nodes(node)))

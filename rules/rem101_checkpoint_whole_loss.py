@@ -1,0 +1,152 @@
+from __future__ import annotations
+
+import libcst as cst
+
+from remat_lint.analysis.differentiation import Differentiation, default_policy
+from remat_lint.analysis.sites import RematSite
+from remat_lint.findings import Severity
+from remat_lint.rule import Invalid, Rule
+
+# What a checkpoint of the whole differentiated function costs, per kind of transform (measured on
+# jax 0.10.2, compiled with optimization barriers kept: tests/test_jax_claims_grad.py).
+EFFECT = {
+    "value_and_grad": (
+        "the forward pass runs twice, once for the value and again inside the backward pass "
+        "(measured +33-35 % FLOPs), and no memory is saved"
+    ),
+    "grad": "it is a no-op: the compiled program is the same as without it (no memory saved)",
+    "hessian": "nothing outside the checkpoint stays live, so it saves no memory",
+    "forward": "forward mode keeps no residuals, so the checkpoint does nothing",
+}
+_WORST_FIRST = ("value_and_grad", "hessian", "grad", "forward")
+
+
+class CheckpointWholeLoss(Rule):
+    """
+    ## What it does
+    Flags a checkpoint that wraps the whole function handed to `jax.grad`, `jax.value_and_grad`,
+    `jax.vjp`, `jax.jacrev`, `jax.jacfwd`, `jax.hessian`, `nnx.grad`, `nnx.value_and_grad`,
+    `hk.grad`, `eqx.filter_grad` or `eqx.filter_value_and_grad`: `grad(checkpoint(loss))`, a
+    decorated `@jax.checkpoint def loss`, or a re-bound `loss = jax.checkpoint(loss)`.
+
+    ## Why is this bad?
+    A checkpoint saves memory by not keeping its function's intermediates for the backward pass
+    while *something else* runs in between; it pays with a recomputation. When the checkpoint is
+    the whole differentiated function, nothing else runs in between:
+
+    - under `grad` (and `jacrev`) the primal forward is dead code, and the compiled program is
+      the same as without the checkpoint: a no-op;
+    - under `value_and_grad` (and `vjp`) the value is needed, so the forward runs once for it and
+      again inside the backward pass: measured +33-35 % FLOPs, and the same temp memory;
+    - under `jacfwd` (forward mode) there are no residuals to save at all.
+
+    The fix is to checkpoint the layers or blocks inside the loss (for a layer stack, the body of
+    the `lax.scan` over layers). See jax-ml/jax#19822 ("jax.checkpoint does not reduce memory
+    footprint").
+
+    Not reported when the checkpoint has a policy that saves something (`dots_saveable` on a
+    whole function does save memory), when the checkpointed function is also a loop body, when
+    the gradient is taken per chunk or per microbatch (in a loop, a scan body or under `vmap`),
+    and in test files (`test-paths`): tests checkpoint whole losses on purpose to compare
+    gradients or count forward passes.
+
+    ## Example
+    ```python
+    import jax
+
+    @jax.checkpoint
+    def loss(params, batch):
+        return jnp.mean((model(params, batch.x) - batch.y) ** 2)
+
+    loss_and_grads = jax.value_and_grad(loss)
+    ```
+
+    ## Use instead
+    ```python
+    import jax
+
+    def loss(params, batch):
+        x = batch.x
+        for layer_params in params:
+            x = jax.checkpoint(layer)(layer_params, x)
+        return jnp.mean((x - batch.y) ** 2)
+
+    loss_and_grads = jax.value_and_grad(loss)
+    ```
+
+    ## Fix safety
+    No fix: where to checkpoint instead depends on the model.
+
+    ## References
+    - [Gradient checkpointing with `jax.checkpoint`](https://docs.jax.dev/en/latest/gradient-checkpointing.html)
+    - [jax-ml/jax#19822: jax.checkpoint does not reduce memory footprint](https://github.com/jax-ml/jax/issues/19822)
+    """
+
+    code = "REM101"
+    name = "checkpoint-whole-loss"
+    severity = Severity.WARNING
+    prefilter_words = ("grad", "vjp", "jacrev", "jacfwd", "hessian")
+
+    VALID = [
+        # The layers are checkpointed, not the loss.
+        "import jax\ndef loss(ps, x):\n    for p in ps:\n        x = jax.checkpoint(layer)(p, x)\n    return x.sum()\ng = jax.grad(loss)",
+        # A policy that saves matmuls does save memory on a whole function.
+        "import jax\ng = jax.grad(jax.checkpoint(loss, policy=jax.checkpoint_policies.dots_saveable))",
+        # A scan body that is also differentiated on its own.
+        "import jax\nstep = jax.checkpoint(step)\ndef run(c, xs):\n    return jax.lax.scan(step, c, xs)\ng = jax.grad(step)",
+        # Per-example gradients.
+        "import jax\ng = jax.vmap(jax.grad(jax.checkpoint(loss)))",
+        # Per-microbatch gradients in a loop.
+        "import jax\ndef accumulate(p, mbs):\n    return [jax.grad(jax.checkpoint(loss))(p, mb) for mb in mbs]",
+        # Conditional re-binding: not certainly the checkpoint.
+        "import jax\nif cfg.remat:\n    loss = jax.checkpoint(loss)\ng = jax.grad(loss)",
+        "def checkpoint(f):\n    return f\nimport jax\ng = jax.grad(checkpoint(loss))",
+    ]
+    INVALID = [
+        Invalid("import jax\ng = jax.grad(jax.checkpoint(loss))"),
+        Invalid("import jax\ndef loss(p, x):\n    return (p * x).sum()\nloss = jax.checkpoint(loss)\ng = jax.value_and_grad(loss)"),
+        Invalid("import jax\n@jax.value_and_grad\n@jax.checkpoint\ndef loss(p, x):\n    return (p * x).sum()"),
+        Invalid("import functools, jax\n@jax.checkpoint\ndef loss(p, x):\n    return (p * x).sum()\ng = functools.partial(jax.grad, argnums=1)(loss)"),
+        Invalid("import equinox as eqx\nimport jax\ng = eqx.filter_value_and_grad(jax.checkpoint(loss))"),
+        Invalid("from flax import nnx\ng = nnx.grad(nnx.remat(loss))"),
+        Invalid("import jax\nckpt = jax.checkpoint(loss)\ng = jax.grad(lambda p: ckpt(p, batch))"),
+    ]
+
+    def check(self) -> None:
+        if self.ctx.is_test_file:
+            return  # tests checkpoint whole losses on purpose (gradient equality, forward counts)
+        found: dict[int, tuple[RematSite, list[Differentiation]]] = {}
+        for d in self.ctx.differentiations.all:
+            site = self._whole_checkpoint(d)
+            if site is not None:
+                found.setdefault(id(site), (site, []))[1].append(d)
+        for site, ds in found.values():
+            kinds = {d.api.kind for d in ds}
+            kind = next(k for k in _WORST_FIRST if k in kinds)
+            d = next(d for d in ds if d.api.kind == kind)
+            transform = self.ctx.code(d.node.func if isinstance(d.node, cst.Call) else d.node.decorator)
+            self.report(
+                site.node,
+                f"The whole function differentiated by `{transform}` is checkpointed: {EFFECT[kind]}; "
+                "checkpoint the layers or blocks inside it instead",
+            )
+
+    def _whole_checkpoint(self, d: Differentiation) -> RematSite | None:
+        """The outermost checkpoint wrapping all of ``d``'s function, when nothing exempts it."""
+        sites = d.denoted.sites or d.denoted.wrapped
+        if not sites or sites[0].api.family == "flax":
+            return None  # linen's remat lifts Module classes; they are not differentiated directly
+        loops = self.ctx.loops
+        if loops.in_body(d.node) or not all(default_policy(self.ctx.model, s) for s in sites):
+            return None
+        if any(loops.is_loop_body(s) or self._called_per_chunk(s) for s in sites):
+            return None
+        return sites[0]
+
+    def _called_per_chunk(self, site: RematSite) -> bool:
+        """The checkpointed callable is also called per iteration or chunk somewhere."""
+        callables, loops = self.ctx.callables, self.ctx.loops
+        return any(
+            isinstance(call.func, cst.Name) and site in callables.denote(call.func).sites and loops.in_body(call)
+            for call in self.ctx.model.calls
+        )

@@ -1,0 +1,142 @@
+from __future__ import annotations
+
+import libcst as cst
+
+from remat_lint.analysis.differentiation import Differentiation, default_policy
+from remat_lint.analysis.last_stage import LastStage, last_stages
+from remat_lint.findings import Severity
+from remat_lint.rule import Invalid, Rule
+
+# Measured on jax 0.10.2 (tests/test_jax_claims_grad.py): the last 2 of 6 residual-MLP blocks
+# checkpointed, barriers kept.
+EFFECT = {
+    "grad": "under `{t}` the checkpoint is a no-op (the compiled program is the same)",
+    "value_and_grad": "under `{t}` it recomputes the stage in the backward pass for no memory saved (measured: +11 % FLOPs for the last 2 of 6 blocks, same temp)",
+    "hessian": "it saves no memory",
+}
+
+
+class CheckpointLastStage(Rule):
+    """
+    ## What it does
+    Flags, inside a function that is differentiated in the same module (`jax.grad(loss)`,
+    `@jax.value_and_grad`...), a call of a checkpointed function whose result reaches the return
+    with only cheap work after it: elementwise arithmetic, reductions, the loss (`jnp.mean`,
+    `optax.softmax_cross_entropy`...), `.mean()`, indexing.
+
+    ## Why is this bad?
+    A checkpoint saves memory only when something runs between its forward pass and its backward
+    pass: its residuals would otherwise stay alive during that time. The last stage before the
+    loss has nothing after it, so the backward pass starts with it: its residuals are needed at
+    once, and the peak is the same with or without the checkpoint. Measured (jax 0.10.2, 6
+    residual-MLP blocks, the last 2 checkpointed): under `grad` the compiled program is identical
+    (a no-op); under `value_and_grad` the stage is recomputed, +11 % FLOPs, and temp memory is
+    unchanged. `saved_residuals` does list fewer residuals, which is why this looks like a saving.
+
+    Only the function handed to the transform is examined, so a helper that is one stage of a
+    longer chain is never reported; the message says what follows the call. Not reported when
+    anything else that may be expensive follows it (a model call, an unknown function, `@`,
+    another checkpoint), when the call is in a loop, a branch or a comprehension, or when the
+    checkpoint has a policy that saves something.
+
+    ## Example
+    ```python
+    import jax
+
+    encoder = jax.checkpoint(encoder)
+    head = jax.checkpoint(head)
+
+    def loss(params, x, y):
+        h = encoder(params, x)
+        logits = head(params, h)
+        return optax.softmax_cross_entropy(logits, y).mean()
+
+    grads = jax.grad(loss)(params, x, y)
+    ```
+
+    ## Use instead
+    ```python
+    import jax
+
+    encoder = jax.checkpoint(encoder)
+
+    def loss(params, x, y):
+        h = encoder(params, x)
+        logits = head(params, h)
+        return optax.softmax_cross_entropy(logits, y).mean()
+
+    grads = jax.grad(loss)(params, x, y)
+    ```
+
+    ## Fix safety
+    No fix: the checkpoint may be there for another caller.
+
+    ## References
+    - [Gradient checkpointing with `jax.checkpoint`](https://docs.jax.dev/en/latest/gradient-checkpointing.html)
+    - [jax-ml/jax PR #7989: what a checkpoint saves depends on what is live around it](https://github.com/jax-ml/jax/pull/7989)
+    """
+
+    code = "REM102"
+    name = "checkpoint-last-stage"
+    severity = Severity.WARNING
+    prefilter_words = ("grad", "vjp", "jacrev", "hessian")
+
+    VALID = [
+        # An earlier stage: the head runs after it.
+        "import jax\nenc = jax.checkpoint(enc)\ndef loss(p, x):\n    h = enc(p, x)\n    return jnp.mean(head(p, h))\ng = jax.grad(loss)",
+        # A helper that is one stage of a chain; the differentiated function does more after it.
+        (
+            "import jax\nimport jax.numpy as jnp\nf3 = jax.checkpoint(f3)\ndef stage(p, h):\n    return jnp.mean(f3(p, h))\n"
+            "def loss(p, x):\n    return stage(p, x) + reg(p)\ng = jax.grad(loss)"
+        ),
+        # Per-chunk calls in a comprehension.
+        "import jax\nimport jax.numpy as jnp\nck = jax.checkpoint(chunk_loss)\ndef loss(p, cs):\n    return jnp.mean(jnp.stack([ck(p, c) for c in cs]))\ng = jax.grad(loss)",
+        # Not differentiated here.
+        "import jax\nimport jax.numpy as jnp\nck = jax.checkpoint(model)\ndef loss(p, x):\n    return jnp.mean(ck(p, x))",
+        # A policy that saves the matmuls.
+        (
+            "import jax\nimport jax.numpy as jnp\nck = jax.checkpoint(model, policy=jax.checkpoint_policies.dots_saveable)\n"
+            "def loss(p, x):\n    return jnp.mean(ck(p, x))\ng = jax.grad(loss)"
+        ),
+        # A matmul follows.
+        "import jax\nck = jax.checkpoint(model)\ndef loss(p, x):\n    return (ck(p, x) @ p['w']).sum()\ng = jax.grad(loss)",
+    ]
+    INVALID = [
+        Invalid(
+            "import jax\nimport jax.numpy as jnp\nhead = jax.checkpoint(head)\ndef loss(p, x, y):\n    h = body(p, x)\n"
+            "    logits = head(p, h)\n    return jnp.mean((logits - y) ** 2)\ng = jax.value_and_grad(loss)"
+        ),
+        Invalid(
+            "import jax\nimport optax\n@jax.checkpoint\ndef model(p, x):\n    return x\n@jax.grad\n"
+            "def loss(p, x, y):\n    return optax.softmax_cross_entropy(model(p, x), y).mean()"
+        ),
+        Invalid("import jax\nimport jax.numpy as jnp\ng = jax.grad(lambda p, x: jnp.sum(jax.checkpoint(f)(p, x)))"),
+    ]
+
+    def check(self) -> None:
+        ctx = self.ctx
+        reported: set[int] = set()
+        for d in ctx.differentiations.all:
+            function = d.denoted.function
+            if function is None or d.denoted.sites or d.denoted.wrapped or not d.api.reverse:
+                continue  # no body here, or checkpointed whole (REM101)
+            for stage in last_stages(ctx.model, ctx.callables, function):
+                if id(stage.call) in reported or not all(default_policy(ctx.model, s) for s in stage.sites):
+                    continue
+                reported.add(id(stage.call))
+                self.report(stage.call, self._message(d, function, stage))
+
+    def _message(self, d: Differentiation, function: cst.FunctionDef | cst.Lambda, stage: LastStage) -> str:
+        ctx = self.ctx
+        called = ctx.code(stage.call.func)
+        name = f"`{function.name.value}`" if isinstance(function, cst.FunctionDef) else "the differentiated lambda"
+        follows = (
+            f"only cheap work follows it ({', '.join(f'`{a}`' for a in stage.after[:4])})"
+            if stage.after else "its result is returned as it is"
+        )
+        transform = ctx.code(d.node.func if isinstance(d.node, cst.Call) else d.node.decorator)
+        return (
+            f"`{called}(...)` is the last stage of {name}: {follows}, so nothing computed later keeps memory "
+            f"live and the backward pass needs its residuals at once; {EFFECT[d.api.kind].format(t=transform)}. "
+            "Checkpoint an earlier stage instead"
+        )

@@ -1,0 +1,173 @@
+from __future__ import annotations
+
+from typing import Iterator
+
+import libcst as cst
+
+from remat_lint.analysis.semantic import child_nodes
+from remat_lint.analysis.sites import RematSite
+from remat_lint.findings import Applicability, Severity
+from remat_lint.rule import FixSpec, Invalid, Rule
+
+
+class PreventCseOutsideScan(Rule):
+    """
+    ## What it does
+    Flags `prevent_cse=False` on a checkpoint that is not the body of a `lax.scan`,
+    `fori_loop`, `while_loop`, `lax.map` or a Flax/Haiku/NNX scan: the module calls no loop at
+    all, and the checkpointed function is only ever called directly.
+
+    ## Why is this bad?
+    `jax.checkpoint` wraps the recomputation in an optimization barrier so that XLA's common
+    subexpression elimination cannot merge it back into the forward pass. `prevent_cse=False`
+    drops the barrier. Inside a `scan` body that is harmless (the recomputation lives in the
+    backward loop, where nothing can be merged) and saves a little, which is why JAX documents
+    it for scans. Outside a loop, XLA merges the recomputation back and keeps the forward
+    intermediates alive: the memory saving is lost. Measured (jax 0.10.2, residual-MLP blocks
+    checkpointed per layer, compiled with the barriers kept as on GPU/TPU): the same temp memory
+    as no checkpoint at all (the default `prevent_cse=True` saves 80 %), while still costing
+    about 14 % more FLOPs.
+
+    Not reported when the value is not the literal `False` (`prevent_cse=not scan_layers` is
+    the recommended idiom), when the module calls any loop (the checkpoint may run inside it),
+    when the checkpoint is set up inside a class (a layer that some other module may scan), or
+    when the checkpointed function is passed on, returned or stored (its caller may scan it).
+
+    ## Example
+    ```python
+    import jax
+
+    block = jax.checkpoint(block, prevent_cse=False)
+
+    def forward(params, x):
+        for p in params:
+            x = block(p, x)
+        return x
+    ```
+
+    ## Use instead
+    ```python
+    import jax
+
+    block = jax.checkpoint(block)
+
+    def forward(params, x):
+        for p in params:
+            x = block(p, x)
+        return x
+    ```
+
+    ## Fix safety
+    Unsafe: removing `prevent_cse=False` never changes results, but when another module runs
+    the function inside a `scan` after all, the barriers cost a little performance there.
+
+    ## References
+    - [`jax.checkpoint`: `prevent_cse`](https://docs.jax.dev/en/latest/_autosummary/jax.checkpoint.html)
+    - [AI-Hypercomputer/maxtext PR #4990: CSE undoing rematerialization](https://github.com/AI-Hypercomputer/maxtext/pull/4990)
+    """
+
+    code = "REM103"
+    name = "prevent-cse-outside-scan"
+    severity = Severity.WARNING
+
+    VALID = [
+        "import jax\nbody = jax.checkpoint(body, prevent_cse=False)\ndef run(c, xs):\n    return jax.lax.scan(body, c, xs)",
+        "import jax\nblock = jax.checkpoint(block, prevent_cse=not scan_layers)\ny = block(x)",
+        "import jax\nblock = jax.checkpoint(block, prevent_cse=False)",
+        "import jax\ndef make():\n    return jax.checkpoint(block, prevent_cse=False)",
+        "import jax\nblock = jax.checkpoint(block, prevent_cse=False)\ny = run_layers(block, x)",
+        "import haiku as hk\nclass Layer(hk.Module):\n    def __call__(self, x):\n        return hk.remat(self.mlp, prevent_cse=False)(x)",
+        (
+            "import functools, jax\n@functools.partial(jax.checkpoint, prevent_cse=False)\ndef chunk(q, k):\n    return q @ k\n"
+            "def attend(q, ks):\n    return jax.lax.map(lambda k: chunk(q, k), ks)"
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            "import jax\nblock = jax.checkpoint(block, prevent_cse=False)\nfor p in ps:\n    x = block(p, x)",
+            fixed="import jax\nblock = jax.checkpoint(block)\nfor p in ps:\n    x = block(p, x)",
+        ),
+        Invalid(
+            "import functools, jax\n@functools.partial(jax.checkpoint, prevent_cse=False, policy=p)\ndef f(x):\n    return x\ny = f(x)",
+            fixed="import functools, jax\n@functools.partial(jax.checkpoint, policy=p)\ndef f(x):\n    return x\ny = f(x)",
+        ),
+        Invalid(
+            "import haiku as hk\ndef forward(x):\n    return hk.remat(residual, prevent_cse=False)(x)",
+            fixed="import haiku as hk\ndef forward(x):\n    return hk.remat(residual)(x)",
+        ),
+    ]
+
+    def check(self) -> None:
+        if self.ctx.loops.has_loops:
+            return  # a loop anywhere in the module may run the checkpoint (real-world trap T8)
+        for site in self.ctx.sites:
+            arg = site.keyword("prevent_cse")
+            if arg is None or not _is_false(arg.value) or site.has_star_args:
+                continue
+            if self._in_class(site) or not self._only_called_directly(site):
+                continue
+            self.report(
+                site.node,
+                "`prevent_cse=False` on a checkpoint that runs outside any loop: XLA merges the recomputation "
+                "back into the forward pass, so the checkpoint saves no memory (measured: the same temp as no "
+                "checkpoint) and still costs extra FLOPs; drop it (it only helps inside a `scan`/`fori_loop` body)",
+                fix=self._fix(site, arg),
+            )
+
+    def _in_class(self, site: RematSite) -> bool:
+        return any(isinstance(a, cst.ClassDef) for a in self.ctx.model.ancestors(site.node))
+
+    def _only_called_directly(self, site: RematSite) -> bool:
+        """Every use of the checkpointed callable is a call, and there is at least one."""
+        model = self.ctx.model
+        if site.form == "call":
+            parent = model.parent(site.node)
+            if isinstance(parent, cst.Call) and parent.func is site.node:
+                return True
+            target = _assigned_name(parent, site.node)
+            if target is None:
+                return False  # stored, passed on or returned: its user may scan it
+            name = target
+        else:
+            owner = site.target
+            if not isinstance(owner, cst.FunctionDef):
+                return False
+            name = owner.name.value
+        uses = [n for n in self._names(name) if site in self.ctx.callables.denote(n).sites]
+        return bool(uses) and all(_is_called(model.parent(n), n) for n in uses)
+
+    def _names(self, value: str) -> Iterator[cst.Name]:
+        stack: list[cst.CSTNode] = [self.ctx.module]
+        model = self.ctx.model
+        while stack:
+            node = stack.pop()
+            if isinstance(node, cst.Name):
+                if node.value == value and id(node) in model.scope_of_name:
+                    yield node
+                continue
+            stack.extend(child_nodes(node))
+
+    def _fix(self, site: RematSite, arg: cst.Arg) -> FixSpec | None:
+        call = next((c for c in site.argument_calls if any(a is arg for a in c.args)), None)
+        if call is None:
+            return None
+        args = [a for a in call.args if a is not arg]
+        if args:
+            args[-1] = args[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+        return FixSpec("Remove `prevent_cse=False`", [(call, call.with_changes(args=args))], Applicability.UNSAFE)
+
+
+def _is_false(value: cst.BaseExpression) -> bool:
+    return isinstance(value, cst.Name) and value.value == "False"
+
+
+def _assigned_name(statement: cst.CSTNode | None, value: cst.CSTNode) -> str | None:
+    """The name ``statement`` binds to ``value`` (``name = value``)."""
+    if isinstance(statement, cst.Assign) and statement.value is value and len(statement.targets) == 1:
+        target = statement.targets[0].target
+        return target.value if isinstance(target, cst.Name) else None
+    return None
+
+
+def _is_called(parent: cst.CSTNode | None, name: cst.Name) -> bool:
+    return isinstance(parent, cst.Call) and parent.func is name
