@@ -50,10 +50,15 @@ def applicable(finding: Finding, unsafe: bool) -> bool:
 def fixable(findings: list[Finding], sources: dict[str, str], unsafe: bool) -> list[Finding]:
     """The findings --fix (with --unsafe-fixes: ``unsafe``) would fix: not those on a noqa line."""
     noqa: dict[str, Suppressions] = {}
-    return [
-        f for f in findings
-        if applicable(f, unsafe) and not _blocked(f, noqa.setdefault(f.path, Suppressions.parse(sources.get(f.path, ""))))
-    ]
+    chosen = []
+    for f in findings:
+        if not applicable(f, unsafe):
+            continue
+        if f.path not in noqa:
+            noqa[f.path] = Suppressions.parse(sources.get(f.path, ""))
+        if not _blocked(f, noqa[f.path]):
+            chosen.append(f)
+    return chosen
 
 
 def fixable_counts(findings: list[Finding], sources: dict[str, str], unsafe: bool) -> tuple[int, int]:
