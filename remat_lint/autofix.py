@@ -119,6 +119,8 @@ def _fix_file(
         if not chosen:
             return text
         new = apply_edits(text, [e for f in chosen for e in f.fix.edits])  # type: ignore[union-attr]
+        if new == text:  # fixes that change nothing: stop instead of counting them again
+            return text
         try:
             source.encode(new)
         except UnicodeEncodeError:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from remat_lint import autofix
 from remat_lint.cli import main
 
 MODULE = """\
@@ -199,3 +200,19 @@ def test_statistics_like_ruff(tmp_path, cli):
     assert err == "Found 5 findings in 1 file.\n[*] 4 fixable with `--fix`.\n"
     (tmp_path / "m.py").write_text("import jax\ne = jax.checkpoint(f, policy=True)\n")
     assert cli("--statistics", "m.py")[1] == "1\tREM001\t[ ] policy-not-callable\n"
+
+
+def test_a_fix_that_would_break_the_code_is_not_applied(tmp_path, cli, monkeypatch):
+    path = tmp_path / "m.py"
+    path.write_text(MODULE)
+    monkeypatch.setattr(autofix, "apply_edits", lambda text, edits: text + "def broken(:\n")
+    code, _, err = cli("--fix", "m.py")
+    assert code == 1 and path.read_text() == MODULE
+    assert "m.py: a fix produced code that does not parse; not applied" in err
+
+
+def test_fixes_that_never_settle_stop_with_a_warning(tmp_path, cli, monkeypatch):
+    (tmp_path / "m.py").write_text(MODULE)
+    monkeypatch.setattr(autofix, "apply_edits", lambda text, edits: text + "#\n")  # the findings never go
+    code, _, err = cli("--fix", "m.py")
+    assert code == 1 and f"fixes did not converge after {autofix.MAX_PASSES} passes" in err
