@@ -50,6 +50,10 @@ def test_action_is_composite_and_never_splices_inputs_into_scripts(action):
     for step in action["runs"]["steps"]:
         assert step["shell"] == "bash"
         assert "${{" not in step["run"]  # inputs arrive through env: no script injection
+    ids = {step.get("id") for step in action["runs"]["steps"]}
+    for output in action["outputs"].values():
+        [step_id] = re.findall(r"steps\.([\w-]+)\.outputs", output["value"])
+        assert step_id in ids
 
 
 def run_step(action: dict, name: str, inputs: dict[str, str], cwd: Path, path: str | None = None) -> tuple[subprocess.CompletedProcess[str], dict[str, str], str]:
