@@ -9,8 +9,13 @@ def _head(f: Finding) -> str:
     return f"{f.path}:{f.start.row}:{f.start.column + 1}: {f.code} {f.message}"
 
 
+def _trace(f: Finding) -> str:
+    """The --trace verdict under a finding."""
+    return f"  = trace: {f.trace.get('status')}: {f.trace.get('reason') or ''}".rstrip() if f.trace is not None else ""
+
+
 def concise(findings: list[Finding], sources: dict[str, str]) -> str:
-    return "".join(_head(f) + "\n" for f in findings)
+    return "".join(_head(f) + "\n" + (_trace(f) + "\n" if f.trace is not None else "") for f in findings)
 
 
 def full(findings: list[Finding], sources: dict[str, str]) -> str:
@@ -29,6 +34,6 @@ def full(findings: list[Finding], sources: dict[str, str]) -> str:
             label = "" if f.fix.applicability.value == "safe" else " (unsafe: --unsafe-fixes)"
             out.append(f"  = help: {f.fix.message}{label}")
         if f.trace is not None:
-            out.append(f"  = trace: {f.trace.get('status')}: {f.trace.get('reason') or ''}".rstrip())
+            out.append(_trace(f))
         out.append("")
     return "\n".join(out) + ("\n" if out else "")

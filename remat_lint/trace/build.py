@@ -91,6 +91,9 @@ def describe(args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
     def one(v: Any) -> str:
         if isinstance(v, jax.ShapeDtypeStruct):
             return _short(v)
+        n = len(jax.tree_util.tree_leaves(v))
+        if isinstance(v, (dict, list, tuple)) and n > 3:
+            return f"<{n} arrays>"
         if isinstance(v, dict):
             return "{" + ", ".join(f"{k}: {one(x)}" for k, x in v.items()) + "}"
         if isinstance(v, (list, tuple)):
@@ -138,7 +141,7 @@ def prepare(
         argnums = tuple(i for i, a in enumerate(args) if _inexact(a))
     shown = f"{name}({describe(tuple(args), kwargs)})"
     if not differentiate or not argnums:
-        fun = _tagged(lambda *a, **kw: call(*a, **kw), differentiate=False)
+        fun = _tagged(lambda *a, **kw: call(*a, **kw), name, differentiate=False)
         return Prepared(shown, fun, tuple(args), kwargs, False, source)
     rest = {f"__arg{i}": a for i, a in enumerate(args) if i not in argnums}
 
@@ -147,10 +150,11 @@ def prepare(
         full = [next(it) if i in argnums else kw.pop(f"__arg{i}") for i in range(len(args))]
         return scalar_loss(call(*full, **kw))
 
-    return Prepared(shown, _tagged(fun, differentiate=True), tuple(args[i] for i in argnums), {**rest, **kwargs}, True, source)
+    return Prepared(shown, _tagged(fun, name, differentiate=True), tuple(args[i] for i in argnums), {**rest, **kwargs}, True, source)
 
 
-def _tagged(fun: Callable[..., Any], *, differentiate: bool) -> Callable[..., Any]:
+def _tagged(fun: Callable[..., Any], name: str, *, differentiate: bool) -> Callable[..., Any]:
+    fun.__name__ = fun.__qualname__ = name  # cost analysis finds ``jax.checkpoint(loss)`` by name
     fun.differentiate = differentiate  # type: ignore[attr-defined]
     return fun
 

@@ -100,6 +100,7 @@ class Run:
     name: str
     filename: str
     build: Callable[[], Prepared]
+    target_name: str = ""  # the function (or Module class) traced, as the source names it
     prepared: Prepared | None = None
     failure: Failure | None = None
     lines: Counter[int] = field(default_factory=Counter)
@@ -274,7 +275,7 @@ def judge_callback(item: Item, run: Run) -> dict[str, Any]:
                    **evidence)
 
 
-NAME = re.compile(r"""['"`]([^'"`\s]+)['"`]""")
+NAME = re.compile(r"'([^'\s]+)'")
 
 
 def judge_name(item: Item, run: Run) -> dict[str, Any] | None:

@@ -30,16 +30,18 @@ class Definition:
 @dataclass
 class ModulePlan:
     definitions: dict[str, Definition]
-    statements: list[tuple[int, int, frozenset[str]]]  # other module-level statements: range, names used
+    statements: list[tuple[int, int, frozenset[str], frozenset[str]]]  # other statements: range, names used, bound
 
     def owners(self, start: int, end: int) -> list[Definition]:
         """The definitions whose code a target must execute to reach lines ``start..end``."""
         inside = [d for d in self.definitions.values() if d.start <= start and end <= d.end]
         if inside:
             return inside
-        for first, last, refs in self.statements:
+        for first, last, refs, bound in self.statements:
             if first <= start <= last:
-                return [self.definitions[name] for name in sorted(refs) if name in self.definitions]
+                # ``block = checkpoint(_block)`` reaches ``_block``; ``POLICY = ...`` reaches its users.
+                named = [self.definitions[name] for name in sorted(refs) if name in self.definitions]
+                return named + [d for d in self.definitions.values() if d.refs & bound and d not in named]
         return []
 
     def callers(self, names: set[str]) -> list[Definition]:
@@ -74,7 +76,11 @@ def plan_module(source: str) -> ModulePlan:
                     params=[a.arg for a in required], refs=refs, differentiates=bool(refs & GRAD_NAMES),
                 )
         else:
-            statements.append((node.lineno, node.end_lineno or node.lineno, _names(node)))
+            bound = frozenset(
+                t.id for sub in ast.walk(node) if isinstance(sub, (ast.Assign, ast.AnnAssign, ast.AugAssign))
+                for t in (sub.targets if isinstance(sub, ast.Assign) else [sub.target]) if isinstance(t, ast.Name)
+            )
+            statements.append((node.lineno, node.end_lineno or node.lineno, _names(node) - bound, bound))
     # A name bound by a module-level statement (``block = jax.checkpoint(_block)``) refers onwards to
     # what the statement names, so callers of ``block`` reach ``_block``.
     aliases: dict[str, frozenset[str]] = {}

@@ -22,12 +22,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 AUTO_TARGETS = 6  # functions tried by jaxtyping / shape search per module
+MEMORY_CODES = frozenset({"REM101", "REM102", "REM103", "REM104"})
 
 
 def main() -> int:
@@ -91,7 +93,7 @@ class Session:
 
         def make(name: str, factory: Callable[[], Any]) -> Run:
             tried.add(name)
-            return Run(name, self.path, factory)
+            return Run(name, self.path, factory, target_name=name)
 
         specs, _ = parse_targets(self.request.get("trace", {}), Path(self.request.get("config_root") or self.root))
         stem = Path(self.path).stem
@@ -129,7 +131,7 @@ class Session:
         for item in list(self.pending.values()):
             owners = self.plan.owners(item.line, item.end_line)
             lines = [n for d in owners for n in range(d.start, d.end + 1)] or list(item.span)
-            if not run.reached(lines):
+            if not (run.reached(lines) or self.wraps_target(item, run)):
                 if run.prepared is None and run.failure is not None and type(run.failure.exc).__name__ != "NoInputs":
                     self.note(item, verdict("unconfirmed", f"target {run.name} could not be built: {run.failure.summary}"))
                 continue
@@ -140,6 +142,15 @@ class Session:
                 self.notes.setdefault(item.id, result)
             else:
                 self.decide(item, result)
+
+    def wraps_target(self, item: Any, run: Any) -> bool:
+        """REM101-REM104 at ``jax.value_and_grad(jax.checkpoint(loss))``: the target ``loss`` is named
+        there (compiled-cost checks wrap it as the line does)."""
+        if item.code not in MEMORY_CODES or run.prepared is None:
+            return False
+        name = run.target_name
+        lines = self.source.splitlines()[item.line - 1 : item.end_line]
+        return any(re.search(rf"\b{re.escape(name)}\b", line) for line in lines)
 
     def judge(self, item: Any, run: Any) -> dict[str, Any] | None:
         from remat_lint.trace import evidence as ev
@@ -154,7 +165,7 @@ class Session:
                 return ev.judge_callback(item, run)
             if code == "REM008":
                 return ev.judge_name(item, run)
-            if code in ("REM101", "REM102", "REM103", "REM104"):
+            if code in MEMORY_CODES:
                 return self.memory(item, run)
             if code == "REM010":
                 return ev.judge_static_argnames(item, run)
@@ -174,7 +185,11 @@ class Session:
         except ImportError:
             return verdict("unconfirmed", "cost analysis unavailable")
         p = run.prepared
-        return costs.memory_evidence(self.source, p.fun, p.args, p.kwargs, item.line)
+        if not p.differentiate:
+            return verdict("unconfirmed", f"{run.name} differentiates itself; compiled costs need the loss it differentiates "
+                           "as a target")
+        argnums = tuple(range(len(p.args)))
+        return costs.memory_evidence(self.source, p.fun, p.args, p.kwargs, item.line, argnums, rule=item.code)
 
     def site_reports(self, run: Any) -> None:
         p = run.prepared
@@ -185,7 +200,8 @@ class Session:
         except ImportError:
             return
         try:
-            reports = residuals.site_report(p.fun, p.args, p.kwargs)
+            reports = residuals.site_report(p.fun, p.args, p.kwargs, tuple(range(len(p.args))),
+                                            code=self.source, site_lines=sorted(self.sites))
         except Exception as exc:
             self.emit({"note": f"residual report for {run.name} failed: {type(exc).__name__}: {exc}"})
             return
