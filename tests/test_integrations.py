@@ -56,7 +56,10 @@ def test_action_is_composite_and_never_splices_inputs_into_scripts(action):
         assert step_id in ids
 
 
-def run_step(action: dict, name: str, inputs: dict[str, str], cwd: Path, path: str | None = None) -> tuple[subprocess.CompletedProcess[str], dict[str, str], str]:
+Step = tuple[subprocess.CompletedProcess[str], dict[str, str], str]
+
+
+def run_step(action: dict, name: str, inputs: dict[str, str], cwd: Path, path: str | None = None) -> Step:
     """Run one step's script as the runner would; returns the process, its outputs and GITHUB_PATH."""
     [step] = [s for s in action["runs"]["steps"] if s["name"] == name]
     values = {f"inputs.{key}": spec.get("default", "") for key, spec in action["inputs"].items()}
@@ -70,7 +73,8 @@ def run_step(action: dict, name: str, inputs: dict[str, str], cwd: Path, path: s
         PATH=path or f"{BIN}{os.pathsep}{os.environ['PATH']}", HOME=str(cwd),
         GITHUB_OUTPUT=str(output), GITHUB_PATH=str(github_path),
     )
-    done = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", step["run"]], env=env, cwd=cwd, capture_output=True, text=True)
+    shell = ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c"]  # the runner's `shell: bash`
+    done = subprocess.run([*shell, step["run"]], env=env, cwd=cwd, capture_output=True, text=True)
     outputs = dict(line.split("=", 1) for line in output.read_text().splitlines() if "=" in line)
     return done, outputs, github_path.read_text()
 
