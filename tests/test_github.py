@@ -86,3 +86,15 @@ def test_summary_when_github_would_hide_annotations(tmp_path, monkeypatch, capsy
 def test_clean_code_prints_nothing(tmp_path, monkeypatch, capsys):
     (tmp_path / "ok.py").write_text("import jax\ng = jax.checkpoint(f)\n")
     assert annotate(tmp_path, monkeypatch, capsys, "ok.py") == (0, [])
+
+
+def test_trace_verdicts_are_shown_and_refuted_findings_are_notices():
+    def finding(row: int, status: str) -> Finding:
+        f = Finding("REM001", "policy-not-callable", Severity.ERROR, "msg", "a.py", Position(row, 0), Position(row, 1))
+        f.trace = {"status": status, "evidence": None, "reason": f"{status} by tracing"}
+        return f
+
+    lines = github([finding(1, "refuted"), finding(2, "confirmed")], {}).splitlines()
+    assert [ANNOTATION.match(line)["level"] for line in lines] == ["error", "notice"]
+    assert lines[0].endswith("::msg%0Atrace: confirmed: confirmed by tracing")
+    assert lines[1].endswith("::msg%0Atrace: refuted: refuted by tracing")

@@ -131,3 +131,13 @@ def test_no_findings_is_still_a_valid_log(tmp_path, monkeypatch, capsys):
     (tmp_path / "ok.py").write_text("import jax\ng = jax.checkpoint(f)\n")
     log = sarif(tmp_path, monkeypatch, capsys, "ok.py")
     assert log["runs"][0]["results"] == [] and log["runs"][0]["tool"]["driver"]["rules"] == []
+
+
+def test_trace_verdict_travels_with_the_result():
+    from remat_lint.findings import Finding, Position, Severity
+    from remat_lint.reporters.sarif import sarif_log
+
+    f = Finding("REM001", "policy-not-callable", Severity.ERROR, "msg", "a.py", Position(1, 0), Position(1, 1))
+    f.trace = {"status": "refuted", "evidence": {"error": None}, "reason": "grad ran"}
+    [result] = sarif_log([f], {"a.py": "x\n"})["runs"][0]["results"]
+    assert result["level"] == "note" and result["properties"]["trace"]["status"] == "refuted"

@@ -8,10 +8,19 @@ how many were not shown.
 
 from __future__ import annotations
 
+import collections
+
 from remat_lint.findings import Finding, Severity
 
 SHOWN_PER_LEVEL = 10
 LEVELS = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "notice"}
+ORDER = ("error", "warning", "notice")
+
+
+def level(f: Finding) -> str:
+    """A finding --trace refuted is only a notice: it does not fail the run either."""
+    refuted = f.trace is not None and f.trace.get("status") == "refuted"
+    return "notice" if refuted else LEVELS[f.severity]
 
 
 def escape_data(text: str) -> str:
@@ -37,19 +46,19 @@ def annotation(f: Finding) -> str:
     else:
         unsafe = "" if f.fix.applicability.value == "safe" else " (unsafe fix)"
         message = f"{f.message}\nhelp: {f.fix.message}{unsafe}"
-    return f"::{LEVELS[f.severity]} {joined}::{escape_data(message)}"
+    if f.trace is not None:
+        reason = f.trace.get("reason")
+        message += f"\ntrace: {f.trace.get('status')}" + (f": {reason}" if reason else "")
+    return f"::{level(f)} {joined}::{escape_data(message)}"
 
 
 def github(findings: list[Finding], sources: dict[str, str]) -> str:
-    ordered = sorted(findings, key=lambda f: (f.severity.rank, f.sort_key))
+    ordered = sorted(findings, key=lambda f: (ORDER.index(level(f)), f.sort_key))
     lines = [annotation(f) for f in ordered]
-    hidden = {
-        level: count - SHOWN_PER_LEVEL
-        for severity, level in LEVELS.items()
-        if (count := sum(f.severity is severity for f in findings)) > SHOWN_PER_LEVEL
-    }
+    per_level = collections.Counter(level(f) for f in findings)
+    hidden = {name: per_level[name] - SHOWN_PER_LEVEL for name in ORDER if per_level[name] > SHOWN_PER_LEVEL}
     if hidden:
-        counts = ", ".join(f"{n} {level}{'s' if n != 1 else ''}" for level, n in hidden.items())
+        counts = ", ".join(f"{n} {name}{'s' if n != 1 else ''}" for name, n in hidden.items())
         lines.append(
             f"remat-lint: {counts} not shown as annotations (GitHub shows {SHOWN_PER_LEVEL} of each level per step); "
             f"all {len(findings)} findings are listed above, or upload --output-format sarif to code scanning."

@@ -119,6 +119,10 @@ def sarif_log(findings: list[Finding], sources: dict[str, str]) -> dict[str, Any
         }
         if fixes := _fixes(f):
             result["fixes"] = fixes
+        if f.trace is not None:  # --trace's verdict; a refuted finding does not fail the run
+            result["properties"] = {"trace": f.trace}
+            if f.trace.get("status") == "refuted":
+                result["level"] = "note"
         results.append(result)
     driver = {
         "name": "remat-lint",
