@@ -383,3 +383,139 @@ def test_jax_new_checkpoint_option_is_gone_and_its_variable_ignored():
     env = {**__import__("os").environ, "JAX_NEW_CHECKPOINT": "0", "JAX_PLATFORMS": "cpu"}
     out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False" and "NEW_CHECKPOINT" not in out.stderr
+
+
+# --- REM006 ---------------------------------------------------------------------------------------
+
+
+def _in_haiku(build) -> None:
+    hk = pytest.importorskip("haiku")
+    hk.transform(lambda x: build(hk)).init(jax.random.key(0), X)
+
+
+@pytest.mark.parametrize(
+    ("code", "call"),
+    [
+        ("import jax\n@jax.checkpoint(policy=p)\ndef g(x):\n    return x", lambda: jax.checkpoint(policy=cp.dots_saveable)),
+        ("import jax\ng = jax.remat(prevent_cse=False)(f)", lambda: jax.remat(prevent_cse=False)),
+        ("import jax\n@jax.checkpoint()\ndef g(x):\n    return x", lambda: jax.checkpoint()),
+        ("import haiku as hk\n@hk.remat(policy=p)\ndef g(x):\n    return x", lambda: _in_haiku(lambda hk: hk.remat(policy=cp.dots_saveable))),
+        ("import flax.linen as nn\n@nn.remat(static_argnums=(2,))\ndef g(m, x, t):\n    return x", lambda: pytest.importorskip("flax.linen").remat(static_argnums=(2,))),
+        ("import flax.linen as nn\n@nn.checkpoint(policy=p)\nclass B(nn.Module):\n    pass", lambda: pytest.importorskip("flax.linen").checkpoint(policy=cp.dots_saveable)),
+        (
+            "import flax.linen.partitioning as nnp\nr = nnp.remat(static_argnums=(1,))",
+            lambda: pytest.importorskip("flax.linen.partitioning").remat(static_argnums=(1,)),
+        ),
+        (
+            "import functools\nimport jax\nr = functools.partial(jax.checkpoint, prevent_cse=False)\ng = r(policy=p)",
+            lambda: functools.partial(jax.checkpoint, prevent_cse=False)(policy=cp.dots_saveable),
+        ),
+    ],
+)
+def test_keywords_only_raises_what_the_message_says(code, call):
+    (message,) = messages(code, "REM006")
+    kind, text = quoted_error(message)
+    with pytest.raises(TypeError) as info:
+        call()
+    assert kind == "TypeError" and str(info.value) == text
+
+
+def test_nnx_and_equinox_return_a_decorator_and_are_not_flagged():
+    nnx = pytest.importorskip("flax.nnx")
+    eqx = pytest.importorskip("equinox")
+    for code, decorator in [
+        ("from flax import nnx\n@nnx.remat(policy=p)\ndef g(x):\n    return x", nnx.remat(policy=cp.dots_saveable)),
+        ("import equinox as eqx\n@eqx.filter_checkpoint(policy=p)\ndef g(x):\n    return x", eqx.filter_checkpoint(policy=cp.dots_saveable)),
+    ]:
+        assert messages(code, "REM006") == []
+        assert jnp.allclose(jax.grad(decorator(f))(X), jax.grad(f)(X))
+    for qname, api in apis.REMAT_APIS.items():  # what apis.py says, as the rule relies on it
+        if api.decorator_factory:
+            assert qname.startswith(("flax.nnx", "flax.experimental.nnx", "equinox"))
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "import jax\n@jax.checkpoint(policy=jax.checkpoint_policies.dots_saveable)\ndef g(x):\n    return f(x)",
+        "from functools import partial\nimport jax\n@jax.remat(prevent_cse=False)\ndef g(x):\n    return f(x)",
+        "import jax\ng = jax.checkpoint(policy=jax.checkpoint_policies.dots_saveable)(f)",
+        "import jax\n@jax.checkpoint()\ndef g(x):\n    return f(x)",
+    ],
+)
+def test_fixed_decorator_checkpoints_and_differentiates(code):
+    fixed = fix_all(code, {"REM006"})
+    assert messages(fixed, "REM006") == []
+    scope: dict = {"f": f}
+    exec(fixed, scope)
+    assert jnp.allclose(jax.grad(scope["g"])(X), jax.grad(f)(X))
+    assert "remat2" in str(jax.make_jaxpr(scope["g"])(X))  # really checkpointed
+
+
+def test_fixed_flax_method_and_haiku_decorators_work():
+    pytest.importorskip("flax.linen")
+    hk = pytest.importorskip("haiku")
+    flax_code = (
+        "import flax.linen as nn\nclass Block(nn.Module):\n    @nn.remat(static_argnums=(2,))\n    @nn.compact\n"
+        "    def __call__(self, x, deterministic):\n        y = nn.Dense(3)(x)\n        return y if deterministic else y * 0.5"
+    )
+    scope: dict = {}
+    exec(fix_all(flax_code, {"REM006"}), scope)
+    model = scope["Block"]()
+    variables = model.init(jax.random.key(0), X, True)
+    jax.grad(lambda v: jnp.sum(model.apply(v, X, False)))(variables)  # the Python bool stays static
+    haiku_code = (
+        "import haiku as hk\nfrom jax import checkpoint_policies as cp\ndef forward(x):\n    @hk.remat(policy=cp.dots_saveable)\n"
+        "    def layer(y):\n        return hk.Linear(3)(y)\n    return layer(x)"
+    )
+    scope = {}
+    exec(fix_all(haiku_code, {"REM006"}), scope)
+    transformed = hk.transform(scope["forward"])
+    params = transformed.init(jax.random.key(0), X)
+    jax.grad(lambda p: jnp.sum(transformed.apply(p, None, X)))(params)
+
+
+# --- REM007 ---------------------------------------------------------------------------------------
+
+
+def test_discarded_checkpoint_leaves_the_function_unchanged():
+    from jax._src.ad_checkpoint import saved_residuals
+
+    code = "import jax\nimport jax.numpy as jnp\ndef block(x):\n    return jnp.sum(jnp.sin(jnp.sin(x)))\njax.checkpoint(block)"
+    (message,) = messages(code, "REM007")
+    assert "leaves `block` unchanged, so nothing is checkpointed" in message
+    scope: dict = {}
+    exec(code, scope)
+    block = scope["block"]
+    saved = [s for _, s in saved_residuals(block, X)]
+    assert any(s.startswith("output of cos") for s in saved)  # intermediates saved: no checkpoint
+    assert [s for _, s in saved_residuals(jax.checkpoint(block), X)] == ["from the argument x"]
+    assert "remat2" not in str(jax.make_jaxpr(block)(X))
+
+
+def test_discarded_flax_remat_leaves_the_module_unchanged():
+    nn = pytest.importorskip("flax.linen")
+    (message,) = messages("import flax.linen as nn\nnn.remat(Block)", "REM007")
+    assert "leaves `Block` unchanged" in message
+    dense = nn.Dense
+    nn.remat(dense)  # the reported statement
+    model = dense(3)
+    variables = model.init(jax.random.key(0), X)
+    assert "remat2" not in str(jax.make_jaxpr(model.apply)(variables, X))
+    rematted = nn.remat(nn.Dense)(3)
+    assert "remat2" in str(jax.make_jaxpr(rematted.apply)(variables, X))
+
+
+def test_calling_the_result_at_once_runs_the_checkpoint_and_is_quiet():
+    assert messages("import jax\njax.checkpoint(f)(x)", "REM007") == []
+    assert "remat2" in str(jax.make_jaxpr(lambda x: jax.checkpoint(f)(x))(X))
+
+
+def test_quiet_fixture_runs(capsys):
+    import runpy
+    from pathlib import Path
+
+    pytest.importorskip("haiku")
+    pytest.importorskip("equinox")
+    runpy.run_path(str(Path(__file__).parent.parent / "fixtures/quiet/remat_factories_and_results.py"), run_name="__main__")
+    assert capsys.readouterr().out.strip().endswith("ok")
