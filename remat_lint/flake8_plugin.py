@@ -14,8 +14,13 @@ from typing import Any, Iterator
 from remat_lint import __version__
 from remat_lint.engine import PARSE_ERROR, lint_source
 from remat_lint.registry import all_rules
+from remat_lint.rule import Rule
 
 OFF_BY_DEFAULT = [rule.code for rule in all_rules() if not rule.default_enabled]
+# Project-wide rules (REM008: names declared in other files) cannot be decided one file at a time.
+PER_FILE_CODES = frozenset(
+    rule.code for rule in all_rules() if rule.project_filter.__func__ is Rule.project_filter.__func__  # type: ignore[attr-defined]
+)
 
 
 class Plugin:
@@ -33,7 +38,7 @@ class Plugin:
 
     def run(self) -> Iterator[tuple[int, int, str, type]]:
         # flake8 filters codes after the run; every rule runs and the prefilter keeps that cheap.
-        codes = frozenset(rule.code for rule in all_rules())
+        codes = PER_FILE_CODES
         try:
             result = lint_source(self.filename, "".join(self.lines), codes, apply_noqa=False,
                                  is_test_file=_is_test_file(self.filename))

@@ -6,12 +6,12 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from remat_lint.analysis.guards import expects_error
+from remat_lint.analysis.policies import site_policy
 from remat_lint.apis import POLICIES, PolicyInfo, is_policy_namespace, policy_info
 from remat_lint.findings import Applicability, Severity
 from remat_lint.rule import FixSpec, Invalid, Rule
 
 if TYPE_CHECKING:
-    from remat_lint.analysis.sites import RematSite
     from remat_lint.context import LintContext
 
 # What calling a plain policy with no arguments gives (measured on jax 0.10.2).
@@ -182,7 +182,7 @@ class PolicyMisuse(Rule):
                 if name is not None and name not in POLICIES and name not in probed:
                     self._report_unknown(call, name, call.args[1].value)
         for site in self.ctx.sites:
-            value = _policy_value(site)
+            value = site_policy(site)
             if value is not None:
                 self._check_uncalled(value, "as `policy=`")
 
@@ -352,14 +352,3 @@ def _requote(string: cst.CSTNode, text: str) -> str:
     assert isinstance(string, cst.SimpleString)
     return f"{string.prefix}{string.quote}{text}{string.quote}"
 
-
-def _policy_value(site: RematSite) -> cst.BaseExpression | None:
-    """The policy a site is given: ``policy=``, or Flax linen's positional ``policy`` slot."""
-    arg = site.keyword("policy")
-    if arg is not None:
-        return arg.value
-    if "policy" in site.api.positional:
-        index = site.api.positional.index("policy")
-        if len(site.positional) > index:
-            return site.positional[index].value
-    return None

@@ -1,0 +1,228 @@
+"""What a checkpoint's policy is: the ``policy=`` a site gets, what a policy expression saves,
+the literal checkpoint names a name-based policy uses, and the names ``checkpoint_name`` declares.
+
+Everything here is certain or None: an expression that cannot be resolved (a config lookup, a
+parameter, a name bound twice) gives None, so rules stay silent.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import libcst as cst
+
+from remat_lint.analysis.semantic import SemanticModel, child_nodes
+from remat_lint.analysis.sites import RematSite
+from remat_lint.apis import CHECKPOINT_NAME, PolicyInfo, policy_info
+
+# What a literal name does in each name-based factory (save_anything_except_these_names ignores
+# its names: it saves everything).
+NameRole = Literal["saved", "excluded", "offloaded"]
+_VARARG_ROLES: dict[str, NameRole] = {"save_only_these_names": "saved", "save_any_names_but_these": "excluded"}
+_KEYWORD_ROLES: dict[str, NameRole] = {"names_which_can_be_saved": "saved", "names_which_can_be_offloaded": "offloaded"}
+_LIST_MUTATORS = frozenset({"append", "extend", "insert", "remove", "pop", "clear", "sort", "reverse"})
+
+
+def site_policy(site: RematSite) -> cst.BaseExpression | None:
+    """The policy a site is given: ``policy=``, or Flax linen's positional ``policy`` slot."""
+    arg = site.keyword("policy")
+    if arg is not None:
+        return arg.value
+    if "policy" in site.api.positional:
+        index = site.api.positional.index("policy")
+        if len(site.positional) > index:
+            return site.positional[index].value
+    return None
+
+
+def resolve_policy(model: SemanticModel, expr: cst.BaseExpression) -> cst.BaseExpression:
+    """``expr`` itself, or the value a name is bound to once (``POLICY = cp.dots_saveable``)."""
+    seen = 0
+    while isinstance(expr, cst.Name) and seen < 8:
+        value = model.assigned_value(expr)
+        if value is None:
+            break
+        expr, seen = value, seen + 1
+    return expr
+
+
+def factory_call(model: SemanticModel, expr: cst.BaseExpression) -> tuple[cst.Call, PolicyInfo] | None:
+    """The policy factory call ``expr`` is (or a name bound once to one is)."""
+    expr = resolve_policy(model, expr)
+    if isinstance(expr, cst.Call):
+        info = policy_info(model.qualified_name(expr.func))
+        if info is not None and info.kind == "factory":
+            return expr, info
+    return None
+
+
+def constant_return(model: SemanticModel, expr: cst.BaseExpression) -> tuple[bool | None, cst.CSTNode] | None:
+    """For a custom policy (a def or lambda ``expr`` certainly denotes) that returns the same
+    constant on every path: that constant (True, False or None) and the definition; else None."""
+    definition = model.definition(resolve_policy(model, expr))
+    if isinstance(definition, cst.Lambda):
+        value = _constant(definition.body)
+        return (value[0], definition) if value else None
+    if not isinstance(definition, cst.FunctionDef) or definition.asynchronous is not None:
+        return None
+    returns: list[cst.Return] = []
+    if not _collect_returns(definition.body, returns):
+        return None  # a generator
+    values = {_constant(r.value) if r.value is not None else (None,) for r in returns}
+    if not _falls_through(definition.body):
+        values.discard(None)  # no implicit ``return None`` at the end
+    else:
+        values.add((None,))
+    if len(values) != 1 or None in values:
+        return None
+    (value,) = values
+    return value[0], definition  # type: ignore[index]
+
+
+def _constant(expr: cst.BaseExpression) -> tuple[bool | None] | None:
+    if isinstance(expr, cst.Name) and expr.value in ("True", "False", "None"):
+        return ({"True": True, "False": False, "None": None}[expr.value],)
+    return None
+
+
+def _collect_returns(node: cst.CSTNode, found: list[cst.Return]) -> bool:
+    """Gather the function's own return statements; False when it yields (a generator)."""
+    for child in child_nodes(node):
+        if isinstance(child, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue
+        if isinstance(child, (cst.Yield, cst.Await)):
+            return False
+        if isinstance(child, cst.Return):
+            found.append(child)
+        if not _collect_returns(child, found):
+            return False
+    return True
+
+
+def _falls_through(body: cst.BaseSuite) -> bool:
+    """Whether control can reach the end of a function body (conservatively: unless its last
+    statement is a ``return`` or ``raise``)."""
+    statements = body.body if isinstance(body, cst.IndentedBlock) else ()
+    if not statements:
+        return not isinstance(body, cst.SimpleStatementSuite) or not isinstance(body.body[-1], (cst.Return, cst.Raise))
+    last = statements[-1]
+    return not (isinstance(last, cst.SimpleStatementLine) and isinstance(last.body[-1], (cst.Return, cst.Raise)))
+
+
+# --- checkpoint names ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PolicyName:
+    name: str
+    string: cst.SimpleString  # where the name is spelled
+    node: cst.CSTNode  # where to report: the string, or the argument naming a constant (``*NAMES``)
+    via: str | None  # the constant the name comes from
+    factory: str
+    role: NameRole
+
+
+def policy_names(model: SemanticModel, call: cst.Call, info: PolicyInfo) -> list[PolicyName]:
+    """The literal checkpoint names a name-based factory call gets, resolving ``*NAMES`` and
+    ``names_which_can_be_saved=NAMES`` through module constants bound once. One list or tuple as a
+    positional argument is REM003's mistake (``save_only_these_names(("a", "b"))``): skipped."""
+    found: list[PolicyName] = []
+    for arg in call.args:
+        if arg.star == "**":
+            continue
+        if arg.keyword is not None:
+            role = _KEYWORD_ROLES.get(arg.keyword.value) if info.name == "save_and_offload_only_these_names" else None
+            elements = _sequence(model, arg.value) if role else None
+        else:
+            role = _VARARG_ROLES.get(info.name)
+            elements = (_sequence(model, arg.value) if arg.star else [arg.value]) if role else None
+        via = arg.value.value if isinstance(arg.value, cst.Name) else None
+        for element in elements or ():
+            if isinstance(element, cst.SimpleString) and isinstance(element.evaluated_value, str):
+                node = arg.value if via else element
+                found.append(PolicyName(element.evaluated_value, element, node, via, info.name, role))  # type: ignore[arg-type]
+    return found
+
+
+def _sequence(model: SemanticModel, expr: cst.BaseExpression) -> list[cst.BaseExpression] | None:
+    """The elements of a tuple/list/set literal, or of one a name is bound to once and that is never
+    mutated (``NAMES.append(...)``)."""
+    value = model.assigned_value(expr) if isinstance(expr, cst.Name) else expr
+    if not isinstance(value, (cst.Tuple, cst.List, cst.Set)):
+        return None
+    if isinstance(expr, cst.Name) and not isinstance(value, cst.Tuple):
+        if any(
+            isinstance(a.value, cst.Name) and a.value.value == expr.value and a.attr.value in _LIST_MUTATORS
+            for a in model.attributes
+        ):
+            return None
+    if any(isinstance(e, cst.StarredElement) for e in value.elements):
+        return None
+    return [e.value for e in value.elements]
+
+
+@dataclass
+class DeclaredNames:
+    """What a module tells about checkpoint names: the literal names ``checkpoint_name`` declares,
+    every other string literal (a name handed to a library: ``residual_checkpoint_name="context"``),
+    and whether some declaration's name is unknowable (an f-string, a variable, ``partial``)."""
+
+    declared: set[str]
+    strings: set[str]
+    unknowable: bool
+
+
+def declared_names(model: SemanticModel, exclude: set[int], mentions_checkpoint_name: bool = True) -> DeclaredNames:
+    """Scan the module; ``exclude`` holds ids of string nodes that are policy names themselves.
+    Without ``mentions_checkpoint_name`` (the word is not in the source) only strings are collected."""
+    result = DeclaredNames(set(), set(), False)
+    called: set[int] = set()
+    for call in model.calls:
+        if not _is_checkpoint_name(model, call.func):
+            continue
+        called.add(id(call.func))
+        name = _name_argument(call)
+        if isinstance(name, cst.SimpleString) and isinstance(name.evaluated_value, str):
+            result.declared.add(name.evaluated_value)
+        else:
+            result.unknowable = True
+    _scan(model, model.module, exclude, called if mentions_checkpoint_name else None, result)
+    return result
+
+
+def _is_checkpoint_name(model: SemanticModel, func: cst.BaseExpression) -> bool:
+    """``checkpoint_name`` by qualified name; an unresolved callee spelled ``checkpoint_name``
+    (a project's re-export or wrapper) counts too, so its names are not taken as missing."""
+    if model.qualified_name(func) in CHECKPOINT_NAME:
+        return True
+    spelled = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
+    return spelled == "checkpoint_name" and model.qualified_name(func) is None
+
+
+def _name_argument(call: cst.Call) -> cst.BaseExpression | None:
+    if any(arg.star for arg in call.args):
+        return None
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == "name":
+            return arg.value
+    positional = [arg for arg in call.args if arg.keyword is None]
+    return positional[1].value if len(positional) > 1 else None
+
+
+def _scan(model: SemanticModel, node: cst.CSTNode, exclude: set[int], called: set[int] | None, result: DeclaredNames) -> None:
+    """Other string literals, and ``checkpoint_name`` used as a value (``partial(checkpoint_name, ...)``)."""
+    for child in child_nodes(node):
+        if isinstance(child, cst.SimpleString):
+            if id(child) not in exclude and isinstance(child.evaluated_value, str):
+                result.strings.add(child.evaluated_value)
+            continue
+        if isinstance(child, (cst.Import, cst.ImportFrom)):
+            continue
+        if called is not None and isinstance(child, (cst.Name, cst.Attribute)):
+            if id(child) not in called and model.qualified_name(child) in CHECKPOINT_NAME:
+                result.unknowable = True
+            if isinstance(child, cst.Attribute):  # ``attr`` is not a reference of its own
+                _scan(model, child.value, exclude, called, result)
+            continue
+        _scan(model, child, exclude, called, result)

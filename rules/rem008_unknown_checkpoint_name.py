@@ -1,0 +1,185 @@
+from __future__ import annotations
+
+import difflib
+import weakref
+from typing import TYPE_CHECKING, Any
+
+from remat_lint.analysis.policies import DeclaredNames, PolicyName, declared_names, factory_call, policy_names
+from remat_lint.findings import Finding, Severity
+from remat_lint.rule import Invalid, Rule
+
+if TYPE_CHECKING:
+    from remat_lint.context import LintContext
+
+# What an undeclared name does in each role (measured on jax 0.10.2: tests/test_jax_claims_policies.py).
+EFFECT = {
+    "saved": "so nothing is saved under it (the values are recomputed)",
+    "offloaded": "so nothing is offloaded under it (the values are recomputed)",
+    "excluded": "so it excludes nothing: every named value is still saved",
+}
+_NAMED_FACTORIES = frozenset({"save_only_these_names", "save_any_names_but_these", "save_and_offload_only_these_names"})
+# One analysis per linted file, shared by check() and collect_facts() (which the engine calls in turn).
+_ANALYSES: weakref.WeakKeyDictionary[LintContext, tuple[list[PolicyName], DeclaredNames]] = weakref.WeakKeyDictionary()
+
+
+class UnknownCheckpointName(Rule):
+    """
+    ## What it does
+    Flags a literal name in a name-based checkpoint policy (`save_only_these_names`,
+    `save_any_names_but_these`, `save_and_offload_only_these_names`, also inside
+    `save_from_both_policies`) that no `jax.ad_checkpoint.checkpoint_name(x, "<name>")` in the
+    linted files declares, with the closest declared name as a suggestion. Names passed through a
+    module constant (`save_only_these_names(*NAMES)` with `NAMES = ("a", "b")`) are checked too.
+
+    ## Why is this bad?
+    JAX matches checkpoint names exactly and never validates them: a misspelled or renamed name
+    raises nothing and warns nothing, even under `jit(grad)`. `save_only_these_names("atn_out")`
+    then saves nothing under that name (the value is recomputed, as with `nothing_saveable`),
+    `names_which_can_be_offloaded` offloads nothing, and `save_any_names_but_these("atn_out")`
+    excludes nothing, so every named value is still saved.
+
+    The check is project-wide: a name counts as declared when any linted file declares it, or
+    mentions it as a string anywhere outside a policy (a name handed to a library, such as
+    `make_splash_mha(..., residual_checkpoint_name="context")`). It stays silent when:
+    - some `checkpoint_name` anywhere takes a name that is not a literal (an f-string, a variable,
+      a config field, `partial(checkpoint_name, ...)`, or a callee spelled `checkpoint_name` that
+      does not resolve to JAX's): the set of names is then unknowable;
+    - no linted file declares any literal name (the names come from code that was not linted);
+    - the names are not literals (config lists), or the policy is not JAX's (axlearn's regex
+      policies); or the file is a test file.
+
+    Under flake8, which checks one file at a time, this rule reports nothing: names are often
+    declared in another file than the policy (a pipeline module saving `decoder_layer_input`,
+    which the decoder module tags), so a per-file verdict would be a false alarm. Run
+    `remat-lint` on the whole project for it; the same holds for a run on a subset of files
+    (pre-commit passes only the changed files).
+
+    ## Example
+    ```python
+    import jax
+    from jax.ad_checkpoint import checkpoint_name
+
+    def attention(q, k, v):
+        out = checkpoint_name(jax.nn.dot_product_attention(q, k, v), "attn_out")
+        return out
+
+    policy = jax.checkpoint_policies.save_only_these_names("atn_out")
+    ```
+
+    ## Use instead
+    ```python
+    policy = jax.checkpoint_policies.save_only_these_names("attn_out")
+    ```
+
+    ## Fix safety
+    No fix: the suggested name is a guess.
+
+    ## References
+    - [Gradient checkpointing: names](https://docs.jax.dev/en/latest/gradient-checkpointing.html)
+    - [`jax.ad_checkpoint.checkpoint_name`](https://docs.jax.dev/en/latest/_autosummary/jax.ad_checkpoint.checkpoint_name.html)
+    """
+
+    code = "REM008"
+    name = "unknown-checkpoint-name"
+    severity = Severity.WARNING
+
+    VALID = [
+        "import jax\nfrom jax.ad_checkpoint import checkpoint_name\ny = checkpoint_name(x, 'attn_out')\n"
+        "p = jax.checkpoint_policies.save_only_these_names('attn_out')",
+        "import jax\nfrom jax.ad_checkpoint import checkpoint_name\ny = checkpoint_name(x, f'{prefix}_out')\n"
+        "p = jax.checkpoint_policies.save_only_these_names('attn_out')",
+        "import jax\nfrom jax.ad_checkpoint import checkpoint_name\ndef tag(x, name):\n    return checkpoint_name(x, name)\n"
+        "p = jax.checkpoint_policies.save_only_these_names('mlp_out')",
+        "import jax\nfrom jax.ad_checkpoint import checkpoint_name\ny = checkpoint_name(x, 'a')\n"
+        "kernel = make_splash_mha(mask, residual_checkpoint_name='context')\n"
+        "p = jax.checkpoint_policies.save_only_these_names('a', 'context')",
+        "import jax\nfrom jax.ad_checkpoint import checkpoint_name\ny = checkpoint_name(x, 'a')\n"
+        "p = jax.checkpoint_policies.save_only_these_names(*cfg.remat_names)",
+        "import jax\nfrom jax.ad_checkpoint import checkpoint_name\ny = checkpoint_name(x, 'a')\n"
+        "p = jax.checkpoint_policies.save_anything_except_these_names('b')",
+        "import jax\nimport functools\nfrom jax.ad_checkpoint import checkpoint_name\ntag = functools.partial(checkpoint_name, name='b')\n"
+        "y = checkpoint_name(x, 'a')\np = jax.checkpoint_policies.save_only_these_names('b')",
+        "from axlearn.common.utils import save_and_offload_only_these_names_regex\nfrom jax.ad_checkpoint import checkpoint_name\n"
+        "y = checkpoint_name(x, 'a')\np = save_and_offload_only_these_names_regex(names_which_can_be_saved='.*linear1_0', "
+        "names_which_can_be_offloaded=None, offload_src='device', offload_dst='pinned_host')",
+    ]
+    INVALID = [
+        Invalid(
+            "import jax\nfrom jax.ad_checkpoint import checkpoint_name\ny = checkpoint_name(x, 'attn_out')\n"
+            "p = jax.checkpoint_policies.save_only_these_names('atn_out')"
+        ),
+        Invalid(
+            "from jax import checkpoint_policies as cp\nfrom jax import ad_checkpoint\ny = ad_checkpoint.checkpoint_name(x, name='q')\n"
+            "NAMES = ('q', 'k')\np = cp.save_from_both_policies(cp.dots_saveable, cp.save_only_these_names(*NAMES))"
+        ),
+        Invalid(
+            "import jax\nfrom jax.ad_checkpoint import checkpoint_name as cn\ny = cn(x, 'a')\n"
+            "p = jax.checkpoint_policies.save_and_offload_only_these_names(names_which_can_be_saved=['a'], "
+            "names_which_can_be_offloaded=['b'], offload_src='device', offload_dst='pinned_host')"
+        ),
+        Invalid(
+            "import jax\nfrom jax.ad_checkpoint import checkpoint_name\ny = checkpoint_name(x, 'a')\n"
+            "p = jax.checkpoint_policies.save_any_names_but_these('b')"
+        ),
+    ]
+
+    def check(self) -> None:
+        if self.ctx.is_test_file:
+            return
+        uses, names = _analyse(self.ctx)
+        if names.unknowable:
+            return
+        known = names.declared | names.strings
+        unknown: dict[int, list[PolicyName]] = {}  # by report node: names from one constant share it
+        for use in uses:
+            if use.name not in known:
+                unknown.setdefault(id(use.node), []).append(use)
+        for group in unknown.values():
+            use = group[0]
+            data = {"names": [u.name for u in group], "factory": use.factory, "role": use.role, "via": use.via}
+            self.report(use.node, message(names.declared, **data), **data)
+
+    @staticmethod
+    def collect_facts(ctx: LintContext) -> dict[str, Any]:
+        _, names = _analyse(ctx)
+        return {"declared": sorted(names.declared), "strings": sorted(names.strings), "unknowable": names.unknowable}
+
+    @classmethod
+    def project_filter(cls, findings: list[Finding], facts: list[dict[str, Any]]) -> list[Finding]:
+        """Keep names that no linted file declares, when the project's names are all known."""
+        if any(f["unknowable"] for f in facts):
+            return []
+        declared = {name for f in facts for name in f["declared"]}
+        if not declared:
+            return []
+        known = declared.union(*(f["strings"] for f in facts))
+        kept = []
+        for finding in findings:
+            remaining = [name for name in finding.data["names"] if name not in known]
+            if remaining:
+                finding.data = {**finding.data, "names": remaining}
+                finding.message = message(declared, **finding.data)  # suggest from the whole project
+                kept.append(finding)
+        return kept
+
+
+def _analyse(ctx: LintContext) -> tuple[list[PolicyName], DeclaredNames]:
+    if ctx not in _ANALYSES:
+        uses: list[PolicyName] = []
+        for call in ctx.model.calls:
+            found = factory_call(ctx.model, call)
+            if found is not None and found[1].name in _NAMED_FACTORIES:
+                uses.extend(policy_names(ctx.model, *found))
+        _ANALYSES[ctx] = uses, declared_names(ctx.model, {id(use.string) for use in uses}, "checkpoint_name" in ctx.source)
+    return _ANALYSES[ctx]
+
+
+def message(declared: set[str], names: list[str], factory: str, role: str, via: str | None) -> str:
+    given = ", ".join(map(repr, names)) + (f" (from `{via}`)" if via else "")
+    close = [(name, difflib.get_close_matches(name, sorted(declared), n=1, cutoff=0.7)) for name in names]
+    hints = "; ".join(f"did you mean {match[0]!r}" + (f" for {name!r}" if len(names) > 1 else "") for name, match in close if match)
+    return (
+        f"`{factory}` is given {given}, but no `checkpoint_name(x, {names[0]!r})` in the linted files declares "
+        f"{'it' if len(names) == 1 else 'these'}: JAX matches names exactly and never warns, {EFFECT[role]}"
+        + (f"; {hints}?" if hints else "")
+    )

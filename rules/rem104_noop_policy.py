@@ -1,0 +1,138 @@
+from __future__ import annotations
+
+import libcst as cst
+
+from remat_lint.analysis.policies import constant_return, factory_call, resolve_policy, site_policy
+from remat_lint.apis import policy_info
+from remat_lint.findings import Severity
+from remat_lint.rule import Invalid, Rule
+
+# Measured on jax 0.10.2 (tests/test_jax_claims_policies.py).
+SAVES_EVERYTHING = (
+    "saves every intermediate the un-checkpointed function would, so it saves no memory; compiled with "
+    "optimization barriers (as on GPU/TPU) it even uses more temp memory than no checkpoint"
+)
+_ANYTHING_EXCEPT = "save_anything_except_these_names"
+
+
+class NoopPolicy(Rule):
+    """
+    ## What it does
+    Flags checkpoint policies that save everything: `policy=jax.checkpoint_policies.everything_saveable`,
+    any `save_anything_except_these_names(...)`, a custom policy (a `def` or `lambda`) that always
+    returns `True`, and `save_from_both_policies` with one of those inside.
+
+    ## Why is this bad?
+    A checkpoint trades compute for memory by *not* saving intermediates for the backward pass.
+    A policy that saves everything keeps exactly the residuals the function keeps without a
+    checkpoint, so nothing is saved; compiled with optimization barriers (as on GPU and TPU) the
+    checkpoint even costs more temp memory than no checkpoint at all.
+
+    `save_anything_except_these_names(*names)` looks like "save all but these", but in JAX 0.10.2
+    its body is `lambda *_, **__: True`: it ignores the names and saves everything, the names
+    included. `save_any_names_but_these` is the working factory (it saves only *named* values,
+    minus the given names).
+
+    Not reported in test files (`tests/`, `test_*.py`, `*_test.py`), where comparing policies is
+    deliberate.
+
+    ## Example
+    ```python
+    import jax
+    cp = jax.checkpoint_policies
+
+    block = jax.checkpoint(block, policy=cp.everything_saveable)
+    attention = jax.checkpoint(attention, policy=cp.save_anything_except_these_names("scores"))
+    ```
+
+    ## Use instead
+    ```python
+    import jax
+    cp = jax.checkpoint_policies
+
+    block = jax.checkpoint(block, policy=cp.dots_with_no_batch_dims_saveable)
+    attention = jax.checkpoint(attention, policy=cp.save_any_names_but_these("scores"))
+    ```
+    or drop the checkpoint where memory is not the concern.
+
+    ## Fix safety
+    No fix: which values are worth saving depends on the model.
+
+    ## References
+    - [Gradient checkpointing: policies](https://docs.jax.dev/en/latest/gradient-checkpointing.html)
+    - [`save_anything_except_these_names` source](https://github.com/jax-ml/jax/blob/main/jax/_src/ad_checkpoint.py)
+    """
+
+    code = "REM104"
+    name = "noop-policy"
+    severity = Severity.WARNING
+
+    VALID = [
+        "import jax\ng = jax.checkpoint(f, policy=jax.checkpoint_policies.dots_saveable)",
+        "import jax\nPOLICIES = {'everything': jax.checkpoint_policies.everything_saveable}",
+        "import jax\ng = jax.checkpoint(f, policy=getattr(jax.checkpoint_policies, cfg.remat_policy))",
+        "import jax\ndef policy(prim, *args, **params):\n    if prim.name == 'dot_general':\n        return True\n    return False\n"
+        "g = jax.checkpoint(f, policy=policy)",
+        "import jax\ndef policy(prim, *args, **params):\n    if prim.name == 'dot_general':\n        return True\n"
+        "g = jax.checkpoint(f, policy=policy)",
+        "import jax\nfrom myproject import everything_saveable\ng = jax.checkpoint(f, policy=everything_saveable)",
+    ]
+    INVALID = [
+        Invalid("import jax\ng = jax.checkpoint(f, policy=jax.checkpoint_policies.everything_saveable)"),
+        Invalid("from jax import checkpoint_policies as cp\np = cp.save_anything_except_these_names('a')"),
+        Invalid("import flax.linen as nn\nB = nn.remat(Block, policy=lambda *_, **__: True)"),
+        Invalid(
+            "import functools, jax\ndef save_all(prim, *_, **__):\n    return True\n"
+            "@functools.partial(jax.checkpoint, policy=save_all)\ndef f(x):\n    return x"
+        ),
+        Invalid(
+            "from jax import checkpoint_policies as cp\nimport jax\n"
+            "P = cp.save_from_both_policies(cp.dots_saveable, cp.everything_saveable)\ng = jax.checkpoint(f, policy=P)"
+        ),
+    ]
+
+    def check(self) -> None:
+        if self.ctx.is_test_file:
+            return
+        for call in self.ctx.model.calls:
+            info = policy_info(self.ctx.qualified_name(call.func))
+            if info is not None and info.name == _ANYTHING_EXCEPT:
+                self.report(
+                    call,
+                    f"`{self.ctx.code(call.func)}(...)` ignores its names (in JAX 0.10.2 its body is "
+                    f"`lambda *_, **__: True`): it {SAVES_EVERYTHING}; to save only named values minus "
+                    "these, use `save_any_names_but_these`",
+                )
+        for site in self.ctx.sites:
+            value = site_policy(site)
+            subject = None if value is None else self._subject(value)
+            if subject is not None:
+                self.report(site.node, f"{subject} {SAVES_EVERYTHING}; remove the checkpoint or save less")
+
+    def _subject(self, value: cst.BaseExpression) -> str | None:
+        """The start of the message when ``value`` is a policy that saves everything, else None."""
+        shown = f"`policy={self.ctx.code(value)}`"
+        resolved = resolve_policy(self.ctx.model, value)
+        if self._is_everything_saveable(resolved):
+            return shown if resolved is value else f"{shown} is `everything_saveable` and"
+        if self._always_true(value):
+            return f"{shown} is a custom policy that always returns `True`, so it"
+        for inner in self._both(value):
+            if self._is_everything_saveable(resolve_policy(self.ctx.model, inner)) or self._always_true(inner):
+                return f"{shown} includes `{self.ctx.code(inner)}`, so it"
+        return None
+
+    def _is_everything_saveable(self, value: cst.BaseExpression) -> bool:
+        info = policy_info(self.ctx.qualified_name(value))
+        return info is not None and info.name == "everything_saveable"
+
+    def _always_true(self, value: cst.BaseExpression) -> bool:
+        constant = constant_return(self.ctx.model, value)
+        return constant is not None and constant[0] is True
+
+    def _both(self, value: cst.BaseExpression) -> list[cst.BaseExpression]:
+        """The two policies of a ``save_from_both_policies(...)`` call ``value`` denotes."""
+        both = factory_call(self.ctx.model, value)
+        if both is None or both[1].name != "save_from_both_policies":
+            return []
+        return [arg.value for arg in both[0].args if not arg.star]
