@@ -134,6 +134,8 @@ def check_command(args: argparse.Namespace) -> int:
     use_stdin = paths == ["-"]
     if "-" in paths and not use_stdin:
         raise UsageError("'-' (stdin) cannot be combined with other paths")
+    if args.trace and (args.fix or args.diff):
+        raise UsageError("--trace cannot be combined with --fix or --diff (fix first, then trace)")
     anchor = [args.stdin_filename] if (use_stdin and args.stdin_filename) else ([] if use_stdin else paths)
     settings = load_configuration(args, anchor)
     for warning in settings.warnings:

@@ -215,3 +215,10 @@ def test_fixes_that_never_settle_stop_with_a_warning(tmp_path, cli, monkeypatch)
     monkeypatch.setattr(autofix, "apply_edits", lambda text, edits: text + "#\n")  # the findings never go
     code, _, err = cli("--fix", "m.py")
     assert code == 1 and f"fixes did not converge after {autofix.MAX_PASSES} passes" in err
+
+
+def test_fix_and_trace_do_not_mix(tmp_path, cli):
+    (tmp_path / "m.py").write_text(MODULE)
+    code, _, err = cli("--fix", "--trace", "m.py")
+    assert code == 2 and "--trace cannot be combined with --fix" in err
+    assert (tmp_path / "m.py").read_text() == MODULE
