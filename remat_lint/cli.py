@@ -63,6 +63,8 @@ def build_parser() -> argparse.ArgumentParser:
     run_group = parser.add_argument_group("run")
     run_group.add_argument("--config", type=Path, metavar="PATH", help="pyproject.toml to read [tool.remat-lint] from")
     run_group.add_argument("--stdin-filename", metavar="PATH", help="the name of the file read from stdin")
+    run_group.add_argument("--force-exclude", action="store_true",
+                           help="apply exclude/extend-exclude to files named on the command line too (pre-commit passes every file)")
     trace = parser.add_argument_group("dynamic mode (runs your code in worker processes)")
     trace.add_argument("--trace", action="store_true", help="confirm findings by tracing the code with JAX")
     trace.add_argument("--trace-timeout", type=float, metavar="SECONDS", help="per-module worker timeout (default 120)")
@@ -151,6 +153,8 @@ def check_command(args: argparse.Namespace) -> int:
         result = run([], settings, enabled, stdin=(name, data))
     else:
         found = discover(paths, settings)
+        if args.force_exclude:
+            found.files = [f for f in found.files if not settings.matches(f, [*settings.exclude, *settings.extend_exclude])]
         errors = [diagnostic(path, message) for path, message in found.errors]
         if args.fix or args.diff:
             outcome = autofix.fix_sources(autofix.read_sources(found.files), settings, enabled, unsafe=args.unsafe_fixes)

@@ -30,13 +30,31 @@ def test_pre_commit_manifest_is_valid_and_declares_the_hook():
     )
     assert done.returncode == 0, done.stdout + done.stderr
     [hook] = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())
-    assert hook["id"] == "remat-lint" and hook["entry"] == "remat-lint" and hook["language"] == "python"
+    assert hook["id"] == "remat-lint" and hook["language"] == "python"
+    # pre-commit names every staged file: --force-exclude keeps [tool.remat-lint] excludes working.
+    assert hook["entry"] == "remat-lint --force-exclude"
     assert hook["types_or"] == ["python", "pyi"] and hook["require_serial"] is True
 
 
 def test_pre_commit_entry_is_a_console_script_of_the_package():
     pyproject = (ROOT / "pyproject.toml").read_text()
     assert 'remat-lint = "remat_lint.cli:main"' in pyproject
+
+
+def test_force_exclude_applies_excludes_to_named_files(tmp_path, monkeypatch, capsys):
+    from remat_lint.cli import main
+
+    (tmp_path / "pyproject.toml").write_text('[tool.remat-lint]\nextend-exclude = ["fixtures"]\n')
+    (tmp_path / "fixtures").mkdir()
+    bad = "import jax\ng = jax.checkpoint(f, policy='dots_saveable')\n"
+    (tmp_path / "fixtures" / "bad.py").write_text(bad)
+    (tmp_path / "model.py").write_text(bad)
+    monkeypatch.chdir(tmp_path)
+    assert main(["--output-format", "concise", "fixtures/bad.py"]) == 1  # named: linted, as in ruff
+    capsys.readouterr()
+    assert main(["--force-exclude", "--output-format", "concise", "fixtures/bad.py", "model.py"]) == 1
+    assert [line.split(":")[0] for line in capsys.readouterr().out.splitlines()] == ["model.py"]
+    assert main(["--force-exclude", "fixtures/bad.py"]) == 0
 
 
 @pytest.fixture(scope="module")
