@@ -90,6 +90,14 @@ FUNCTION_NAMES = {
 
 PARTIAL = frozenset({"functools.partial"})
 
+
+def raises_when(api: RematApi) -> str:
+    """When a bad argument to ``api`` raises (measured): ``hk.remat`` accepts anything and calls
+    ``jax.remat`` afresh each time its result is called; the others check when they wrap."""
+    if api.family == "haiku":
+        return "when the checkpointed function is called (at `init`/`apply`)"
+    return "when it wraps the function"
+
 # Removed APIs (REM005): JAX 0.10.0 dropped these module attributes.
 REMOVED_APIS = {
     "jax.ad_checkpoint.checkpoint": "jax.checkpoint",

@@ -7,7 +7,7 @@ import libcst as cst
 
 from remat_lint.analysis.guards import expects_error
 from remat_lint.analysis.sites import RematSite
-from remat_lint.apis import FUNCTION_NAMES, RematApi, policy_info, remat_api
+from remat_lint.apis import FUNCTION_NAMES, RematApi, policy_info, raises_when, remat_api
 from remat_lint.findings import Severity
 from remat_lint.rule import FixSpec, Invalid, Rule
 
@@ -136,7 +136,7 @@ class UnknownKeyword(Rule):
         covered: set[int] = set()
         for site in self.ctx.sites:
             covered.update(id(call) for call in site.argument_calls)
-            self._check(site.node, site.api, site.keywords, site, site.has_star_args, "when it wraps the function")
+            self._check(site.node, site.api, site.keywords, site, site.has_star_args, raises_when(site.api))
         for call in self.ctx.model.calls:  # ``api(**kw)`` never applied: the keywords still fail here
             api = remat_api(self.ctx.qualified_name(call.func))
             if api is not None and id(call) not in covered:
@@ -191,7 +191,7 @@ class UnknownKeyword(Rule):
         self.report(
             site.node,
             f"`{api.display}` takes only the function positionally: it raises `TypeError: {name}() takes {expected} "
-            f"but {given} were given` when it wraps the function"
+            f"but {given} were given` {raises_when(api)}"
             + ("; pass the policy as `policy=`" if is_policy else "; pass options by keyword"),
             fix=self._positional_fix(site, last) if is_policy and len(site.positional) == 1 else None,
         )

@@ -5,16 +5,11 @@ import libcst as cst
 from remat_lint.analysis.guards import expects_error
 from remat_lint.analysis.semantic import child_nodes, dotted_import_name
 from remat_lint.analysis.sites import RematSite, missing_target
-from remat_lint.apis import POLICY_NAMESPACES, REMOVED_APIS
+from remat_lint.apis import POLICY_NAMESPACES, REMOVED_APIS, raises_when
 from remat_lint.findings import Severity
 from remat_lint.rule import FixSpec, Invalid, Rule
 
-# When ``concrete=`` fails: ``hk.remat`` calls ``jax.remat`` afresh each time the result is called.
-_CONCRETE_RAISES = {
-    "jax.checkpoint": "when it wraps the function",
-    "jax.remat": "when it wraps the function",
-    "haiku.remat": "when the checkpointed function is called (at `init`/`apply`)",
-}
+_JAX_CONCRETE = frozenset({"jax.checkpoint", "jax.remat", "haiku.remat"})  # any value raises
 _IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError"})
 _OPTION, _ENV = "jax_new_checkpoint", "JAX_NEW_CHECKPOINT"
 OPTION_REMOVED = (
@@ -165,13 +160,12 @@ class RemovedApi(Rule):
             return
         if site.ref.factory is not None and missing_target(self.ctx.model, site.ref.factory):
             return  # ``@jax.checkpoint(concrete=...)`` raises TypeError before it wraps anything (REM006)
-        when = _CONCRETE_RAISES.get(site.api.qname)
-        if when is not None:
+        if site.api.qname in _JAX_CONCRETE:
             is_false = isinstance(arg.value, cst.Name) and arg.value.value == "False"
             self.report(
                 site.node,
                 f"`concrete=` was removed from `{site.api.display}` in JAX 0.10.0: any value, even `False`, raises "
-                f"`NotImplementedError` {when}; "
+                f"`NotImplementedError` {raises_when(site.api)}; "
                 + ("delete it (`False` was the default)" if is_false else "use `static_argnums=` for arguments that "
                    "drive Python control flow"),
                 fix=self._delete_fix(site, arg) if is_false and arg.keyword is not None else None,

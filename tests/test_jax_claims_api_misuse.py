@@ -123,6 +123,32 @@ def test_unknown_keyword_or_positional_raises_what_the_message_says(code, wrap):
     assert kind == "TypeError" and str(info.value) == text
 
 
+@pytest.mark.parametrize(
+    ("code", "args", "kwargs"),
+    [
+        ("import haiku as hk\ng = hk.remat(f, static_argnames='n')", (), {"static_argnames": "n"}),
+        ("import haiku as hk\ng = hk.remat(f, p)", (cp.dots_saveable,), {}),
+        ("import haiku as hk\ng = hk.remat(f, concrete=False)", (), {"concrete": False}),
+        ("import haiku as hk\ng = hk.remat(f, concrete=True)", (), {"concrete": True}),
+    ],
+)
+def test_haiku_checks_arguments_only_when_the_checkpointed_function_is_called(code, args, kwargs):
+    hk = pytest.importorskip("haiku")
+    rule = "REM005" if "concrete" in kwargs else "REM002"
+    (message,) = messages(code, rule)
+    assert "when the checkpointed function is called (at `init`/`apply`)" in message
+    wrapped = []
+
+    def forward(x):
+        g = hk.remat(lambda y: hk.Linear(3)(y), *args, **kwargs)
+        wrapped.append(g)  # hk.remat itself accepts anything
+        return g(x)
+
+    with pytest.raises(NotImplementedError if rule == "REM005" else TypeError):
+        hk.transform(forward).init(jax.random.key(0), X)
+    assert wrapped
+
+
 def test_flax_policy_in_a_positional_slot_fails_at_init():
     nn = pytest.importorskip("flax.linen")
     errors = pytest.importorskip("flax.errors")
@@ -305,23 +331,6 @@ def test_concrete_raises_not_implemented_at_wrap_for_jax(value):
     if not value:  # the fix deletes it, and the result works
         code = "import jax\nimport jax.numpy as jnp\ng = jax.checkpoint(lambda x: jnp.sum(jnp.sin(x)), concrete=False)"
         jax.grad(run_fixed(code, "REM005")["g"])(jnp.ones(3))
-
-
-@pytest.mark.parametrize("value", [True, False])
-def test_haiku_concrete_raises_when_the_checkpointed_function_is_called(value):
-    hk = pytest.importorskip("haiku")
-    (message,) = messages(f"import haiku as hk\ng = hk.remat(f, concrete={value})", "REM005")
-    assert "`NotImplementedError` when the checkpointed function is called (at `init`/`apply`)" in message
-    wrapped = []
-
-    def forward(x):
-        g = hk.remat(lambda y: hk.Linear(3)(y), concrete=value)
-        wrapped.append(g)  # hk.remat itself accepts it
-        return g(x)
-
-    with pytest.raises(NotImplementedError, match="removed in JAX v0.10.0"):
-        hk.transform(forward).init(jax.random.key(0), X)
-    assert wrapped
 
 
 def test_flax_concrete_true_fails_at_init_only():
