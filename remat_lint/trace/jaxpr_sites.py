@@ -62,7 +62,7 @@ def user_frames(eqn: core.JaxprEqn) -> list[Loc]:
 class Site:
     eqns: list[core.JaxprEqn]
     path: tuple[str, ...]  # primitives enclosing the first equation (scan, pjit, remat2…)
-    function: str  # the wrapped function's name
+    function: str  # the wrapped function's name (for framework wrappers: the body's, ``Block.__call__``)
     definition: Loc | None  # the wrapped function's first line, when it is in the user's code
     body: Loc | None  # the outermost user frame that traced the body, outside the call stack
     calls: list[Loc] = field(default_factory=list)  # every user frame of every call
@@ -101,11 +101,11 @@ def find_sites(jaxpr: core.Jaxpr) -> list[Site]:
         m = _SRC_INFO.match(info.func_src_info or "") if info else None
         definition = (m["file"], int(m["line"])) if m and is_user_file(m["file"]) else None
         calls = user_frames(eqn)
-        body = None if definition else _body_frame(eqn, set(calls))
+        body, body_function = (None, None) if definition else _body_frame(eqn, set(calls))
         key = (info.func_src_info if definition else body, repr(eqn.params["policy"]), str(eqn.params["prevent_cse"]), path)
         site = groups.get(key)
         if site is None:
-            name = m["name"] if m else "?"
+            name = body_function or (m["name"] if m else "?")
             groups[key] = Site([eqn], path, name, definition, body, calls)
         elif all(e is not eqn for e in site.eqns):  # a sub-jaxpr may be shared by two callers
             site.eqns.append(eqn)
@@ -113,12 +113,17 @@ def find_sites(jaxpr: core.Jaxpr) -> list[Site]:
     return list(groups.values())
 
 
-def _body_frame(eqn: core.JaxprEqn, call_stack: set[Loc]) -> Loc | None:
+def _body_frame(eqn: core.JaxprEqn, call_stack: set[Loc]) -> tuple[Loc | None, str | None]:
+    """Where a framework-wrapped body was traced (``Block.__call__``), and that function's name."""
     for inner, _ in walk(eqn.params["jaxpr"]):
-        frames = [f for f in user_frames(inner) if f not in call_stack]
+        frames = [
+            f
+            for f in source_info_util.user_frames(inner.source_info.traceback)
+            if is_user_file(f.file_name) and (f.file_name, f.start_line) not in call_stack
+        ]
         if frames:
-            return frames[-1]
-    return None
+            return (frames[-1].file_name, frames[-1].start_line), frames[-1].function_name
+    return None, None
 
 
 # --- matching a static finding's line to sites ------------------------------------------------

@@ -151,7 +151,7 @@ def _arg_names(fun: Callable[..., Any], program: Program, n: int) -> list[str]:
     if not names or len(names) != n:
         paths = jax.tree_util.tree_flatten_with_path((program.args, program.kwargs))[0]
         names = tuple(jax.tree_util.keystr(p) for p, _ in paths)
-    return [name or f"at flattened index {i}" for i, name in enumerate(names)] if len(names) == n else [f"at flattened index {i}" for i in range(n)]
+    return [name or f"at flattened index {i}" for i, name in enumerate(names)]
 
 
 def _entry(aval: Any, source: str) -> dict[str, Any]:

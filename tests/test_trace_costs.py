@@ -1,0 +1,220 @@
+"""--trace compiled-cost evidence (REM101-REM104) and per-site residual/policy reports.
+
+Everything JAX runs in one child Python: ``XLA_FLAGS=--xla_disable_hlo_passes=cse_barrier_expander``
+must be set before JAX starts a backend (as the trace worker does), and this process may already
+have one. The child imports ``MODEL`` from a real file (source lines are how sites are matched) and
+prints the results as JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+MODEL = textwrap.dedent(
+    """\
+    import jax
+    import jax.numpy as jnp
+    import flax.linen as nn
+
+    D, B = 128, 64
+
+
+    def mlp_layer(p, x):
+        W, b = p
+        return jnp.tanh(x @ W + b)
+
+
+    layer_ckpt = jax.checkpoint(mlp_layer)  # MLP_SITE
+
+
+    def mlp_loss(ps, x):
+        for p in ps:
+            x = layer_ckpt(p, x)
+        return jnp.mean(x**2)
+
+
+    def block(p, x):  # pre-LN residual MLP block: its internals are worth recomputing
+        W1, W2 = p
+        mu, var = jnp.mean(x, -1, keepdims=True), jnp.var(x, -1, keepdims=True)
+        h = (x - mu) * jax.lax.rsqrt(var + 1e-5)
+        return x + jax.nn.gelu(h @ W1) @ W2
+
+
+    block_ckpt = jax.checkpoint(block)  # DEEP_SITE
+    block_nocse = jax.checkpoint(block, prevent_cse=False)  # NOCSE_SITE
+    block_all = jax.checkpoint(block, policy=jax.checkpoint_policies.everything_saveable)  # ALL_SITE
+
+
+    def stack(layer, ps, x):
+        for p in ps:
+            x = layer(p, x)
+        return jnp.mean(x**2)
+
+
+    def deep_loss(ps, x):
+        return stack(block_ckpt, ps, x)
+
+
+    def nocse_loss(ps, x):
+        return stack(block_nocse, ps, x)
+
+
+    def all_loss(ps, x):
+        return stack(block_all, ps, x)
+
+
+    def plain_loss(ps, x):
+        return stack(block, ps, x)
+
+
+    whole_loss = jax.checkpoint(plain_loss)  # WHOLE_SITE
+
+
+    class Block(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            return x + nn.Dense(D)(jax.nn.gelu(nn.Dense(4 * D)(x)))
+
+
+    class Model(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            layer = nn.remat(Block)  # FLAX_SITE
+            for _ in range(3):
+                x = layer()(x)
+            return x
+    """
+)
+SITES = {m: n for n, line in enumerate(MODEL.splitlines(), 1) for m in ["MLP_SITE", "DEEP_SITE", "NOCSE_SITE", "ALL_SITE", "WHOLE_SITE", "FLAX_SITE"] if f"# {m}" in line}
+
+CHILD = """
+import importlib.util, json, sys
+import jax, jax.numpy as jnp
+from remat_lint.trace.costs import Program, memory_evidence
+from remat_lint.trace.residuals import site_report
+
+path, sites = sys.argv[1], json.loads(sys.argv[2])
+spec = importlib.util.spec_from_file_location("model", path)
+m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)
+code = open(path).read()
+f32 = lambda *s: jax.ShapeDtypeStruct(s, jnp.float32)
+x = f32(m.B, m.D)
+mlp = ([(f32(m.D, m.D), f32(m.D)) for _ in range(3)], x)
+deep = ([(f32(m.D, 4 * m.D), f32(4 * m.D, m.D)) for _ in range(4)], x)
+model = m.Model()
+variables = jax.eval_shape(model.init, jax.random.key(0), x)
+flax_loss = lambda v, x: jnp.mean(model.apply(v, x) ** 2)
+out = {
+    "mlp_report": site_report(m.mlp_loss, mlp, {}, code=code, site_lines=[sites["MLP_SITE"]]),
+    "mlp_location": Program.trace(m.mlp_loss, mlp, {}).sites[0].location,
+    "flax_report": site_report(flax_loss, (variables, x), {}, code=code, site_lines=[sites["FLAX_SITE"]]),
+    "REM101": memory_evidence(code, m.whole_loss, deep, {}, sites["WHOLE_SITE"]),
+    "REM101_wrapped": memory_evidence(code, m.plain_loss, deep, {}, sites["WHOLE_SITE"], rule="REM101"),
+    "REM103": memory_evidence(code, m.nocse_loss, deep, {}, sites["NOCSE_SITE"], rule="REM103"),
+    "REM104": memory_evidence(code, m.all_loss, deep, {}, sites["ALL_SITE"], rule="REM104"),
+    "REM102_per_layer": memory_evidence(code, m.deep_loss, deep, {}, sites["DEEP_SITE"], rule="REM102"),
+    "not_a_site": memory_evidence(code, m.deep_loss, deep, {}, 1),
+    "not_scalar": memory_evidence(code, lambda ps, x: m.block_ckpt(ps[0], x), deep, {}, sites["DEEP_SITE"]),
+}
+print(json.dumps(out))
+"""
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    path = tmp_path_factory.mktemp("trace_costs") / "model.py"
+    path.write_text(MODEL)
+    env = {**os.environ, "XLA_FLAGS": "--xla_disable_hlo_passes=cse_barrier_expander", "JAX_PLATFORMS": "cpu"}
+    proc = subprocess.run(
+        [sys.executable, "-c", CHILD, str(path), json.dumps(SITES)],
+        capture_output=True, text=True, env=env, timeout=600, cwd=Path(__file__).parent.parent,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.splitlines()[-1])
+
+
+def policies(site: dict[str, Any]) -> dict[str, dict[str, float]]:
+    return {row["policy"]: row for row in site["policies"]}
+
+
+def test_per_layer_site_report(results: dict[str, Any]) -> None:
+    sites = [s for s in results["mlp_report"] if not s.get("outside")]
+    assert len(sites) == 1
+    site = sites[0]
+    assert site["line"] == SITES["MLP_SITE"] and site["file"].endswith("model.py")
+    assert site["function"] == "mlp_layer" and site["calls"] == 3
+    # each layer's output is the next checkpoint's input: two saved activations
+    assert [r["shape"] for r in site["residuals"]] == ["f32[64,128]"] * 2
+    assert all(r["bytes"] == 64 * 128 * 4 and "(mlp_layer)" in r["source"] for r in site["residuals"])
+    table = policies(site)
+    assert list(table) == ["none", "nothing_saveable", "dots_with_no_batch_dims_saveable", "dots_saveable", "everything_saveable"]
+    assert table["everything_saveable"]["temp_bytes"] >= table["nothing_saveable"]["temp_bytes"]
+    assert table["nothing_saveable"]["flops"] > table["everything_saveable"]["flops"] * 1.2  # recomputes tanh(x@W+b)
+    assert table["everything_saveable"]["flops"] == pytest.approx(table["none"]["flops"], rel=0.01)
+    assert "within 10% of the lowest temp memory" in site["recommendation"]
+    outside = [s for s in results["mlp_report"] if s.get("outside")]
+    assert any(r["source"] == "from the argument ps[0][0]" for r in outside[0]["residuals"])
+
+
+def test_site_line_without_source_is_the_checkpointed_function(results: dict[str, Any]) -> None:
+    file, line = results["mlp_location"]
+    assert file.endswith("model.py") and line == MODEL.splitlines().index("def mlp_layer(p, x):") + 1
+
+
+def test_flax_remat_site_report(results: dict[str, Any]) -> None:
+    site = next(s for s in results["flax_report"] if not s.get("outside"))
+    assert (site["line"], site["function"], site["calls"]) == (SITES["FLAX_SITE"], "Block.__call__", 3)
+    assert site["residuals"] and all("(Block.__call__)" in r["source"] for r in site["residuals"])
+    table = policies(site)
+    assert table["nothing_saveable"]["temp_bytes"] < table["none"]["temp_bytes"]
+    assert table["everything_saveable"]["temp_bytes"] > table["nothing_saveable"]["temp_bytes"]
+    assert site["recommendation"].startswith("policy=")
+
+
+def test_whole_loss_checkpoint_is_confirmed_under_value_and_grad(results: dict[str, Any]) -> None:
+    for key in ("REM101", "REM101_wrapped"):
+        result = results[key]
+        assert result["status"] == "confirmed", result
+        ev = result["evidence"]
+        assert ev["as_written"]["flops"] > ev["with_fix"]["flops"] * 1.2  # the forward runs twice
+        assert ev["as_written"]["temp_bytes"] >= ev["with_fix"]["temp_bytes"] * 0.99
+        # under plain grad the primal forward is dead code: the same program either way
+        assert ev["grad"]["as_written"]["flops"] == pytest.approx(ev["grad"]["with_fix"]["flops"], rel=0.01)
+    assert "as_written_note" in results["REM101_wrapped"]["evidence"]
+
+
+def test_prevent_cse_false_outside_scan_is_confirmed(results: dict[str, Any]) -> None:
+    result = results["REM103"]
+    assert result["status"] == "confirmed", result
+    ev = result["evidence"]
+    assert ev["fix"] == "prevent_cse=True" and ev["calls"] == 4
+    assert ev["with_fix"]["temp_bytes"] < ev["as_written"]["temp_bytes"] * 0.5
+
+
+def test_everything_saveable_is_confirmed(results: dict[str, Any]) -> None:
+    result = results["REM104"]
+    assert result["status"] == "confirmed", result
+    assert result["evidence"]["as_written"]["temp_bytes"] > result["evidence"]["with_fix"]["temp_bytes"]
+
+
+def test_useful_per_layer_checkpoint_is_refuted(results: dict[str, Any]) -> None:
+    result = results["REM102_per_layer"]
+    assert result["status"] == "refuted", result
+    ev = result["evidence"]
+    assert ev["as_written"]["temp_bytes"] < ev["with_fix"]["temp_bytes"] * 0.5
+    assert result["reason"].startswith("The checkpoint saves memory.")
+
+
+def test_unreachable_site_and_non_scalar_target_are_unconfirmed(results: dict[str, Any]) -> None:
+    assert results["not_a_site"]["status"] == "unconfirmed"
+    assert "no checkpoint from line 1" in results["not_a_site"]["reason"]
+    assert results["not_scalar"]["status"] == "unconfirmed"
+    assert "not a scalar loss" in results["not_scalar"]["reason"]
