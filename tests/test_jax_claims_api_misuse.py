@@ -32,6 +32,15 @@ def quoted_error(message: str) -> tuple[str, str]:
     return match.group(1).rpartition(".")[2], match.group(2)
 
 
+def assert_quotes_the_error(code: str, rule: str, call, error: type[Exception] = TypeError) -> None:
+    """The one finding on ``code`` quotes exactly the error that ``call()`` raises."""
+    (message,) = messages(code, rule)
+    kind, text = quoted_error(message)
+    with pytest.raises(error) as info:
+        call()
+    assert kind == error.__name__ and str(info.value) == text
+
+
 def apis_under_test() -> dict[str, object]:
     """Every canonical remat API that is installed, by qualified name."""
     found: dict[str, object] = {"jax.checkpoint": jax.checkpoint, "jax.remat": jax.remat}
@@ -116,11 +125,7 @@ def _wrap_in_haiku(kwargs: dict, *args: object) -> None:
     ],
 )
 def test_unknown_keyword_or_positional_raises_what_the_message_says(code, wrap):
-    (message,) = messages(code, "REM002")
-    kind, text = quoted_error(message)
-    with pytest.raises(TypeError) as info:
-        wrap()
-    assert kind == "TypeError" and str(info.value) == text
+    assert_quotes_the_error(code, "REM002", wrap)
 
 
 @pytest.mark.parametrize(
@@ -422,11 +427,7 @@ def _in_haiku(build) -> None:
     ],
 )
 def test_keywords_only_raises_what_the_message_says(code, call):
-    (message,) = messages(code, "REM006")
-    kind, text = quoted_error(message)
-    with pytest.raises(TypeError) as info:
-        call()
-    assert kind == "TypeError" and str(info.value) == text
+    assert_quotes_the_error(code, "REM006", call)
 
 
 def test_nnx_and_equinox_return_a_decorator_and_are_not_flagged():
