@@ -28,7 +28,7 @@ from jax._src.core import ShapedArray
 from remat_lint.trace.inputs import CallSpec, Shape, TargetSpec, jaxtyping_shape
 
 # Shape hypotheses for a parameter without declared inputs, cheapest first.
-SEARCH_SHAPES = ((8,), (8, 8), (4, 8, 8), (2, 4, 8, 8))
+SEARCH_SHAPES = ((8,), (8, 8), (4, 8, 8), (2, 4, 8, 8), ())
 SEARCH_LIMIT = 16
 RNG_NAMES = frozenset({"key", "rng", "rngs", "prng", "prng_key", "rng_key", "dropout_rng"})
 FLAG_NAMES = frozenset({"train", "training", "is_training", "deterministic", "decode", "init_cache", "use_cache"})
@@ -134,23 +134,33 @@ def prepare(
     differentiate: bool,
     source: str,
 ) -> Prepared:
-    """Split the inputs into differentiable positionals and the rest, behind one callable."""
+    """Differentiable inputs become positionals, other abstract inputs keywords, and Python values
+    (``train=True``, ``3``) are bound as they are: JAX would trace them otherwise."""
     args = [abstract(a) for a in args]
     kwargs = {k: abstract(v) for k, v in kwargs.items()}
     if argnums is None:
         argnums = tuple(i for i, a in enumerate(args) if _inexact(a))
+    differentiate = differentiate and bool(argnums)
+    argnums = argnums if differentiate else ()
     shown = f"{name}({describe(tuple(args), kwargs)})"
-    if not differentiate or not argnums:
-        fun = _tagged(lambda *a, **kw: call(*a, **kw), name, differentiate=False)
-        return Prepared(shown, fun, tuple(args), kwargs, False, source)
-    rest = {f"__arg{i}": a for i, a in enumerate(args) if i not in argnums}
+    static_pos = {i: a for i, a in enumerate(args) if i not in argnums and not _is_abstract(a)}
+    static_kw = {k: v for k, v in kwargs.items() if not _is_abstract(v)}
+    dynamic = {f"__arg{i}": a for i, a in enumerate(args) if i not in argnums and i not in static_pos}
+    dynamic.update({k: v for k, v in kwargs.items() if k not in static_kw})
 
     def fun(*diff: Any, **kw: Any) -> Any:
         it = iter(diff)
-        full = [next(it) if i in argnums else kw.pop(f"__arg{i}") for i in range(len(args))]
-        return scalar_loss(call(*full, **kw))
+        full = [next(it) if i in argnums else static_pos[i] if i in static_pos else kw.pop(f"__arg{i}") for i in range(len(args))]
+        out = call(*full, **static_kw, **kw)
+        return scalar_loss(out) if differentiate else out
 
-    return Prepared(shown, _tagged(fun, name, differentiate=True), tuple(args[i] for i in argnums), {**rest, **kwargs}, True, source)
+    return Prepared(shown, _tagged(fun, name, differentiate=differentiate), tuple(args[i] for i in argnums), dynamic,
+                    differentiate, source)
+
+
+def _is_abstract(value: Any) -> bool:
+    leaves = jax.tree_util.tree_leaves(value)
+    return bool(leaves) and all(isinstance(x, jax.ShapeDtypeStruct) for x in leaves)
 
 
 def _tagged(fun: Callable[..., Any], name: str, *, differentiate: bool) -> Callable[..., Any]:
@@ -255,8 +265,12 @@ def _combos(params: list[str]) -> list[tuple[Any, ...]]:
             options.append([jax.ShapeDtypeStruct((), jnp.bool_)])
         else:
             options.append([jax.ShapeDtypeStruct(s, jnp.float32) for s in SEARCH_SHAPES])
+    def rank(x: Any) -> int:
+        shape = getattr(x, "shape", None)
+        return SEARCH_SHAPES.index(shape) if shape in SEARCH_SHAPES and x.dtype == jnp.float32 else 0
+
     combos = list(itertools.product(*options))
-    combos.sort(key=lambda c: (len({getattr(x, "shape", ()) for x in c}), sum(len(getattr(x, "shape", ())) for x in c)))
+    combos.sort(key=lambda c: (len({rank(x) for x in c}), sum(rank(x) for x in c)))  # alike and small first
     return combos[:SEARCH_LIMIT]
 
 

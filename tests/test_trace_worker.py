@@ -1,0 +1,185 @@
+"""The --trace worker on one module, with findings written by hand: every evidence kind it owns,
+confirmed and refuted (one worker run for the whole module keeps this fast)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("jax")
+
+ROOT = Path(__file__).resolve().parent.parent
+
+MODULE = textwrap.dedent(
+    '''\
+    from functools import partial
+
+    import jax
+    import jax.numpy as jnp
+    from jax.ad_checkpoint import checkpoint_name
+
+    cp = jax.checkpoint_policies
+
+
+    # remat-lint: trace(f32[8,8])
+    @partial(jax.checkpoint, policy="dots_saveable")
+    def bad_policy(x):
+        return jnp.sin(x @ x)
+
+
+    # remat-lint: trace(f32[8,8])
+    @partial(jax.checkpoint, policy=cp.dots_saveable)
+    def good_policy(x):
+        return jnp.sin(x @ x)
+
+
+    # remat-lint: trace(f32[8,8])
+    @partial(jax.checkpoint, policy=cp.save_only_these_names("h"))
+    def named(x):
+        h = checkpoint_name(jnp.sin(x @ x), "h")
+        return jnp.cos(h @ x)
+
+
+    # remat-lint: trace(f32[8,8])
+    @partial(jax.checkpoint, policy=cp.everything_saveable)
+    def saves_all(x):
+        jax.debug.print("{}", x.sum())
+        return jnp.sin(x @ x)
+
+
+    @jax.checkpoint
+    def effects(x):
+        print("tracing effects")
+        jax.debug.print("{}", x.sum())
+        return jnp.sin(x)
+
+
+    @partial(jax.checkpoint, static_argnames="n")
+    def branchy(x, n):
+        if n > 0:
+            return x
+        return -x
+
+
+    @partial(jax.checkpoint, static_argnames="n")
+    def unused_static(x, n):
+        return x * 2.0
+
+
+    def needs_dict(params):
+        return jax.checkpoint(lambda p: p["w"] @ p["w"])(params).sum()
+    '''
+)
+
+
+def rows(needle: str) -> list[int]:
+    return [i for i, line in enumerate(MODULE.splitlines(), start=1) if needle in line]
+
+
+def finding(code: str, needle: str, message: str = "", nth: int = 0) -> dict:
+    row = rows(needle)[nth]
+    return {"code": code, "message": message, "line": row, "end_line": row, "data": {}}
+
+
+STR_POLICY = "a string, not a policy: JAX raises `TypeError: 'str' object is not callable` at the first grad"
+TRACER_BOOL = "`n` is traced (Python control flow on it raises `TracerBoolConversionError`)"
+FINDINGS = {
+    "str-policy": finding("REM001", 'policy="dots_saveable"', STR_POLICY),
+    "callable-policy": finding("REM001", "policy=cp.dots_saveable", STR_POLICY),
+    "silent": finding("REM001", "policy=cp.dots_saveable", "`policy=\"\"` is an empty string: no policy"),
+    "saved-name": finding("REM008", 'save_only_these_names("h")', "`save_only_these_names` is given 'h'"),
+    "missing-name": finding("REM008", 'save_only_these_names("h")', "`save_only_these_names` is given 'typo'"),
+    "print": finding("REM201", 'print("tracing effects")'),
+    "debug-print-saved": finding("REM203", "jax.debug.print", nth=0),  # in saves_all
+    "debug-print": finding("REM203", "jax.debug.print", nth=1),  # in effects
+    "static-argnames-branch": finding("REM010", 'static_argnames="n"', TRACER_BOOL, nth=0),
+    "static-argnames-unused": finding("REM010", 'static_argnames="n"', TRACER_BOOL, nth=1),
+    "control-flow": finding("REM202", "if n > 0", "`bool()` of a tracer raises `TracerBoolConversionError`"),
+    "no-inputs": finding("REM001", "jax.checkpoint(lambda p", STR_POLICY),
+}
+
+
+@pytest.fixture(scope="module")
+def verdicts(tmp_path_factory) -> dict[str, dict]:
+    root = tmp_path_factory.mktemp("proj")
+    (root / "mod.py").write_text(MODULE)
+    names = list(FINDINGS)
+    request = {
+        "path": str(root / "mod.py"), "root": str(root), "trace": {},
+        "findings": [{"id": i, **FINDINGS[name]} for i, name in enumerate(names)],
+        "sites": [],
+    }
+    proc = subprocess.run([sys.executable, "-m", "remat_lint.trace.worker"], input=json.dumps(request),
+                          capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    lines = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert lines[0]["backend"] == "cpu"
+    assert "tracing effects" not in proc.stdout  # user output never mixes with results
+    return {names[line["finding"]]: line["trace"] for line in lines if "finding" in line}
+
+
+def test_every_finding_gets_a_verdict(verdicts):
+    assert set(verdicts) == set(FINDINGS)
+
+
+def test_predicted_error_is_reproduced_under_grad(verdicts):
+    v = verdicts["str-policy"]
+    assert v["status"] == "confirmed"
+    assert v["evidence"]["exception"] == "TypeError: 'str' object is not callable"
+    assert v["evidence"]["stage"] == "grad" and "bad_policy(f32[8,8])" in v["reason"]
+
+
+def test_code_that_runs_fine_refutes_a_predicted_error(verdicts):
+    v = verdicts["callable-policy"]
+    assert v["status"] == "refuted" and "without the predicted TypeError" in v["reason"]
+
+
+def test_silent_misuse_is_left_unconfirmed(verdicts):
+    assert verdicts["silent"]["status"] == "unconfirmed"
+    assert "silent misuse" in verdicts["silent"]["reason"]
+
+
+def test_saved_residuals_names(verdicts):
+    assert verdicts["saved-name"]["status"] == "refuted"
+    missing = verdicts["missing-name"]
+    assert missing["status"] == "confirmed" and missing["evidence"]["saved_names"] == ["h"]
+    assert "no `named 'typo'`" in missing["reason"]
+
+
+def test_python_side_effect_runs_at_trace_time_only(verdicts):
+    v = verdicts["print"]
+    assert v["status"] == "confirmed", v
+    ev = v["evidence"]
+    assert ev["executions_while_tracing"] >= 1 and ev["executions_in_compiled_calls"] == 0
+    assert "effects(f32[8])" in v["reason"]  # inputs found by the shape search
+
+
+def test_debug_callback_runs_twice_under_grad(verdicts):
+    v = verdicts["debug-print"]
+    assert v["status"] == "confirmed" and (v["evidence"]["forward"], v["evidence"]["grad"]) == (1, 2)
+
+
+def test_debug_callback_with_everything_saveable_runs_once(verdicts):
+    v = verdicts["debug-print-saved"]
+    assert v["status"] == "refuted" and (v["evidence"]["forward"], v["evidence"]["grad"]) == (1, 1)
+
+
+def test_tracer_bool_errors(verdicts):
+    for name in ("static-argnames-branch", "control-flow"):
+        v = verdicts[name]
+        assert v["status"] == "confirmed", v
+        assert v["evidence"]["exception"].startswith("TracerBoolConversionError")
+    unused = verdicts["static-argnames-unused"]
+    assert unused["status"] == "confirmed" and unused["evidence"]["jax_remat3"] is False
+
+
+def test_missing_inputs_say_what_to_add(verdicts):
+    v = verdicts["no-inputs"]
+    assert v["status"] == "unconfirmed"
+    assert "# remat-lint: trace(f32[8,128])" in v["reason"] and "above `def needs_dict`" in v["reason"]
+    assert 'function = "mod:needs_dict"' in v["reason"]
