@@ -516,6 +516,14 @@ def test_discarded_flax_remat_leaves_the_module_unchanged():
     assert "remat2" in str(jax.make_jaxpr(rematted.apply)(variables, X))
 
 
+def test_discarded_checkpoint_is_quiet_in_test_files():
+    from remat_lint.engine import lint_source
+
+    code = "import jax\njax.checkpoint(f)"  # a test checking that wrapping succeeds
+    assert lint_source("tests/test_remat.py", code, frozenset({"REM007"}), is_test_file=True).findings == []
+    assert messages(code, "REM007")
+
+
 def test_calling_the_result_at_once_runs_the_checkpoint_and_is_quiet():
     assert messages("import jax\njax.checkpoint(f)(x)", "REM007") == []
     assert "remat2" in str(jax.make_jaxpr(lambda x: jax.checkpoint(f)(x))(X))
