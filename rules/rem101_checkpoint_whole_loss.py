@@ -4,6 +4,7 @@ import libcst as cst
 
 from remat_lint.analysis.differentiation import Differentiation, default_policy
 from remat_lint.analysis.sites import RematSite
+from remat_lint.analysis.smoke_tests import in_smoke_test
 from remat_lint.findings import Severity
 from remat_lint.rule import Invalid, Rule
 
@@ -11,12 +12,12 @@ from remat_lint.rule import Invalid, Rule
 # jax 0.10.2, compiled with optimization barriers kept: tests/test_jax_claims_grad.py).
 EFFECT = {
     "value_and_grad": (
-        "the forward pass runs twice, once for the value and again inside the backward pass "
+        "so the forward pass runs twice, once for the value and again inside the backward pass "
         "(measured +33-35 % FLOPs), and no memory is saved"
     ),
-    "grad": "it is a no-op: the compiled program is the same as without it (no memory saved)",
-    "hessian": "nothing outside the checkpoint stays live, so it saves no memory",
-    "forward": "forward mode keeps no residuals, so the checkpoint does nothing",
+    "grad": "which is a no-op: the compiled program is the same as without it, no memory saved",
+    "hessian": "which saves no memory: nothing outside it stays live",
+    "forward": "which does nothing: forward mode keeps no residuals",
 }
 _WORST_FIRST = ("value_and_grad", "hessian", "grad", "forward")
 
@@ -47,8 +48,9 @@ class CheckpointWholeLoss(Rule):
     Not reported when the checkpoint has a policy that saves something (`dots_saveable` on a
     whole function does save memory), when the checkpointed function is also a loop body, when
     the gradient is taken per chunk or per microbatch (in a loop, a scan body or under `vmap`),
-    and in test files (`test-paths`): tests checkpoint whole losses on purpose to compare
-    gradients or count forward passes.
+    and in test code: files matching `test-paths`, `if __name__ == "__main__":` blocks,
+    `with mock.patch(...)` blocks and `test_*` functions, which checkpoint whole losses on
+    purpose to compare gradients or count forward passes.
 
     ## Example
     ```python
@@ -127,7 +129,7 @@ class CheckpointWholeLoss(Rule):
             transform = self.ctx.code(d.node.func if isinstance(d.node, cst.Call) else d.node.decorator)
             self.report(
                 site.node,
-                f"The whole function differentiated by `{transform}` is checkpointed: {EFFECT[kind]}; "
+                f"The whole function differentiated by `{transform}` is checkpointed, {EFFECT[kind]}; "
                 "checkpoint the layers or blocks inside it instead",
             )
 
@@ -137,7 +139,7 @@ class CheckpointWholeLoss(Rule):
         if not sites or sites[0].api.family == "flax":
             return None  # linen's remat lifts Module classes; they are not differentiated directly
         loops = self.ctx.loops
-        if loops.in_body(d.node) or not all(default_policy(self.ctx.model, s) for s in sites):
+        if in_smoke_test(self.ctx.model, d.node) or loops.in_body(d.node) or not all(default_policy(self.ctx.model, s) for s in sites):
             return None
         if any(loops.is_loop_body(s) or self._called_per_chunk(s) for s in sites):
             return None

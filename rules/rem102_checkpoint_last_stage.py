@@ -4,6 +4,8 @@ import libcst as cst
 
 from remat_lint.analysis.differentiation import Differentiation, default_policy
 from remat_lint.analysis.last_stage import LastStage, last_stages
+from remat_lint.analysis.sites import RematSite
+from remat_lint.analysis.smoke_tests import in_smoke_test
 from remat_lint.findings import Severity
 from remat_lint.rule import Invalid, Rule
 
@@ -37,7 +39,9 @@ class CheckpointLastStage(Rule):
     longer chain is never reported; the message says what follows the call. Not reported when
     anything else that may be expensive follows it (a model call, an unknown function, `@`,
     another checkpoint), when the call is in a loop, a branch or a comprehension, or when the
-    checkpoint has a policy that saves something.
+    checkpoint has a policy that saves something or is also a loop body. Quiet in test code (files matching
+    `test-paths`, `if __name__ == "__main__":` blocks, `with mock.patch(...)` blocks, `test_*`
+    functions), which differentiates single checkpointed functions on purpose.
 
     ## Example
     ```python
@@ -115,16 +119,24 @@ class CheckpointLastStage(Rule):
 
     def check(self) -> None:
         ctx = self.ctx
+        if ctx.is_test_file:
+            return  # tests differentiate single checkpointed functions on purpose
         reported: set[int] = set()
         for d in ctx.differentiations.all:
             function = d.denoted.function
             if function is None or d.denoted.sites or d.denoted.wrapped or not d.api.reverse:
                 continue  # no body here, or checkpointed whole (REM101)
+            if in_smoke_test(ctx.model, d.node):
+                continue
             for stage in last_stages(ctx.model, ctx.callables, function):
-                if id(stage.call) in reported or not all(default_policy(ctx.model, s) for s in stage.sites):
+                if id(stage.call) in reported or any(self._exempt(s) for s in stage.sites):
                     continue
                 reported.add(id(stage.call))
                 self.report(stage.call, self._message(d, function, stage))
+
+    def _exempt(self, site: RematSite) -> bool:
+        """A checkpoint with a policy that saves something, or one made for a loop body."""
+        return not default_policy(self.ctx.model, site) or self.ctx.loops.is_loop_body(site)
 
     def _message(self, d: Differentiation, function: cst.FunctionDef | cst.Lambda, stage: LastStage) -> str:
         ctx = self.ctx

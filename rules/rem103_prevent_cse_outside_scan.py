@@ -6,6 +6,7 @@ import libcst as cst
 
 from remat_lint.analysis.semantic import child_nodes
 from remat_lint.analysis.sites import RematSite
+from remat_lint.analysis.smoke_tests import in_smoke_test
 from remat_lint.findings import Applicability, Severity
 from remat_lint.rule import FixSpec, Invalid, Rule
 
@@ -31,7 +32,9 @@ class PreventCseOutsideScan(Rule):
     Not reported when the value is not the literal `False` (`prevent_cse=not scan_layers` is
     the recommended idiom), when the module calls any loop (the checkpoint may run inside it),
     when the checkpoint is set up inside a class (a layer that some other module may scan), or
-    when the checkpointed function is passed on, returned or stored (its caller may scan it).
+    when the checkpointed function is passed on, returned or stored (its caller may scan it), and
+    in test code (files matching `test-paths`; calls in `if __name__ == "__main__":` blocks,
+    `with mock.patch(...)` blocks and `test_*` functions do not count as uses).
 
     ## Example
     ```python
@@ -98,7 +101,7 @@ class PreventCseOutsideScan(Rule):
     ]
 
     def check(self) -> None:
-        if self.ctx.loops.has_loops:
+        if self.ctx.is_test_file or self.ctx.loops.has_loops:
             return  # a loop anywhere in the module may run the checkpoint (real-world trap T8)
         for site in self.ctx.sites:
             arg = site.keyword("prevent_cse")
@@ -123,7 +126,7 @@ class PreventCseOutsideScan(Rule):
         if site.form == "call":
             parent = model.parent(site.node)
             if isinstance(parent, cst.Call) and parent.func is site.node:
-                return True
+                return not in_smoke_test(model, parent)
             target = _assigned_name(parent, site.node)
             if target is None:
                 return False  # stored, passed on or returned: its user may scan it
@@ -133,7 +136,9 @@ class PreventCseOutsideScan(Rule):
             if not isinstance(owner, cst.FunctionDef):
                 return False
             name = owner.name.value
-        uses = [n for n in self._names(name) if site in self.ctx.callables.denote(n).sites]
+        uses = [
+            n for n in self._names(name) if site in self.ctx.callables.denote(n).sites and not in_smoke_test(model, n)
+        ]
         return bool(uses) and all(_is_called(model.parent(n), n) for n in uses)
 
     def _names(self, value: str) -> Iterator[cst.Name]:

@@ -5,6 +5,7 @@ import libcst as cst
 from remat_lint.analysis.callables import Function
 from remat_lint.analysis.loops import SCANS, LoopBody, body_argument
 from remat_lint.analysis.semantic import SemanticModel
+from remat_lint.analysis.smoke_tests import in_smoke_test
 from remat_lint.findings import Severity
 from remat_lint.rule import Invalid, Rule
 
@@ -99,9 +100,13 @@ class ScanBodyNotCheckpointed(Rule):
     ]
 
     def check(self) -> None:
+        if self.ctx.is_test_file:
+            return
         differentiated = self._differentiated_functions()
         for body in self.ctx.loops.bodies:
             if body.api not in SCANS or body.kind != "loop" or body.denoted.sites:
+                continue
+            if in_smoke_test(self.ctx.model, body.call):
                 continue
             linen = body.api in _LINEN_SCANS
             if not (self._scans_params(body) if linen else self._over_layers(body)):
@@ -120,7 +125,12 @@ class ScanBodyNotCheckpointed(Rule):
     def _differentiated_functions(self) -> set[int]:
         """The functions differentiated here, and the same-module functions they call."""
         bodies = self.ctx.bodies
-        stack = [d.denoted.function for d in self.ctx.differentiations.all if d.denoted.function is not None]
+        model = self.ctx.model
+        stack = [
+            d.denoted.function
+            for d in self.ctx.differentiations.all
+            if d.denoted.function is not None and not in_smoke_test(model, d.node)
+        ]
         seen: set[int] = set()
         while stack:
             function = stack.pop()
