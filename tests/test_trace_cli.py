@@ -119,3 +119,62 @@ def test_trace_needs_files():
     proc = subprocess.run([sys.executable, "-m", "remat_lint", "--trace", "-"], input="x = 1\n",
                           capture_output=True, text=True, cwd=ROOT)
     assert proc.returncode == 2 and "--trace needs files" in proc.stderr
+
+
+FLAX = textwrap.dedent(
+    """\
+    import flax.linen as nn
+    import jax
+
+
+    class Block(nn.Module):
+        features: int
+
+        @nn.compact
+        def __call__(self, x):
+            jax.debug.print("block {}", x.sum())
+            return nn.gelu(nn.Dense(self.features)(x))
+
+
+    class MLP(nn.Module):
+        features: int = 16
+
+        @nn.compact
+        def __call__(self, x):
+            return nn.remat(Block)(self.features)(x).sum()
+
+
+    class Broken(nn.Module):
+        def setup(self):
+            self.block = nn.remat(Block(16))
+
+        def __call__(self, x):
+            return self.block(x).sum()
+    """
+)
+FLAX_TARGETS = textwrap.dedent(
+    """\
+    [tool.remat-lint.trace]
+    [[tool.remat-lint.trace.targets]]
+    module = "net:MLP"
+    module_args = {features = 16}
+    init_args = ["f32[4,16]"]
+
+    [[tool.remat-lint.trace.targets]]
+    module = "net:Broken"
+    init_args = ["f32[4,16]"]
+    """
+)
+
+
+def test_flax_targets_are_initialised_abstractly(tmp_path: Path):
+    pytest.importorskip("flax")
+    (tmp_path / "net.py").write_text(FLAX)
+    (tmp_path / "pyproject.toml").write_text(FLAX_TARGETS)
+    proc = lint("--trace", "--output-format", "json", "net.py", cwd=tmp_path)
+    got = {item["code"]: item["trace"] for item in json.loads(proc.stdout)}
+    assert got["REM004"]["status"] == "confirmed"
+    assert got["REM004"]["evidence"]["exception"].startswith("TransformTargetError: Linen transformations must be")
+    assert got["REM004"]["evidence"]["stage"] == "build"  # abstract init of Broken
+    assert got["REM203"]["status"] == "confirmed"
+    assert "under grad of MLP.apply(" in got["REM203"]["reason"]

@@ -219,7 +219,7 @@ def _flax_target(spec: TargetSpec, differentiate: bool) -> Prepared:
 
     name = spec.module.split(":")[1] + ".apply"
     argnums = spec.argnums if spec.argnums is not None else (0,)
-    return prepare(name, call, [variables, *spec.args], spec.kwargs,
+    return prepare(name, call, [variables, *(spec.args or spec.init_args)], spec.kwargs,
                    argnums=argnums, differentiate=differentiate, source="pyproject")
 
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from remat_lint.config import Settings
+from remat_lint.config import ConfigError, Settings
 from remat_lint.findings import Finding
 from remat_lint.trace.inputs import parse_targets
 
@@ -37,6 +37,7 @@ class TraceOptions:
     timeout: float = DEFAULT_TIMEOUT
     backend: str | None = None  # None: JAX's default
     memory_mb: int = DEFAULT_MEMORY_MB
+    warnings: list[str] = field(default_factory=list)  # configuration problems to show
 
 
 @dataclass
@@ -54,18 +55,30 @@ class TraceOutcome:
     warnings: list[str] = field(default_factory=list)
 
 
+TABLE_KEYS = {"targets", "timeout", "backend", "memory-limit-mb"}
+BACKENDS = ("cpu", "gpu", "tpu")
+
+
 def options_from(settings: Settings, timeout: float | None, backend: str | None) -> TraceOptions:
+    """--trace-timeout/--backend, else ``[tool.remat-lint.trace]`` timeout/backend/memory-limit-mb."""
     table = settings.trace
+    unknown = [
+        f"unknown key {key!r} in [tool.remat-lint.trace] (known: {', '.join(sorted(TABLE_KEYS))})"
+        for key in sorted(set(table) - TABLE_KEYS)
+    ]
+    if table.get("backend") not in (None, *BACKENDS):
+        raise ConfigError(f"[tool.remat-lint.trace] backend must be one of {', '.join(BACKENDS)}")
     return TraceOptions(
         timeout=float(timeout if timeout is not None else table.get("timeout", DEFAULT_TIMEOUT)),
         backend=backend or table.get("backend"),
         memory_mb=int(table.get("memory-limit-mb", DEFAULT_MEMORY_MB)),
+        warnings=unknown,
     )
 
 
 def trace(findings: list[Finding], files: list[str], settings: Settings, options: TraceOptions) -> TraceOutcome:
     """Set ``trace`` on every finding of the modules that have findings or checkpoint sites."""
-    outcome = TraceOutcome()
+    outcome = TraceOutcome(warnings=list(options.warnings))
     _, problems = parse_targets(settings.trace, settings.root)
     outcome.warnings.extend(problems)
     by_path: dict[str, list[Finding]] = {}
@@ -154,6 +167,11 @@ def trace_module(
     for f in findings:
         if f.trace is None:
             f.trace = {"status": "unconfirmed", "evidence": None, "reason": failure or "the worker gave no result"}
+    # JSON output stays an array of findings: a site's report rides on the findings at its line.
+    for site in outcome.sites:
+        for f in findings:
+            if site.path == path and f.start.row == site.report.get("line"):
+                f.trace["evidence"] = {**(f.trace.get("evidence") or {}), "site": site.report}
 
 
 def run_worker(request: dict[str, Any], root: Path, options: TraceOptions) -> tuple[list[dict[str, Any]], str | None]:
