@@ -80,7 +80,7 @@ def resolve_remat(model: SemanticModel, expr: cst.CSTNode, depth: int = 0) -> Re
         return RematRef(inner.api, (*inner.partials, expr))
     inner = resolve_remat(model, expr.func, depth + 1)
     star = any(a.star for a in expr.args)  # ``api(*args)`` may well pass the function
-    if inner is not None and inner.factory is None and not star and not _positional(expr.args, skip=0):
+    if inner is not None and inner.factory is None and not star and not _gives_target(expr.args, inner.api):
         # ``api(**kw)``: a decorator factory (an error for jax/flax/haiku: REM006).
         return RematRef(inner.api, inner.partials, expr)
     return None
@@ -88,6 +88,11 @@ def resolve_remat(model: SemanticModel, expr: cst.CSTNode, depth: int = 0) -> Re
 
 def _positional(args: tuple[cst.Arg, ...] | list[cst.Arg], skip: int) -> list[cst.Arg]:
     return [a for a in args if a.keyword is None and not a.star][skip:]
+
+
+def _gives_target(args: tuple[cst.Arg, ...] | list[cst.Arg], api: RematApi) -> bool:
+    """Whether a call passes the checkpointed function, positionally or as ``fun=``/``target=``."""
+    return bool(_positional(args, 0)) or any(a.keyword is not None and a.keyword.value == api.target_param for a in args)
 
 
 def _site(
@@ -116,6 +121,8 @@ def _site(
         target = decorated
         if positional:  # partial(api, f) used as a decorator: f is the target, the def comes after
             target = positional.pop(0).value
+    elif ref.api.target_param in keywords:  # ``jax.checkpoint(fun=f)``
+        target = keywords.pop(ref.api.target_param).value
     else:
         target = positional.pop(0).value if positional else None
     form: Literal["call", "decorator"] = "decorator" if decorated is not None else "call"
@@ -138,7 +145,7 @@ def find_sites(model: SemanticModel) -> list[RematSite]:
         ref = resolve_remat(model, call.func)
         if ref is None:
             continue
-        if ref.factory is None and not ref.partials and not _positional(call.args, 0):
+        if ref.factory is None and not ref.partials and not _gives_target(call.args, ref.api):
             if not any(a.star for a in call.args):
                 continue  # ``api(**kw)`` alone: a factory, its application is the site
         sites.append(_site(model, ref, call, call, None))
