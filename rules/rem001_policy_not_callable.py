@@ -66,6 +66,7 @@ class PolicyNotCallable(Rule):
             "import jax\ng = jax.checkpoint(f, policy='dots_saveable')",
             fixed="import jax\ng = jax.checkpoint(f, policy=jax.checkpoint_policies.dots_saveable)",
         ),
+        Invalid("import jax\ny = jax.checkpoint(fun=f, policy=True)(x)"),
         Invalid(
             "import flax.linen as nn\nfrom jax import checkpoint_policies as cp\nB = nn.remat(Block, policy='nothing_saveable')",
             fixed="import flax.linen as nn\nfrom jax import checkpoint_policies as cp\nB = nn.remat(Block, policy=cp.nothing_saveable)",
