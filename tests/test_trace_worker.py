@@ -54,7 +54,7 @@ MODULE = textwrap.dedent(
 
     @jax.checkpoint
     def effects(x):
-        print("tracing effects")
+        print("user output")
         jax.debug.print("{}", x.sum())
         return jnp.sin(x)
 
@@ -94,7 +94,7 @@ FINDINGS = {
     "silent": finding("REM001", "policy=cp.dots_saveable", "`policy=\"\"` is an empty string: no policy"),
     "saved-name": finding("REM008", 'save_only_these_names("h")', "`save_only_these_names` is given 'h'"),
     "missing-name": finding("REM008", 'save_only_these_names("h")', "`save_only_these_names` is given 'typo'"),
-    "print": finding("REM201", 'print("tracing effects")'),
+    "print": finding("REM201", 'print("user output")'),
     "debug-print-saved": finding("REM203", "jax.debug.print", nth=0),  # in saves_all
     "debug-print": finding("REM203", "jax.debug.print", nth=1),  # in effects
     "static-argnames-branch": finding("REM010", 'static_argnames="n"', TRACER_BOOL, nth=0),
@@ -104,23 +104,24 @@ FINDINGS = {
 }
 
 
-@pytest.fixture(scope="module")
-def verdicts(tmp_path_factory) -> dict[str, dict]:
-    root = tmp_path_factory.mktemp("proj")
-    (root / "mod.py").write_text(MODULE)
-    names = list(FINDINGS)
-    request = {
-        "path": str(root / "mod.py"), "root": str(root), "trace": {},
-        "findings": [{"id": i, **FINDINGS[name]} for i, name in enumerate(names)],
-        "sites": [],
-    }
+def run_worker(root: Path, source: str, findings: list[dict]) -> list[dict]:
+    (root / "mod.py").write_text(source)
+    request = {"path": str(root / "mod.py"), "root": str(root), "trace": {},
+               "findings": [{"id": i, **f} for i, f in enumerate(findings)], "sites": []}
     proc = subprocess.run([sys.executable, "-m", "remat_lint.trace.worker"], input=json.dumps(request),
                           capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert proc.returncode == 0, proc.stderr
+    assert "user output" not in proc.stdout  # what user code prints never mixes with the results
     lines = [json.loads(line) for line in proc.stdout.splitlines()]
     assert lines[0]["backend"] == "cpu"
-    assert "tracing effects" not in proc.stdout  # user output never mixes with results
-    return {names[line["finding"]]: line["trace"] for line in lines if "finding" in line}
+    return sorted(((line["finding"], line["trace"]) for line in lines if "finding" in line), key=lambda x: x[0])
+
+
+@pytest.fixture(scope="module")
+def verdicts(tmp_path_factory) -> dict[str, dict]:
+    names = list(FINDINGS)
+    results = run_worker(tmp_path_factory.mktemp("proj"), MODULE, [FINDINGS[name] for name in names])
+    return {names[i]: trace for i, trace in results}
 
 
 def test_every_finding_gets_a_verdict(verdicts):
@@ -183,3 +184,15 @@ def test_missing_inputs_say_what_to_add(verdicts):
     assert v["status"] == "unconfirmed"
     assert "# remat-lint: trace(f32[8,128])" in v["reason"] and "above `def needs_dict`" in v["reason"]
     assert 'function = "mod:needs_dict"' in v["reason"]
+
+
+def test_an_error_at_import_confirms_the_finding_on_its_line(tmp_path: Path):
+    source = "import jax\n\n\n@jax.checkpoint(policy=jax.checkpoint_policies.dots_saveable)\ndef block(x):\n    print('user output')\n    return x\n"
+    decorator = {"code": "REM006", "line": 4, "end_line": 4, "data": {},
+                 "message": "raises `TypeError: checkpoint() missing 1 required positional argument: 'fun'`"}
+    effect = {"code": "REM201", "line": 6, "end_line": 6, "data": {}, "message": "prints"}
+    (_, confirmed), (_, unconfirmed) = run_worker(tmp_path, source, [decorator, effect])
+    assert confirmed["status"] == "confirmed"
+    assert confirmed["reason"] == "TypeError: checkpoint() missing 1 required positional argument: 'fun' (import, line 4)"
+    assert unconfirmed["status"] == "unconfirmed"
+    assert unconfirmed["reason"].startswith("importing the module fails: TypeError: checkpoint() missing")
