@@ -16,7 +16,7 @@ import tempfile
 from dataclasses import dataclass, field
 
 from remat_lint.config import Settings
-from remat_lint.engine import PARSE_ERROR, FileResult, SourceFile, project_filter
+from remat_lint.results import PARSE_ERROR, FileResult, SourceFile, project_filter
 from remat_lint.findings import Applicability, Edit, Finding
 from remat_lint.fixes import apply_edits, non_overlapping
 from remat_lint.noqa import Suppressions

@@ -14,13 +14,14 @@ from typing import TextIO
 
 from remat_lint import __version__
 from remat_lint import autofix
+from remat_lint.cache import DEFAULT_DIR, Cache
 from remat_lint.config import ConfigError, Settings, find_config, load_settings, validate_selectors
 from remat_lint.discovery import discover
-from remat_lint.engine import diagnostic
+from remat_lint.results import diagnostic
 from remat_lint.findings import Finding
 from remat_lint.registry import all_rules, rule_by_code
 from remat_lint.reporters import FORMATS, reporters
-from remat_lint.runner import RunResult, decode_source, display_path, run
+from remat_lint.runner import RunResult, decode_source, default_jobs, display_path, run
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -36,6 +37,12 @@ class _Parser(argparse.ArgumentParser):
 
 def _codes(value: str) -> list[str]:
     return [code.strip().upper() for code in value.split(",") if code.strip()]
+
+
+def _jobs(value: str) -> int:
+    if not value.isdigit() or int(value) < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value!r}")
+    return int(value)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -63,6 +70,8 @@ def build_parser() -> argparse.ArgumentParser:
     run_group = parser.add_argument_group("run")
     run_group.add_argument("--config", type=Path, metavar="PATH", help="pyproject.toml to read [tool.remat-lint] from")
     run_group.add_argument("--stdin-filename", metavar="PATH", help="the name of the file read from stdin")
+    run_group.add_argument("-j", "--jobs", type=_jobs, default=0, metavar="N", help="worker processes (default: all cores)")
+    run_group.add_argument("--no-cache", action="store_true", help="neither read nor write the result cache")
     run_group.add_argument("--force-exclude", action="store_true",
                            help="apply exclude/extend-exclude to files named on the command line too (pre-commit passes every file)")
     trace = parser.add_argument_group("dynamic mode (runs your code in worker processes)")
@@ -150,7 +159,7 @@ def check_command(args: argparse.Namespace) -> int:
         data = sys.stdin.buffer.read()
         if args.fix or args.diff:
             return _fix(args, autofix.fix_sources({name: decode_source(name, data)}, settings, enabled, unsafe=args.unsafe_fixes), [], stdin_data=data)
-        result = run([], settings, enabled, stdin=(name, data))
+        result = run([], settings, enabled, stdin=(name, data), cache=_cache(args, settings))
     else:
         found = discover(paths, settings)
         if args.force_exclude:
@@ -159,7 +168,7 @@ def check_command(args: argparse.Namespace) -> int:
         if args.fix or args.diff:
             outcome = autofix.fix_sources(autofix.read_sources(found.files), settings, enabled, unsafe=args.unsafe_fixes)
             return _fix(args, outcome, errors)
-        result = run(found.files, settings, enabled)
+        result = run(found.files, settings, enabled, jobs=args.jobs or default_jobs(), cache=_cache(args, settings))
     result.findings = sorted(errors + result.findings, key=lambda f: f.sort_key)
     if args.trace:
         if use_stdin:
@@ -183,6 +192,12 @@ def _trace(args: argparse.Namespace, result: RunResult, files: list[str], settin
         if not args.quiet:
             print(driver.describe_run(outcome, result.findings), file=sys.stderr)
     return code
+
+
+def _cache(args: argparse.Namespace, settings: Settings) -> Cache | None:
+    if args.no_cache:
+        return None
+    return Cache(settings.root / (settings.cache_dir or DEFAULT_DIR))
 
 
 def _display(result: RunResult) -> None:
@@ -231,6 +246,7 @@ def _report(args: argparse.Namespace, result: RunResult, fixed: int = 0, out: Te
             print(f"{count}\t{code}\t{'[*]' if code in marks else '[ ]'} {name}", file=out)
     else:
         out.write(reporters()[args.output_format](findings, result.sources))
+    out.flush()  # the summary goes to stderr: keep it after the findings on a terminal
     if not args.quiet and (args.statistics or args.output_format in ("full", "concise")):
         print(_summary(result, fixed, fixable, hidden), file=sys.stderr)
     counted = [f for f in findings if not (f.trace and f.trace.get("status") == "refuted")]  # --trace disproved the rest

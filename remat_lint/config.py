@@ -19,7 +19,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-from remat_lint.registry import all_rules
+from remat_lint.registry import rule_index
 
 DEFAULT_EXCLUDE = (
     ".bzr",
@@ -84,7 +84,7 @@ class Settings:
     def enabled_codes(self) -> frozenset[str]:
         selectors = self.select if self.select is not None else None
         chosen = []
-        for rule in all_rules():
+        for rule in rule_index():
             selected = _specificity(rule.code, (selectors or []) + self.extend_select)
             if selectors is None and rule.default_enabled:
                 selected = max(selected, 0)
@@ -150,7 +150,7 @@ def _specificity(code: str, selectors: Iterable[str]) -> int:
 
 
 def validate_selectors(selectors: Iterable[str]) -> None:
-    codes = [rule.code for rule in all_rules()]
+    codes = [rule.code for rule in rule_index()]
     for selector in selectors:
         s = selector.strip().upper()
         if s != "ALL" and not any(code.startswith(s) for code in codes):

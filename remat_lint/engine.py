@@ -1,72 +1,25 @@
 """prefilter -> one libcst parse -> shared analysis -> rules -> findings (positions, fixes, noqa).
 
-Most files in a JAX repository never mention remat: a regular-expression prefilter rejects them
-before any parse. Positions (libcst's PositionProvider costs about 2x a parse) are computed only
+Most files in a JAX repository never use remat: a staged prefilter (prefilter.py) rejects them
+before any libcst parse. Positions (libcst's PositionProvider costs about 2x a parse) are computed only
 for files where a rule fired.
 """
 
 from __future__ import annotations
 
 import ast
-import io
-import re
-import tokenize
-from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Any, Iterable
 
 import libcst as cst
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
 from remat_lint.context import LintContext
-from remat_lint.findings import Edit, Finding, Fix, Position, Severity
+from remat_lint.findings import Edit, Finding, Fix, Position
 from remat_lint.noqa import Suppressions
+from remat_lint.prefilter import prefilter_for
 from remat_lint.registry import all_rules
-from remat_lint.rule import FixSpec, RawFinding, Rule
-
-PARSE_ERROR = "REM000"
-BASE_PREFILTER_WORDS = ("remat", "checkpoint")
-
-
-@dataclass
-class SourceFile:
-    """A decoded source file, with what is needed to write it back byte-for-byte the same way."""
-
-    text: str
-    encoding: str = "utf-8"
-
-    @classmethod
-    def decode(cls, data: bytes) -> SourceFile:
-        """Decode with PEP 263 rules (BOM, coding cookie); raises SyntaxError/UnicodeDecodeError."""
-        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
-        return cls(data.decode(encoding), encoding)
-
-    def encode(self, text: str) -> bytes:
-        return text.encode(self.encoding)
-
-
-@dataclass
-class FileResult:
-    path: str
-    findings: list[Finding] = field(default_factory=list)
-    # Per-rule facts for the project-wide pass (rule code -> facts).
-    facts: dict[str, Any] = field(default_factory=dict)
-    parsed: bool = False
-
-
-@lru_cache(maxsize=32)
-def prefilter_for(codes: frozenset[str]) -> re.Pattern[str]:
-    words = set(BASE_PREFILTER_WORDS)
-    for rule in all_rules():
-        if rule.code in codes:
-            words.update(rule.prefilter_words)
-    return re.compile("|".join(sorted(map(re.escape, words))), re.IGNORECASE)
-
-
-def diagnostic(path: str, message: str, row: int = 1, column: int = 0) -> Finding:
-    """A REM000 finding: the file could not be linted."""
-    pos = Position(max(row, 1), max(column, 0))
-    return Finding(PARSE_ERROR, "parse-error", Severity.ERROR, message, path, pos, pos)
+from remat_lint.results import PARSE_ERROR, FileResult, SourceFile, diagnostic, project_filter  # noqa: F401 (re-exported)
+from remat_lint.rule import FixSpec, RawFinding
 
 
 def lint_source(
@@ -76,11 +29,21 @@ def lint_source(
     *,
     is_test_file: bool = False,
     apply_noqa: bool = True,
+    tree: ast.AST | None = None,
 ) -> FileResult:
-    """Lint one decoded file with the rules in ``codes``. Never raises on bad input."""
+    """Lint one decoded file with the rules in ``codes``. Never raises on bad input.
+
+    ``tree``: the file's ``ast`` when the caller has it (flake8), to save a parse."""
     result = FileResult(path)
     rules = [rule for rule in all_rules() if rule.code in codes]
-    if not rules or not prefilter_for(codes).search(source):
+    if not rules:
+        return result
+    verdict = prefilter_for(frozenset(w for rule in rules for w in rule.prefilter_words)).check(source, tree)
+    if not verdict.keep:
+        return result
+    if verdict.too_deep:  # libcst would crash the process
+        error = verdict.error
+        result.findings.append(diagnostic(path, f"SyntaxError: {error.msg}", error.lineno or 1, (error.offset or 1) - 1))  # type: ignore[union-attr]
         return result
     try:
         module = cst.parse_module(source)
@@ -94,8 +57,14 @@ def lint_source(
     ctx = LintContext(path, source, module, is_test_file)
     try:
         for rule in rules:
-            rule(ctx).check()
-            facts = rule.collect_facts(ctx)
+            try:
+                rule(ctx).check()
+                facts = rule.collect_facts(ctx)
+            except RecursionError:
+                raise
+            except Exception as exc:  # a bug in one rule must not hide the others' findings
+                result.findings.append(diagnostic(path, f"internal error in {rule.code}, please report it: {type(exc).__name__}: {exc}"))
+                continue
             if facts is not None:
                 result.facts[rule.code] = facts
         findings = _locate(ctx, ctx.raw_findings) if ctx.raw_findings else []
@@ -182,16 +151,3 @@ def _import_position(module: cst.Module, positions: Any) -> Position:
             return Position(positions[stmt].start.line, 0)
         row = positions[stmt].end.line + 1
     return Position(row, 0)
-
-
-def project_filter(results: list[FileResult], codes: frozenset[str]) -> None:
-    """Let project-wide rules (REM008) drop findings that other files contradict."""
-    for rule in all_rules():
-        if rule.code not in codes or rule.project_filter.__func__ is Rule.project_filter.__func__:  # type: ignore[attr-defined]
-            continue
-        facts = [r.facts[rule.code] for r in results if rule.code in r.facts]
-        for result in results:
-            mine = [f for f in result.findings if f.code == rule.code]
-            if mine:
-                kept = rule.project_filter(mine, facts)
-                result.findings = [f for f in result.findings if f.code != rule.code or f in kept]

@@ -13,11 +13,11 @@ import textwrap
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
-import libcst as cst
-
 from remat_lint.findings import Applicability, Finding, Severity
 
 if TYPE_CHECKING:
+    import libcst as cst
+
     from remat_lint.context import LintContext
 
 DOCS_URL = "https://github.com/remat-lint/remat-lint/blob/main/docs/rules.md#{code}"
@@ -61,7 +61,9 @@ class Rule:
     name: ClassVar[str]
     severity: ClassVar[Severity]
     default_enabled: ClassVar[bool] = True
-    # Extra words, beyond remat/checkpoint, whose presence makes a file worth parsing for this rule.
+    # Words (whole words, any case, anywhere in the text) whose presence makes a file worth parsing
+    # for this rule although it names no remat API (remat_lint/prefilter.py). Rules about remat
+    # sites need none: every file that names an API is parsed. Each word costs parse time.
     prefilter_words: ClassVar[tuple[str, ...]] = ()
     VALID: ClassVar[list[str]] = []
     INVALID: ClassVar[list[Invalid]] = []
@@ -91,7 +93,8 @@ class Rule:
 
     @staticmethod
     def collect_facts(ctx: LintContext) -> dict[str, Any] | None:
-        """Per-file facts for ``project_filter``; None when the rule needs none."""
+        """Per-file facts for ``project_filter``; None when the rule needs none. Plain picklable
+        data: facts travel from worker processes and live in the result cache."""
         return None
 
     @classmethod

@@ -1,16 +1,28 @@
-"""Lints a set of files with one configuration: reading, per-file rule selection, the project pass.
+"""Lints a set of files with one configuration: reading, per-file rule selection, the cache, the
+worker pool and the project pass.
 
-Reading problems (unreadable, undecodable files) become REM000 findings; linting goes on.
+Reading problems (unreadable, undecodable files) become REM000 findings; linting goes on. The
+main process reads every file and runs the textual prefilter stages and the cache lookup (all
+cheap); only files that may need a libcst parse reach the engine, in worker processes when there
+is enough of them. libcst is imported only then.
 """
 
 from __future__ import annotations
 
+import multiprocessing
 import os
+import sys
 from dataclasses import dataclass, field
 
+from remat_lint.cache import Cache
 from remat_lint.config import Settings
-from remat_lint.engine import FileResult, SourceFile, diagnostic, lint_source, project_filter
 from remat_lint.findings import Finding
+from remat_lint.prefilter import prefilter_for
+from remat_lint.registry import rule_index
+from remat_lint.results import FileResult, SourceFile, diagnostic, project_filter
+
+# Below this many lines to parse a worker pool costs more than it saves (libcst: ~10k lines/s).
+POOL_MIN_LINES = 3000
 
 
 @dataclass
@@ -20,13 +32,27 @@ class RunResult:
     files: int = 0
 
 
+@dataclass
+class _Task:
+    index: int
+    path: str
+    text: str
+    codes: frozenset[str]
+    is_test_file: bool
+    key: str | None  # cache key
+
+
 def read_source(path: str) -> SourceFile | Finding:
+    data = _read(path)
+    return data if isinstance(data, Finding) else decode_source(path, data)
+
+
+def _read(path: str) -> bytes | Finding:
     try:
         with open(path, "rb") as handle:
-            data = handle.read()
+            return handle.read()
     except OSError as exc:
         return diagnostic(path, f"cannot read file: {exc.strerror or exc}")
-    return decode_source(path, data)
 
 
 def decode_source(path: str, data: bytes) -> SourceFile | Finding:
@@ -40,29 +66,81 @@ def decode_source(path: str, data: bytes) -> SourceFile | Finding:
 def lint_one(path: str, source: SourceFile | Finding, settings: Settings, enabled: frozenset[str]) -> FileResult:
     if isinstance(source, Finding):
         return FileResult(path, [source])
+    from remat_lint.engine import lint_source
+
     codes = settings.codes_for(path, enabled)
     return lint_source(path, source.text, codes, is_test_file=settings.is_test_file(path))
 
 
-def run(paths: list[str], settings: Settings, enabled: frozenset[str], stdin: tuple[str, bytes] | None = None) -> RunResult:
-    """Lint ``paths`` (or one stdin buffer named ``stdin[0]``) and apply the project-wide pass."""
+def run(
+    paths: list[str],
+    settings: Settings,
+    enabled: frozenset[str],
+    stdin: tuple[str, bytes] | None = None,
+    *,
+    jobs: int = 1,
+    cache: Cache | None = None,
+) -> RunResult:
+    """Lint ``paths`` (or one stdin buffer named ``stdin[0]``) and apply the project-wide pass.
+
+    ``jobs``: worker processes at most (a pool is started only when the work pays for it)."""
+    inputs = [(stdin[0], stdin[1])] if stdin is not None else [(path, _read(path)) for path in paths]
+    words = {info.code: info.prefilter_words for info in rule_index()}
     results: list[FileResult] = []
     texts: dict[str, str] = {}
-    if stdin is not None:
-        name, data = stdin
-        source = decode_source(name, data)
-        results.append(lint_one(name, source, settings, enabled))
-        if not isinstance(source, Finding):
-            texts[name] = source.text
-    else:
-        for path in paths:
-            source = read_source(path)
-            results.append(lint_one(path, source, settings, enabled))
-            if not isinstance(source, Finding) and results[-1].findings:
-                texts[path] = source.text
+    tasks: list[_Task] = []
+    for index, (path, data) in enumerate(inputs):
+        source = data if isinstance(data, Finding) else decode_source(path, data)
+        results.append(FileResult(path, [source] if isinstance(source, Finding) else []))
+        if isinstance(source, Finding):
+            continue
+        texts[path] = source.text
+        codes = settings.codes_for(path, enabled)
+        if not codes or prefilter_for(frozenset(w for c in codes for w in words.get(c, ()))).textual(source.text) is False:
+            continue
+        is_test = settings.is_test_file(path)
+        key = cache.key(data, codes, is_test) if cache is not None else None  # type: ignore[arg-type]
+        cached = cache.get(key, path) if cache is not None and key is not None else None
+        if cached is not None:
+            results[index] = cached
+        else:
+            tasks.append(_Task(index, path, source.text, codes, is_test, key))
+    for task, result in _lint_tasks(tasks, jobs):
+        results[task.index] = result
+        if cache is not None and task.key is not None:
+            cache.put(task.key, result)
     project_filter(results, enabled)
     findings = sorted((f for r in results for f in r.findings), key=lambda f: f.sort_key)
-    return RunResult(findings, texts, len(results))
+    with_findings = {f.path for f in findings}
+    return RunResult(findings, {p: t for p, t in texts.items() if p in with_findings}, len(results))
+
+
+def _lint_tasks(tasks: list[_Task], jobs: int) -> list[tuple[_Task, FileResult]]:
+    if not tasks:
+        return []
+    import remat_lint.engine  # noqa: F401 -- libcst and the rules, imported once before the workers fork
+
+    lines = sum(task.text.count("\n") for task in tasks)
+    jobs = min(jobs, len(tasks))
+    if jobs <= 1 or lines < POOL_MIN_LINES:
+        return [(task, _lint_task(task)) for task in tasks]
+    largest_first = sorted(tasks, key=lambda t: -len(t.text))
+    context = multiprocessing.get_context("fork" if sys.platform == "linux" else None)
+    with context.Pool(jobs) as pool:
+        return list(zip(largest_first, pool.imap(_lint_task, largest_first, chunksize=1)))
+
+
+def _lint_task(task: _Task) -> FileResult:
+    from remat_lint.engine import lint_source
+
+    return lint_source(task.path, task.text, task.codes, is_test_file=task.is_test_file)
+
+
+def default_jobs() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
 
 
 def display_path(path: str) -> str:

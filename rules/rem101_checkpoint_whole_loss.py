@@ -87,7 +87,6 @@ class CheckpointWholeLoss(Rule):
     code = "REM101"
     name = "checkpoint-whole-loss"
     severity = Severity.WARNING
-    prefilter_words = ("grad", "vjp", "jacrev", "jacfwd", "hessian")
 
     VALID = [
         # The layers are checkpointed, not the loss.

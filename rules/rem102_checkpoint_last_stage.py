@@ -83,7 +83,6 @@ class CheckpointLastStage(Rule):
     code = "REM102"
     name = "checkpoint-last-stage"
     severity = Severity.WARNING
-    prefilter_words = ("grad", "vjp", "jacrev", "hessian")
 
     VALID = [
         # An earlier stage: the head runs after it.

@@ -1,0 +1,98 @@
+"""Content-hash result cache: a file whose bytes, rules and settings did not change is not re-linted.
+
+An entry holds one file's findings *and* its project-wide facts (REM008), before the project
+pass, so the project pass still sees every file on a warm run. The key covers the file's bytes,
+the remat-lint version and the code of the installed package (an edited rule invalidates the
+cache even without a version bump), the Python version (the prefilter parses with ``ast``) and
+what the result depends on: the codes linted in this file and whether it counts as a test file.
+The path is not part of the key: a moved file still hits.
+
+Entries are written to a temporary file and renamed into place, so concurrent runs and a run
+killed halfway never leave a torn entry; an unreadable entry is a miss. The cache is an
+optimisation only: any OS error disables it for the run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+import sys
+import tempfile
+from pathlib import Path
+
+from remat_lint import __version__
+from remat_lint.results import FileResult
+
+DEFAULT_DIR = ".remat_lint_cache"
+_TAG = "Signature: 8a477f597d28d172789f06886806bc55\n# remat-lint's result cache (https://bford.info/cachedir/)\n"
+
+
+def code_fingerprint() -> str:
+    """What identifies the linter itself: version, Python version and the package's source files."""
+    import remat_lint
+    import remat_lint.rules
+
+    parts = [__version__, sys.version.split()[0]]
+    for package in (remat_lint, remat_lint.rules):
+        for directory in package.__path__:
+            for root, dirs, files in os.walk(directory):
+                dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+                for name in sorted(files):
+                    if name.endswith(".py"):
+                        st = os.stat(os.path.join(root, name))
+                        parts.append(f"{os.path.relpath(os.path.join(root, name), directory)}:{st.st_size}:{st.st_mtime_ns}")
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
+
+
+class Cache:
+    def __init__(self, directory: str | Path) -> None:
+        self.root = Path(directory)
+        self.directory = self.root / code_fingerprint()
+        self.enabled = True
+
+    def key(self, data: bytes, codes: frozenset[str], is_test_file: bool) -> str:
+        digest = hashlib.sha256(data)
+        digest.update(f"\0{','.join(sorted(codes))}\0{is_test_file}".encode())
+        return digest.hexdigest()
+
+    def _path(self, key: str) -> Path:
+        return self.directory / key[:2] / key
+
+    def get(self, key: str, path: str) -> FileResult | None:
+        if not self.enabled:
+            return None
+        try:
+            with open(self._path(key), "rb") as handle:
+                result = pickle.load(handle)
+        except FileNotFoundError:
+            return None
+        except Exception:  # a corrupt or foreign entry is a miss
+            return None
+        if not isinstance(result, FileResult):
+            return None
+        result.path = path
+        for finding in result.findings:
+            finding.path = path
+        return result
+
+    def put(self, key: str, result: FileResult) -> None:
+        if not self.enabled:
+            return
+        target = self._path(key)
+        try:
+            if not self.root.exists():
+                self.root.mkdir(parents=True, exist_ok=True)
+                (self.root / "CACHEDIR.TAG").write_text(_TAG)
+                (self.root / ".gitignore").write_text("# Created by remat-lint\n*\n")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-")
+            try:
+                with os.fdopen(fd, "wb") as handle:
+                    pickle.dump(result, handle, protocol=pickle.HIGHEST_PROTOCOL)
+                os.replace(tmp, target)
+            except BaseException:
+                os.unlink(tmp)
+                raise
+        except OSError:
+            self.enabled = False

@@ -1,0 +1,68 @@
+"""What linting a file produces, and the project-wide pass over all files' results.
+
+Kept free of libcst (and of the rule modules, which import it) so that a run where no file needs
+parsing, a warm cache or a pre-commit run on files that never mention remat, starts fast.
+"""
+
+from __future__ import annotations
+
+import io
+import tokenize
+from dataclasses import dataclass, field
+from typing import Any
+
+from remat_lint.findings import Finding, Position, Severity
+
+PARSE_ERROR = "REM000"
+
+
+@dataclass
+class SourceFile:
+    """A decoded source file, with what is needed to write it back byte-for-byte the same way."""
+
+    text: str
+    encoding: str = "utf-8"
+
+    @classmethod
+    def decode(cls, data: bytes) -> SourceFile:
+        """Decode with PEP 263 rules (BOM, coding cookie); raises SyntaxError/UnicodeDecodeError."""
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        return cls(data.decode(encoding), encoding)
+
+    def encode(self, text: str) -> bytes:
+        return text.encode(self.encoding)
+
+
+@dataclass
+class FileResult:
+    path: str
+    findings: list[Finding] = field(default_factory=list)
+    # Per-rule facts for the project-wide pass (rule code -> facts).
+    facts: dict[str, Any] = field(default_factory=dict)
+    parsed: bool = False
+
+
+def diagnostic(path: str, message: str, row: int = 1, column: int = 0) -> Finding:
+    """A REM000 finding: the file could not be linted."""
+    pos = Position(max(row, 1), max(column, 0))
+    return Finding(PARSE_ERROR, "parse-error", Severity.ERROR, message, path, pos, pos)
+
+
+def project_filter(results: list[FileResult], codes: frozenset[str]) -> None:
+    """Let project-wide rules (REM008) drop findings that other files contradict.
+
+    Only rules that fired are imported (importing a rule imports libcst).
+    """
+    from remat_lint.registry import rule_class, rule_index
+
+    fired = {f.code for r in results for f in r.findings}
+    for info in rule_index():
+        if not info.project_wide or info.code not in codes or info.code not in fired:
+            continue
+        rule = rule_class(info.code)
+        facts = [r.facts[rule.code] for r in results if rule.code in r.facts]
+        for result in results:
+            mine = [f for f in result.findings if f.code == rule.code]
+            if mine:
+                kept = rule.project_filter(mine, facts)
+                result.findings = [f for f in result.findings if f.code != rule.code or f in kept]
