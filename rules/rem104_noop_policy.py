@@ -10,7 +10,7 @@ from remat_lint.rule import Invalid, Rule
 # Measured on jax 0.10.2 (tests/test_jax_claims_policies.py).
 SAVES_EVERYTHING = (
     "saves every intermediate the un-checkpointed function would, so it saves no memory; compiled with "
-    "optimization barriers (as on GPU/TPU) it even uses more temp memory than no checkpoint"
+    "optimization barriers (as on GPU/TPU) it can even use more temp memory than no checkpoint"
 )
 _ANYTHING_EXCEPT = "save_anything_except_these_names"
 
@@ -28,10 +28,11 @@ class NoopPolicy(Rule):
     checkpoint, so nothing is saved; compiled with optimization barriers (as on GPU and TPU) the
     checkpoint even costs more temp memory than no checkpoint at all.
 
-    `save_anything_except_these_names(*names)` looks like "save all but these", but in JAX 0.10.2
-    its body is `lambda *_, **__: True`: it ignores the names and saves everything, the names
-    included. `save_any_names_but_these` is the working factory (it saves only *named* values,
-    minus the given names).
+    `save_anything_except_these_names(*names)` looks like "save all but these", but since JAX
+    0.10.2 (the remat3 work; still so in 0.11.0) its body is `lambda *_, **__: True`: it ignores
+    the names and saves everything, the names included. Up to 0.10.1 it excluded the names, so
+    code written then silently lost its memory saving on upgrade. `save_any_names_but_these`
+    works (it saves only *named* values, minus the given names).
 
     Not reported in test files (`tests/`, `test_*.py`, `*_test.py`), where comparing policies is
     deliberate.
@@ -99,9 +100,9 @@ class NoopPolicy(Rule):
             if info is not None and info.name == _ANYTHING_EXCEPT:
                 self.report(
                     call,
-                    f"`{self.ctx.code(call.func)}(...)` ignores its names (in JAX 0.10.2 its body is "
-                    f"`lambda *_, **__: True`): it {SAVES_EVERYTHING}; to save only named values minus "
-                    "these, use `save_any_names_but_these`",
+                    f"`{self.ctx.code(call.func)}(...)` ignores its names since JAX 0.10.2 (its body is "
+                    "`lambda *_, **__: True`): as a policy it saves everything, these names included, like "
+                    "`everything_saveable`; to save only named values minus these, use `save_any_names_but_these`",
                 )
         for site in self.ctx.sites:
             value = site_policy(site)
