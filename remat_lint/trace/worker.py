@@ -129,9 +129,7 @@ class Session:
         if run.prepared is None and run.failure is not None and type(run.failure.exc).__name__ == "NoInputs":
             return  # nothing was traced: the search's own attempts say nothing about the findings
         for item in list(self.pending.values()):
-            owners = self.plan.owners(item.line, item.end_line)
-            lines = [n for d in owners for n in range(d.start, d.end + 1)] or list(item.span)
-            if not (run.reached(lines) or self.wraps_target(item, run)):
+            if not (run.reached(self.owner_lines(item.line, item.end_line)) or self.wraps_target(item, run)):
                 if run.prepared is None and run.failure is not None and type(run.failure.exc).__name__ != "NoInputs":
                     self.note(item, verdict("unconfirmed", f"target {run.name} could not be built: {run.failure.summary}"))
                 continue
@@ -142,6 +140,11 @@ class Session:
                 self.notes.setdefault(item.id, result)
             else:
                 self.decide(item, result)
+
+    def owner_lines(self, start: int, end: int) -> list[int]:
+        """The lines a target must run to reach ``start..end`` (those of the owning definitions)."""
+        owners = self.plan.owners(start, end)
+        return [n for d in owners for n in range(d.start, d.end + 1)] or list(range(start, end + 1))
 
     def wraps_target(self, item: Any, run: Any) -> bool:
         """REM101-REM104 at ``jax.value_and_grad(jax.checkpoint(loss))``: the target ``loss`` is named
@@ -193,8 +196,10 @@ class Session:
 
     def site_reports(self, run: Any) -> None:
         p = run.prepared
-        if run.failure is not None or p is None or not p.differentiate or not (self.sites - self.reported_sites):
+        if run.failure is not None or p is None or not p.differentiate:
             return
+        if not any(run.reached(self.owner_lines(line, line)) for line in self.sites - self.reported_sites):
+            return  # compiling a policy comparison is the expensive part: only for sites not yet reported
         try:
             from remat_lint.trace import residuals
         except ImportError:
