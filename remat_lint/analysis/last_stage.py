@@ -114,10 +114,10 @@ def _cheap(model: SemanticModel, node: cst.CSTNode, skip: cst.Call, after: list[
         if spelled is None:
             return False
         after.append(spelled)
-    elif isinstance(node, cst.BinaryOperation):
-        if isinstance(node.operator, cst.MatrixMultiply):
+    elif isinstance(node, (cst.BinaryOperation, cst.AugAssign)):
+        if isinstance(node.operator, (cst.MatrixMultiply, cst.MatrixMultiplyAssign)):
             return False
-        after.append(model.module.code_for_node(node.operator).strip())
+        after.append(model.module.code_for_node(node.operator).strip().rstrip("="))
     elif isinstance(node, (cst.BaseExpression, cst.BaseStatement, cst.BaseSmallStatement)) and not isinstance(
         node, (*_CHEAP_NODES, *_SIMPLE_TAIL)
     ):

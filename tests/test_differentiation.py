@@ -1,0 +1,228 @@
+"""The analysis behind REM101-REM103 and REM301: differentiated callables in every form, the
+flow-sensitive resolution of re-bound names, loop and vmap bodies, last stages, test code."""
+
+from __future__ import annotations
+
+import textwrap
+
+import libcst as cst
+import pytest
+
+from remat_lint.analysis.last_stage import last_stages
+from remat_lint.analysis.smoke_tests import in_smoke_test
+from remat_lint.context import LintContext
+
+
+def context(code: str) -> LintContext:
+    source = textwrap.dedent(code)
+    return LintContext("example.py", source, cst.parse_module(source))
+
+
+def differentiated(code: str) -> list[tuple[str, str, list[str], str | None]]:
+    """(api, kind, checkpoint sites wrapping the whole function, the function's name)."""
+    ctx = context(code)
+    found = []
+    for d in ctx.differentiations.all:
+        function = d.denoted.function
+        name = function.name.value if isinstance(function, cst.FunctionDef) else ("lambda" if function else None)
+        found.append((d.api.qname, d.api.kind, [ctx.code(s.node).strip() for s in d.denoted.sites], name))
+    return found
+
+
+# --- forms of differentiation ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("code", "expected"),
+    [
+        ("import jax\ng = jax.grad(jax.checkpoint(loss))", ("jax.grad", "grad", ["jax.checkpoint(loss)"], None)),
+        ("import jax as j\ng = j.value_and_grad(fun=j.checkpoint(loss))", ("jax.value_and_grad", "value_and_grad", ["j.checkpoint(loss)"], None)),
+        ("from jax import vjp, remat\nout = vjp(remat(f), x)", ("jax.vjp", "value_and_grad", ["remat(f)"], None)),
+        ("import jax\nj = jax.jacfwd(f)", ("jax.jacfwd", "forward", [], None)),
+        ("import jax\n@jax.grad\n@jax.checkpoint\ndef f(x):\n    return x", ("jax.grad", "grad", ["@jax.checkpoint"], "f")),
+        ("import jax\n@jax.checkpoint\n@jax.grad\ndef f(x):\n    return x", ("jax.grad", "grad", [], "f")),
+        ("import functools, jax\n@functools.partial(jax.value_and_grad, has_aux=True)\ndef f(x):\n    return x, x",
+         ("jax.value_and_grad", "value_and_grad", [], "f")),
+        ("import functools, jax\ng = functools.partial(jax.grad, argnums=1)(jax.checkpoint(f))", ("jax.grad", "grad", ["jax.checkpoint(f)"], None)),
+        ("from functools import partial\nimport jax\nG = partial(jax.grad, argnums=1)\ndef f(x):\n    return x\ng = G(f)", ("jax.grad", "grad", [], "f")),
+        ("from flax import nnx\n@nnx.grad(argnums=1)\ndef f(m, x):\n    return x", ("flax.nnx.grad", "grad", [], "f")),
+        ("from flax import nnx\ng = nnx.value_and_grad(argnums=1)(nnx.remat(f))", ("flax.nnx.value_and_grad", "value_and_grad", ["nnx.remat(f)"], None)),
+        ("import equinox as eqx\ng = eqx.filter_grad(eqx.filter_checkpoint(f))", ("equinox.filter_grad", "grad", ["eqx.filter_checkpoint(f)"], None)),
+        ("import haiku as hk\ng = hk.grad(hk.remat(f))", ("haiku.grad", "grad", ["hk.remat(f)"], None)),
+        ("import flax.linen as nn\ny = nn.grad(lambda mdl, x: mdl(x), self, x)", ("flax.linen.grad", "grad", [], "lambda")),
+        ("import jax\ng = jax.hessian(jax.checkpoint(lambda x: x))", ("jax.hessian", "hessian", ["jax.checkpoint(lambda x: x)"], "lambda")),
+    ],
+)
+def test_every_form_of_differentiation(code, expected):
+    assert differentiated(code) == [expected]
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "def grad(f):\n    return f\ng = grad(f)",  # a local function named grad
+        "import torch\ng = torch.autograd.grad(y, x)",
+        "import jax\ng = jax.grad",  # passed as a value
+        "from flax import nnx\ng = nnx.grad(argnums=1)",  # a factory, not applied
+        "import jax\ng = jax.grad(*args)",
+    ],
+)
+def test_not_a_differentiation(code):
+    assert differentiated(code) == []
+
+
+def test_partial_of_the_function_is_the_function():
+    code = "import functools, jax\n@jax.checkpoint\ndef loss(p, b):\n    return p\ng = jax.grad(functools.partial(loss, b=1))"
+    assert differentiated(code) == [("jax.grad", "grad", ["@jax.checkpoint"], "loss")]
+
+
+def test_lambda_calling_a_checkpoint_is_wrapped():
+    ctx = context("import jax\nck = jax.checkpoint(loss)\ng = jax.grad(lambda p: ck(p, x))")
+    (d,) = ctx.differentiations.all
+    assert d.denoted.sites == [] and [ctx.code(s.node) for s in d.denoted.wrapped] == ["jax.checkpoint(loss)"]
+
+
+# --- re-bound names -------------------------------------------------------------------------------
+
+REBOUND = """
+import jax
+
+def loss(p):
+    return p
+
+before = jax.grad(loss)
+loss = jax.checkpoint(loss)
+after = jax.grad(loss)
+
+def step(p):
+    return jax.grad(loss)(p)
+"""
+
+
+def test_the_binding_that_reaches_each_use():
+    assert differentiated(REBOUND) == [
+        ("jax.grad", "grad", [], "loss"),  # before the re-binding: the plain def
+        ("jax.grad", "grad", ["jax.checkpoint(loss)"], "loss"),
+        ("jax.grad", "grad", ["jax.checkpoint(loss)"], "loss"),  # a nested function runs later
+    ]
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "import jax\ndef loss(p):\n    return p\nif remat:\n    loss = jax.checkpoint(loss)\ng = jax.grad(loss)",
+        "import jax\ndef make(loss, remat):\n    loss = jax.checkpoint(loss)\n    return jax.grad(loss)",  # also a parameter
+        "import jax\ndef loss(p):\n    return p\nfor _ in range(2):\n    loss = jax.checkpoint(loss)\ng = jax.grad(loss)",
+    ],
+)
+def test_uncertain_bindings_denote_nothing(code):
+    assert [sites for _, _, sites, _ in differentiated(code)] == [[]]
+
+
+# --- loops ----------------------------------------------------------------------------------------
+
+LOOPS = """
+import functools
+import flax.linen as nn
+import jax
+from flax import nnx
+
+def body(c, x):
+    return c, x
+
+body = jax.checkpoint(body)
+a = jax.lax.scan(body, 0, xs)
+b = jax.lax.fori_loop(0, 3, jax.checkpoint(lambda i, c: c), 0)
+c = jax.lax.while_loop(cond, body_fun=jax.remat(step), init_val=0)
+d = nn.scan(nn.remat(Block), variable_axes={"params": 0})
+e = jax.lax.map(functools.partial(chunk, k=1), xs)
+f = jax.vmap(jax.checkpoint(per_example))
+g = jax.lax.scan(*args)
+
+@nnx.scan(in_axes=(nnx.Carry, 0))
+@nnx.remat
+def forward(x, layer):
+    return layer(x)
+"""
+
+
+def test_loop_bodies_and_their_checkpoints():
+    ctx = context(LOOPS)
+    bodies = [(b.api, b.kind, [ctx.code(s.node).strip() for s in b.denoted.sites]) for b in ctx.loops.bodies]
+    assert bodies == [
+        ("jax.lax.scan", "loop", ["jax.checkpoint(body)"]),
+        ("jax.lax.fori_loop", "loop", ["jax.checkpoint(lambda i, c: c)"]),
+        ("jax.lax.while_loop", "loop", ["jax.remat(step)"]),
+        ("flax.linen.scan", "loop", ["nn.remat(Block)"]),
+        ("jax.lax.map", "loop", []),
+        ("jax.vmap", "vmap", ["jax.checkpoint(per_example)"]),
+        ("flax.nnx.scan", "loop", ["@nnx.remat"]),
+    ]
+    loop_sites = [ctx.code(s.node).strip() for s in ctx.sites if ctx.loops.is_loop_body(s)]
+    assert "jax.checkpoint(per_example)" not in loop_sites  # vmap is not a loop
+    assert len(loop_sites) == 5 and ctx.loops.has_loops
+
+
+def test_code_that_runs_per_iteration():
+    ctx = context(
+        "import jax\ndef body(c, x):\n    return f(c), None\ny = jax.lax.scan(body, 0, xs)\n"
+        "for mb in mbs:\n    g(mb)\nz = [h(v) for v in vs]\nw = jax.vmap(k(1))\nonce = top(1)\n"
+    )
+    per_iteration = {ctx.code(c.func) for c in ctx.model.calls if ctx.loops.in_body(c)}
+    assert per_iteration == {"f", "g", "h", "k"}
+
+
+# --- last stages ----------------------------------------------------------------------------------
+
+
+def stages(body: str) -> list[tuple[str, list[str]]]:
+    code = "import jax\nimport jax.numpy as jnp\nimport optax\nck = jax.checkpoint(model)\n" + textwrap.dedent(body)
+    ctx = context(code)
+    function = next(i.node for i in ctx.model.functions.values() if isinstance(i.node, cst.FunctionDef))
+    return [(ctx.code(s.call), s.after) for s in last_stages(ctx.model, ctx.callables, function)]
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        ("def f(p, x):\n    return ck(p, x)\n", [("ck(p, x)", [])]),
+        ("def f(p, x):\n    y = ck(p, body(x))\n    e = y - 1\n    return jnp.mean(e ** 2), {'e': e}\n",
+         [("ck(p, body(x))", ["-", "jnp.mean", "**"])]),
+        ("def f(p, x, t):\n    return optax.softmax_cross_entropy(ck(p, x), t).mean()\n",
+         [("ck(p, x)", [".mean()", "optax.softmax_cross_entropy"])]),
+        ("def f(p, x):\n    y = ck(p, x)\n    y += 1\n    return y.sum()\n", [("ck(p, x)", ["+", ".sum()"])]),
+    ],
+)
+def test_last_stage_with_a_cheap_tail(body, expected):
+    assert stages(body) == expected
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "def f(p, x):\n    return head(ck(p, x))\n",  # an unknown function follows
+        "def f(p, x):\n    return jnp.sum(ck(p, x) @ p)\n",  # a matmul follows
+        "def f(p, x):\n    return jnp.einsum('ij,jk->ik', ck(p, x), p).sum()\n",
+        "def f(p, x):\n    y = ck(p, x)\n    return jnp.mean(x)\n",  # the result never reaches the return
+        "def f(p, x):\n    y = ck(p, x)\n    if y.ndim:\n        y = y + 1\n    return y\n",  # a branch follows
+        "def f(p, xs):\n    return sum(ck(p, x) for x in xs)\n",  # per chunk
+        "def f(p, x):\n    for w in p:\n        x = ck(w, x)\n    return x.sum()\n",  # in a loop
+        "def f(p, x):\n    return ck(p, x) + ck(p, -x)\n",  # another checkpoint follows
+    ],
+)
+def test_no_last_stage(body):
+    assert stages(body) == []
+
+
+# --- test code ------------------------------------------------------------------------------------
+
+
+def test_smoke_tests_are_test_code():
+    ctx = context(
+        "import jax\nfrom unittest import mock\nreal = jax.grad(f)\n"
+        "if __name__ == '__main__':\n    a = jax.grad(g)\nelse:\n    b = jax.grad(h)\n"
+        "def test_it():\n    jax.grad(k)\n"
+        "with mock.patch.object(jax, 'checkpoint', wraps=jax.checkpoint):\n    jax.grad(m)\n"
+    )
+    in_test = {ctx.code(d.target): in_smoke_test(ctx.model, d.node) for d in ctx.differentiations.all}
+    assert in_test == {"f": False, "g": True, "h": False, "k": True, "m": True}

@@ -1,0 +1,146 @@
+"""What REM101, REM102, REM103 and REM301 tell users about checkpoints around grad and loops,
+checked against the installed JAX: every number and claim in their messages, from compiled FLOPs
+and temp bytes (``tests/grad_costs.py``, run once in a subprocess with the optimization barriers
+kept, as on GPU/TPU), and the fixtures' code run for real."""
+
+from __future__ import annotations
+
+import json
+import os
+import runpy
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import lint
+
+jax = pytest.importorskip("jax")
+jnp = pytest.importorskip("jax.numpy")
+
+ROOT = Path(__file__).resolve().parent.parent
+KEEP_BARRIERS = "--xla_disable_hlo_passes=cse_barrier_expander"
+
+
+@pytest.fixture(scope="module")
+def costs() -> dict[str, list[dict[str, float]]]:
+    env = {**os.environ, "XLA_FLAGS": KEEP_BARRIERS, "JAX_PLATFORMS": "cpu"}
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "tests" / "grad_costs.py")], capture_output=True, text=True, env=env, timeout=600, check=False
+    )
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def message(code: str, rule: str) -> str:
+    findings = [f for f in lint(code, {rule}) if f.code == rule]
+    assert len(findings) == 1, findings
+    return findings[0].message
+
+
+def flops_increase(pair: list[dict[str, float]], i: int = 1) -> float:
+    return pair[i]["flops"] / pair[0]["flops"] - 1
+
+
+def same_temp(a: dict[str, float], b: dict[str, float]) -> bool:
+    return abs(a["temp"] - b["temp"]) <= 1024  # a few bytes of bookkeeping, no activations
+
+
+# --- REM101: the whole differentiated function checkpointed ------------------------------------
+
+
+def test_whole_function_checkpoint_is_a_no_op_under_grad(costs):
+    msg = message("import jax\ng = jax.grad(jax.checkpoint(loss))", "REM101")
+    assert "no-op: the compiled program is the same as without it, no memory saved" in msg
+    for kind in ("grad", "jacrev"):
+        without, checkpointed = costs[kind]
+        assert checkpointed["flops"] == without["flops"], kind
+        assert same_temp(checkpointed, without), kind
+
+
+def test_whole_function_checkpoint_runs_the_forward_twice_under_value_and_grad(costs):
+    for code in ("import jax\ng = jax.value_and_grad(jax.checkpoint(loss))", "import jax\nout = jax.vjp(jax.checkpoint(loss), x)"):
+        msg = message(code, "REM101")
+        assert "the forward pass runs twice" in msg and "+33-35 % FLOPs" in msg and "no memory is saved" in msg
+    for kind in ("value_and_grad", "vjp"):
+        without, checkpointed = costs[kind]
+        assert 0.325 <= flops_increase(costs[kind]) < 0.355, kind
+        assert same_temp(checkpointed, without), kind
+
+
+def test_whole_function_checkpoint_under_forward_mode_and_hessian(costs):
+    assert "forward mode keeps no residuals" in message("import jax\nj = jax.jacfwd(jax.checkpoint(f))", "REM101")
+    assert "saves no memory" in message("import jax\nh = jax.hessian(jax.checkpoint(f))", "REM101")
+    without, checkpointed = costs["jacfwd"]
+    assert checkpointed == without
+    without, checkpointed = costs["hessian"]
+    assert checkpointed["temp"] >= without["temp"]
+
+
+def test_a_policy_that_saves_matmuls_does_save_memory_on_a_whole_function(costs):
+    without, checkpointed = costs["grad dots_saveable"]
+    assert checkpointed["temp"] < 0.95 * without["temp"]  # why REM101 exempts such policies
+    code = "import jax\ng = jax.grad(jax.checkpoint(loss, policy=jax.checkpoint_policies.dots_saveable))"
+    assert lint(code, {"REM101"}) == []
+
+
+# --- REM102: the last stage before the loss -----------------------------------------------------
+
+
+def test_last_stage_checkpoint_saves_nothing(costs):
+    base = "import jax\nimport jax.numpy as jnp\nhead = jax.checkpoint(head)\ndef loss(p, x):\n    return jnp.mean(head(p, body(p, x)))\n"
+    assert "the checkpoint is a no-op (the compiled program is the same)" in message(base + "g = jax.grad(loss)", "REM102")
+    msg = message(base + "g = jax.value_and_grad(loss)", "REM102")
+    assert "+11 % FLOPs for the last 2 of 6 blocks, same temp" in msg
+    without, checkpointed = costs["last stage grad"]
+    assert checkpointed["flops"] == without["flops"] and same_temp(checkpointed, without)
+    without, checkpointed = costs["last stage value_and_grad"]
+    assert 0.10 <= flops_increase(costs["last stage value_and_grad"]) < 0.125
+    assert same_temp(checkpointed, without)
+
+
+# --- REM103: prevent_cse=False outside a loop ---------------------------------------------------
+
+
+def test_prevent_cse_false_outside_a_loop_loses_the_saving(costs):
+    msg = message("import jax\nb = jax.checkpoint(block, prevent_cse=False)\nfor p in ps:\n    x = b(p, x)", "REM103")
+    assert "saves no memory (measured: the same temp as no checkpoint) and still costs extra FLOPs" in msg
+    none, default, no_cse = costs["per layer"]
+    assert default["temp"] <= 0.2 * none["temp"]  # the doc: prevent_cse=True saves 80 %
+    assert no_cse["temp"] == none["temp"]
+    assert 0.13 <= flops_increase(costs["per layer"], 2) < 0.16  # the doc: about 14 % more FLOPs
+
+
+# --- REM301: a scan over layers without a checkpointed body ---------------------------------------
+
+
+def test_unchecked_scan_body_keeps_every_layer(costs):
+    code = "import jax\ndef layer(c, p):\n    return c @ p, None\ndef f(ps, x):\n    return jax.lax.scan(layer, x, ps)[0].sum()\ng = jax.grad(f)"
+    msg = message(code, "REM301")
+    assert "5-7x the temp memory of a checkpointed body, which costs about +17 % FLOPs" in msg
+    without, checkpointed = costs["scan"]
+    assert 5 <= without["temp"] / checkpointed["temp"] <= 7.5
+    assert 0.15 <= flops_increase(costs["scan"]) < 0.19
+
+
+# --- fixtures -------------------------------------------------------------------------------------
+
+
+def test_flagged_fixture_code_is_valid_jax():
+    """REM101 and REM102 are about cost, not errors: the flagged code runs and agrees with the
+    unchecked gradients."""
+    rem101 = runpy.run_path(str(ROOT / "fixtures/rem101_checkpoint_whole_loss.py"))
+    ps, x, y = [jnp.eye(4) * 0.5] * 2, jnp.ones((3, 4)), jnp.zeros((3, 4))
+    expected = jax.grad(rem101["mse"])(ps, x, y)
+    for got in (rem101["grad_decorated"](ps, x, y), rem101["step_with_lambda"](ps, x, y)[1]):
+        assert all(jnp.allclose(a, b) for a, b in zip(got, expected))
+    rem102 = runpy.run_path(str(ROOT / "fixtures/rem102_checkpoint_last_stage.py"))
+    params = {"encoder": ps, "head": ps, "decoder": ps}
+    assert rem102["train_step"](params, x, jnp.zeros(3, dtype=jnp.int32))[0].shape == ()
+    assert set(rem102["regression_grads"](params, x, y)) == {"encoder", "decoder", "head"}
+
+
+def test_quiet_fixture_is_correct_code(capsys):
+    runpy.run_path(str(ROOT / "fixtures/quiet/differentiation_and_loops.py"), run_name="__main__")
+    assert capsys.readouterr().out.strip().endswith("ok")
