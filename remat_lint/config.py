@@ -8,6 +8,7 @@ ignore wins a tie). ``per-file-ignores`` maps globs to codes.
 from __future__ import annotations
 
 import fnmatch
+import functools
 import os
 import sys
 from dataclasses import dataclass, field
@@ -103,10 +104,13 @@ class Settings:
     # --- paths ---------------------------------------------------------------------------------
 
     def relative(self, path: str) -> PurePosixPath:
-        try:
-            return PurePosixPath(Path(os.path.abspath(path)).relative_to(self.root.resolve()).as_posix())
-        except ValueError:
-            return PurePosixPath(Path(path).as_posix())
+        # String operations: this runs for every file and directory walked (pathlib's
+        # resolve/relative_to made it the slowest part of a warm run).
+        root = _resolved(self.root)
+        full = os.path.abspath(path)
+        prefix = root if root.endswith(os.sep) else root + os.sep
+        rel = full[len(prefix):] if full.startswith(prefix) else (path if full != root else ".")
+        return PurePosixPath(rel.replace(os.sep, "/") if os.sep != "/" else rel)
 
     def matches(self, path: str, globs: Iterable[str]) -> bool:
         """ruff/gitignore-like matching: a glob with a slash matches the root-relative path (and
@@ -135,6 +139,11 @@ class Settings:
 
     def is_test_file(self, path: str) -> bool:
         return self.matches(path, self.test_paths)
+
+
+@functools.lru_cache(maxsize=8)
+def _resolved(root: Path) -> str:
+    return str(root.resolve())
 
 
 def _specificity(code: str, selectors: Iterable[str]) -> int:

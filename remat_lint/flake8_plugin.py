@@ -19,13 +19,13 @@ from remat_lint.results import PARSE_ERROR
 OFF_BY_DEFAULT = [rule.code for rule in rule_index() if not rule.default_enabled]
 # Project-wide rules (REM008: names declared in other files) cannot be decided one file at a time.
 PER_FILE_CODES = frozenset(rule.code for rule in rule_index() if not rule.project_wide)
-_WORDS = frozenset(word for rule in rule_index() if rule.code in PER_FILE_CODES for word in rule.prefilter_words)
 
 
 class Plugin:
     name = "remat-lint"
     version = __version__
     test_paths: tuple[str, ...] = ()
+    codes = PER_FILE_CODES  # the rules flake8 will report (parse_options)
 
     def __init__(self, tree: ast.AST, lines: list[str], filename: str) -> None:
         self.tree = tree
@@ -36,17 +36,31 @@ class Plugin:
     def add_options(cls, option_manager: Any) -> None:
         option_manager.extend_default_ignore(OFF_BY_DEFAULT)
 
+    @classmethod
+    def parse_options(cls, options: Any) -> None:
+        """Run only the rules flake8 will report: an unselected rule's prefilter words (REM301:
+        "scan") would make files worth a parse for nothing."""
+        try:
+            from flake8.style_guide import Decision, DecisionEngine
+
+            decide = DecisionEngine(options).decision_for
+            cls.codes = frozenset(code for code in PER_FILE_CODES if decide(code) is Decision.Selected)
+        except Exception:  # another flake8 version: run every rule, flake8 filters
+            cls.codes = PER_FILE_CODES
+
     def run(self) -> Iterator[tuple[int, int, str, type]]:
-        # flake8 filters codes after the run; every rule runs and the prefilter keeps that cheap.
         # The same prefilter as the CLI, on flake8's lines and tree: most files end here, and
         # libcst (0.3 s to import) is imported only when a file passes.
+        if not self.codes:
+            return
         source = "".join(self.lines)
-        if not prefilter_for(_WORDS).keeps(source, self.tree):
+        words = frozenset(w for rule in rule_index() if rule.code in self.codes for w in rule.prefilter_words)
+        if not prefilter_for(words).keeps(source, self.tree):
             return
         try:
             from remat_lint.engine import lint_source
 
-            result = lint_source(self.filename, source, PER_FILE_CODES, apply_noqa=False,
+            result = lint_source(self.filename, source, self.codes, apply_noqa=False,
                                  is_test_file=_is_test_file(self.filename), tree=self.tree)
             findings = result.findings
         except Exception as exc:  # never abort the user's flake8 run

@@ -5,11 +5,12 @@ file is parsed only when it could hold a finding. Rules find remat APIs only thr
 semantic model resolves from imports, so a file can hold a finding only if an identifier (never a
 comment or string) names one of the APIs in ``apis.py``:
 
-1. a rule's ``prefilter_words`` as a whole word, any case, anywhere keeps the file (rules that
-   declare words may look at strings and comments, e.g. REM005's ``"JAX_NEW_CHECKPOINT"``);
-2. otherwise ``remat``/``checkpoint`` must occur (substring test), then one of the API tokens
-   (``remat``, ``checkpoint``, ``ad_checkpoint``... derived from ``apis.py``) as a whole word
-   ("save_checkpoint" and "checkpoints" do not count);
+1. a rule's ``prefilter_words`` as a whole word, in lower or upper case, anywhere keeps the file
+   (rules that declare words may look at strings and comments, e.g. REM005's
+   ``"JAX_NEW_CHECKPOINT"``);
+2. otherwise one of the API tokens (``remat``, ``checkpoint``, ``ad_checkpoint``... derived
+   from ``apis.py``) must occur as a whole word ("save_checkpoint" and "checkpoints" do not
+   count);
 3. ``ast``: an identifier holding an API token could resolve to an API: an import of one, an
    attribute chain whose root is imported from one, or a name the semantic model might alias
    (assigned, or brought in by ``import *``). Names bound only to other imports
@@ -23,7 +24,6 @@ which reports the error.
 from __future__ import annotations
 
 import ast
-import re
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Iterable
@@ -57,17 +57,14 @@ class Verdict:
 class Prefilter:
     def __init__(self, words: Iterable[str] = ()) -> None:
         self.words = tuple(sorted(set(words)))
-        self._api = re.compile(r"\b(?:%s)\b" % "|".join(sorted(API_TOKENS)))
-        self._words = re.compile(r"\b(?:%s)\b" % "|".join(map(re.escape, self.words)), re.I) if self.words else None
+        self._spellings = frozenset(spelling for w in self.words for spelling in (w.lower(), w.upper()))
 
     def textual(self, source: str) -> bool | None:
         """Stages 1-2: False when the file cannot hold a finding, True when a rule's word keeps
         it, None when stage 3 decides."""
-        if self._words is not None and self._words.search(source):
+        if self._spellings and _has_word(source, self._spellings, self._spellings):
             return True
-        if not any(s in source for s in _SUBSTRINGS) or not self._api.search(source):
-            return False
-        return None
+        return None if _has_word(source, _SUBSTRINGS, API_TOKENS) else False
 
     def check(self, source: str, tree: ast.AST | None = None) -> Verdict:
         """All stages; ``tree`` is the file's ``ast`` when already parsed (flake8 gives it).
@@ -100,6 +97,27 @@ class Prefilter:
 
 _NESTING_MESSAGE = "too deeply nested to parse"
 _NESTING_ERRORS = ("too many nested parentheses", "too many levels of indentation")
+
+
+def _has_word(source: str, substrings: Iterable[str], words: frozenset[str]) -> bool:
+    """Whether an identifier-like word in ``words`` occurs in ``source``, found through one of
+    ``substrings`` (str.find is ~50x faster than an equivalent ``\\b(?:...)\\b`` regex)."""
+    for sub in substrings:
+        i = source.find(sub)
+        while i != -1:
+            start, end = i, i + len(sub)
+            while start and _is_word_char(source[start - 1]):
+                start -= 1
+            while end < len(source) and _is_word_char(source[end]):
+                end += 1
+            if source[start:end] in words:
+                return True
+            i = source.find(sub, end)
+    return False
+
+
+def _is_word_char(char: str) -> bool:
+    return char.isalnum() or char == "_"
 
 
 def _may_reference_api(tree: ast.AST) -> bool:

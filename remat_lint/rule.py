@@ -61,7 +61,7 @@ class Rule:
     name: ClassVar[str]
     severity: ClassVar[Severity]
     default_enabled: ClassVar[bool] = True
-    # Words (whole words, any case, anywhere in the text) whose presence makes a file worth parsing
+    # Words (whole words, lower or upper case, anywhere in the text) whose presence makes a file worth parsing
     # for this rule although it names no remat API (remat_lint/prefilter.py). Rules about remat
     # sites need none: every file that names an API is parsed. Each word costs parse time.
     prefilter_words: ClassVar[tuple[str, ...]] = ()

@@ -85,7 +85,7 @@ def test_keeps_api_uses(source):
     assert Prefilter().keeps(source)
 
 
-def test_rule_words_match_anywhere_any_case():
+def test_rule_words_match_anywhere_lower_or_upper_case():
     assert Prefilter(["jax_new_checkpoint"]).keeps("import os\nos.environ['JAX_NEW_CHECKPOINT'] = '1'\n")
     assert not Prefilter(["jax_new_checkpoint"]).keeps("import os\nos.environ['JAX_NEW_CHECKPOINT_X'] = '1'\n")
 
