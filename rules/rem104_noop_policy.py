@@ -77,6 +77,8 @@ class NoopPolicy(Rule):
         "import jax\ndef policy(prim, *args, **params):\n    if prim.name == 'dot_general':\n        return True\n"
         "g = jax.checkpoint(f, policy=policy)",
         "import jax\nfrom myproject import everything_saveable\ng = jax.checkpoint(f, policy=everything_saveable)",
+        "import jax\ndef save_all_but_x(prim, *args, **params):\n    if prim.name == 'name':\n        return params['name'] != 'x'\n"
+        "    return True\ng = jax.checkpoint(f, policy=save_all_but_x)",
     ]
     INVALID = [
         Invalid("import jax\ng = jax.checkpoint(f, policy=jax.checkpoint_policies.everything_saveable)"),

@@ -69,11 +69,10 @@ def constant_return(model: SemanticModel, expr: cst.BaseExpression) -> tuple[boo
     returns: list[cst.Return] = []
     if not _collect_returns(definition.body, returns):
         return None  # a generator
+    # One entry per distinct returned constant; None marks a return of anything else.
     values = {_constant(r.value) if r.value is not None else (None,) for r in returns}
-    if not _falls_through(definition.body):
-        values.discard(None)  # no implicit ``return None`` at the end
-    else:
-        values.add((None,))
+    if _falls_through(definition.body):
+        values.add((None,))  # the implicit ``return None`` at the end
     if len(values) != 1 or None in values:
         return None
     (value,) = values
