@@ -102,7 +102,8 @@ class Bodies:
     def helpers(self, function: Function) -> Iterator[HelperCall]:
         """Same-module functions reached from ``function`` (transitively), each with the call in
         ``function`` through which it is first reached. Checkpointed functions are left out:
-        they are analysed as bodies of their own."""
+        they are analysed as bodies of their own, and so are functions nested in one already
+        walked (``nodes`` includes them: their statements are reported where they are)."""
         seen = {id(function)}
         for call in self.calls(function):
             start = self.callee(call)
@@ -111,11 +112,14 @@ class Bodies:
             stack = [start]
             while stack:
                 current = stack.pop()
-                if id(current) in seen or id(current) in self._checkpointed:
+                if id(current) in seen or id(current) in self._checkpointed or self._nested_in(current, seen):
                     continue
                 seen.add(id(current))
                 yield HelperCall(call, current)
                 stack.extend(c for c in map(self.callee, self.calls(current)) if c is not None)
+
+    def _nested_in(self, function: Function, walked: set[int]) -> bool:
+        return any(id(a) in walked for a in self.model.ancestors(function))
 
     def callee(self, call: cst.Call) -> Function | None:
         """The same-module function ``call`` certainly calls: a name bound once to a def or lambda
