@@ -20,10 +20,12 @@ _CODE_SPLIT = re.compile(r"[,\s]+")
 ALL = None  # a blanket suppression
 
 
-def _codes(text: str | None) -> frozenset[str] | None:
+def _codes(text: str | None, fold: bool = True) -> frozenset[str] | None:
+    """The codes a suppression names; inline codes keep their case (flake8 compares them as written,
+    so ``# noqa: rem001`` suppresses nothing there, and must not here either)."""
     if text is None:
         return ALL
-    return frozenset(code.upper() for code in _CODE_SPLIT.split(text) if code)
+    return frozenset(code.upper() if fold else code for code in _CODE_SPLIT.split(text) if code)
 
 
 def _matches(code: str, codes: frozenset[str] | None) -> bool:
@@ -59,7 +61,7 @@ def _inline(source: str) -> dict[int, frozenset[str] | None]:
     def add(first: int, last: int) -> None:
         match = NOQA_INLINE.search("".join(lines[first - 1 : last]))
         if match is not None:
-            codes = _codes(match.group("codes"))
+            codes = _codes(match.group("codes"), fold=False)
             for row in range(first, last + 1):
                 result[row] = codes
 

@@ -132,6 +132,15 @@ def test_noqa_on_multiline_statements_matches_flake8(project):
     assert [line.split(":")[:3] for line in flake8.splitlines()] == [line.split(":")[:3] for line in cli.splitlines()]
 
 
+def test_noqa_codes_are_case_sensitive_as_in_flake8(project):
+    # flake8 compares the codes as written: ``# NOQA: rem001`` suppresses nothing there, nor here.
+    (project / "c.py").write_text("import jax\na = jax.checkpoint(f, policy='x')  # NOQA: rem001\n")
+    cli = run("--select", "REM001", "--output-format", "concise", "c.py", cwd=project).stdout
+    flake8 = subprocess.run([sys.executable, "-m", "flake8", "--isolated", "--select=REM001", "c.py"],
+                            cwd=project, capture_output=True, text=True).stdout
+    assert [line.split(":")[1] for line in cli.splitlines()] == ["2"]
+    assert [line.split(":")[:3] for line in flake8.splitlines()] == [line.split(":")[:3] for line in cli.splitlines()]
+
 def test_file_level_noqa(project):
     (project / "f.py").write_text("# remat-lint: noqa: REM001\n" + BAD)
     assert run("f.py", cwd=project).returncode == 0
