@@ -178,3 +178,16 @@ def test_flax_targets_are_initialised_abstractly(tmp_path: Path):
     assert got["REM004"]["evidence"]["stage"] == "build"  # abstract init of Broken
     assert got["REM203"]["status"] == "confirmed"
     assert "under grad of MLP.apply(" in got["REM203"]["reason"]
+
+
+def test_a_target_in_another_module_of_a_src_layout_reaches_the_finding(tmp_path: Path):
+    pkg = tmp_path / "src" / "pkg"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "model.py").write_text(BAD_POLICY.replace("# remat-lint: trace(f32[8,8])\n", ""))
+    (pkg / "train.py").write_text("import jax.numpy as jnp\n\nfrom pkg.model import block\n\n\n"
+                                  "def loss(x):\n    return jnp.mean(block(x) ** 2)\n")
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.remat-lint]\n[[tool.remat-lint.trace.targets]]\nfunction = "pkg.train:loss"\nargs = ["f32[4,4]"]\n')
+    proc = lint("--trace", "--output-format", "json", ".", cwd=tmp_path)
+    assert traces(proc)["model.py"]["reason"] == "TypeError: 'str' object is not callable (grad: grad of loss(f32[4,4]))"

@@ -119,8 +119,9 @@ def project_root(path: str, settings: Settings) -> Path:
     """The directory the module is imported from: the config's directory when it contains the
     file, else the first ancestor that is not a package."""
     file = Path(path).resolve()
-    if settings.config_file is not None and settings.root.resolve() in file.parents:
-        return settings.root.resolve()
+    root = settings.root.resolve()
+    if settings.config_file is not None and root in file.parents:
+        return root / "src" if root / "src" in file.parents else root  # the src layout imports from src/
     directory = file.parent
     while (directory / "__init__.py").is_file() and directory.parent != directory:
         directory = directory.parent
