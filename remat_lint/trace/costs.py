@@ -255,7 +255,10 @@ def _bytes(n: float) -> str:
 
 
 def _flops(n: float) -> str:
-    return f"{n / 1e9:.3f} GFLOP"
+    for scale, unit in ((1e12, "TFLOP"), (1e9, "GFLOP"), (1e6, "MFLOP")):
+        if abs(n) >= scale:
+            return f"{n / scale:.2f} {unit}"
+    return f"{n:.0f} FLOP"
 
 
 def _unconfirmed(reason: str) -> dict[str, Any]:

@@ -14,7 +14,7 @@ import ast
 import functools
 import os
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -234,9 +234,3 @@ def display_path(loc: Loc | None) -> tuple[str | None, int | None]:
     except ValueError:
         pass
     return path, loc[1]
-
-
-def iter_site_eqns(sites: Sequence[Site]) -> Iterator[tuple[int, core.JaxprEqn]]:
-    for i, site in enumerate(sites):
-        for eqn in site.eqns:
-            yield i, eqn
