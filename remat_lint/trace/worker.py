@@ -28,6 +28,14 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import jax
+
+from remat_lint.trace import build
+from remat_lint.trace import evidence as ev
+from remat_lint.trace.evidence import Item, Run, failure, judge_import, verdict
+from remat_lint.trace.inputs import inline_targets, parse_targets, suggestion
+from remat_lint.trace.plan import Definition, plan_module
+
 AUTO_TARGETS = 6  # functions tried by jaxtyping / shape search per module
 MEMORY_CODES = frozenset({"REM101", "REM102", "REM103", "REM104"})
 
@@ -43,9 +51,6 @@ def main() -> int:
 
 class Session:
     def __init__(self, request: dict[str, Any], emit: Callable[[dict[str, Any]], Any]) -> None:
-        from remat_lint.trace.evidence import Item
-        from remat_lint.trace.plan import plan_module
-
         self.request = request
         self.emit = emit
         self.path = str(Path(request["path"]).resolve())
@@ -61,14 +66,9 @@ class Session:
         self.module_ref = ".".join(rel.parts[:-1] if rel.name == "__init__" else rel.parts)
 
     def run(self) -> None:
-        import jax
-
-        from remat_lint.trace.build import import_module
-        from remat_lint.trace.evidence import failure, judge_import
-
         self.emit({"backend": jax.default_backend(), "xla_flags": os.environ.get("XLA_FLAGS", "")})
         try:
-            module = import_module(self.path, self.root)
+            module = build.import_module(self.path, self.root)
         except BaseException as exc:  # SystemExit and friends from user code too
             fail = failure("import", exc, self.path)
             for item in self.items:
@@ -79,19 +79,15 @@ class Session:
             run.execute()
             self.judge_all(run)
             self.site_reports(run)
-            if not self.pending:
+            if not self.pending and not self.sites - self.reported_sites:
                 break
         for item in list(self.pending.values()):
             self.decide(item, self.notes.get(item.id) or self.no_inputs(item))
 
     # --- targets ------------------------------------------------------------------------------------
 
-    def runs(self, module: Any, tried: set[str]) -> Iterator[Any]:
-        from remat_lint.trace import build
-        from remat_lint.trace.evidence import Run
-        from remat_lint.trace.inputs import inline_targets, parse_targets
-
-        def make(name: str, factory: Callable[[], Any]) -> Run:
+    def runs(self, module: Any, tried: set[str]) -> Iterator[Run]:
+        def make(name: str, factory: Callable[[], build.Prepared]) -> Run:
             tried.add(name)
             return Run(name, self.path, factory, target_name=name)
 
@@ -112,9 +108,9 @@ class Session:
         for d in self.auto_candidates(tried)[:AUTO_TARGETS]:
             yield make(d.name, lambda d=d: build.searched(d.name, d.params, module, d.differentiates))
 
-    def auto_candidates(self, tried: set[str]) -> list[Any]:
+    def auto_candidates(self, tried: set[str]) -> list[Definition]:
         """Functions that own an undecided finding or a site, then the functions calling them."""
-        owners: dict[str, Any] = {}
+        owners: dict[str, Definition] = {}
         for start, end in [(i.line, i.end_line) for i in self.pending.values()] + [(s, s) for s in self.sites]:
             for d in self.plan.owners(start, end):
                 owners.setdefault(d.name, d)
@@ -123,9 +119,7 @@ class Session:
 
     # --- judging ----------------------------------------------------------------------------------------
 
-    def judge_all(self, run: Any) -> None:
-        from remat_lint.trace.evidence import verdict
-
+    def judge_all(self, run: Run) -> None:
         if run.prepared is None and run.failure is not None and type(run.failure.exc).__name__ == "NoInputs":
             return  # nothing was traced: the search's own attempts say nothing about the findings
         for item in list(self.pending.values()):
@@ -146,7 +140,7 @@ class Session:
         owners = self.plan.owners(start, end)
         return [n for d in owners for n in range(d.start, d.end + 1)] or list(range(start, end + 1))
 
-    def wraps_target(self, item: Any, run: Any) -> bool:
+    def wraps_target(self, item: Item, run: Run) -> bool:
         """REM101-REM104 at ``jax.value_and_grad(jax.checkpoint(loss))``: the target ``loss`` is named
         there (compiled-cost checks wrap it as the line does)."""
         if item.code not in MEMORY_CODES or run.prepared is None:
@@ -155,9 +149,7 @@ class Session:
         lines = self.source.splitlines()[item.line - 1 : item.end_line]
         return any(re.search(rf"\b{re.escape(name)}\b", line) for line in lines)
 
-    def judge(self, item: Any, run: Any) -> dict[str, Any] | None:
-        from remat_lint.trace import evidence as ev
-
+    def judge(self, item: Item, run: Run) -> dict[str, Any] | None:
         code = item.code
         if run.failure is not None and not (code == "REM201" and run.failure.stage == "grad"):
             return ev.judge_error(item, run)
@@ -174,15 +166,13 @@ class Session:
                 return ev.judge_static_argnames(item, run)
             result = ev.judge_error(item, run)
         except Exception as exc:  # a bug in an evidence check must not hide the other findings
-            return ev.verdict("unconfirmed", f"evidence check failed: {type(exc).__name__}: {exc}")
+            return verdict("unconfirmed", f"evidence check failed: {type(exc).__name__}: {exc}")
         if result is None:
-            return ev.verdict("unconfirmed", f"{run.name} traced without error; {code} describes a silent "
+            return verdict("unconfirmed", f"{run.name} traced without error; {code} describes a silent "
                               "misuse that tracing cannot show", target=run.name)
         return result
 
-    def memory(self, item: Any, run: Any) -> dict[str, Any]:
-        from remat_lint.trace.evidence import verdict
-
+    def memory(self, item: Item, run: Run) -> dict[str, Any]:
         try:
             from remat_lint.trace import costs
         except ImportError:
@@ -194,7 +184,7 @@ class Session:
         argnums = tuple(range(len(p.args)))
         return costs.memory_evidence(self.source, p.fun, p.args, p.kwargs, item.line, argnums, rule=item.code)
 
-    def site_reports(self, run: Any) -> None:
+    def site_reports(self, run: Run) -> None:
         p = run.prepared
         if run.failure is not None or p is None or not p.differentiate:
             return
@@ -218,25 +208,20 @@ class Session:
 
     # --- results ------------------------------------------------------------------------------------------
 
-    def decide(self, item: Any, result: dict[str, Any]) -> None:
+    def decide(self, item: Item, result: dict[str, Any]) -> None:
         self.pending.pop(item.id, None)
         self.emit({"finding": item.id, "trace": result})
 
-    def note(self, item: Any, result: dict[str, Any]) -> None:
+    def note(self, item: Item, result: dict[str, Any]) -> None:
         self.notes.setdefault(item.id, result)
 
     def note_all(self, name: str, reason: str) -> None:
-        from remat_lint.trace.evidence import verdict
-
         d = self.plan.definitions.get(name)
         for item in self.pending.values():
             if d and d.start <= item.line <= d.end:
                 self.note(item, verdict("unconfirmed", reason))
 
-    def no_inputs(self, item: Any) -> dict[str, Any]:
-        from remat_lint.trace.evidence import verdict
-        from remat_lint.trace.inputs import suggestion
-
+    def no_inputs(self, item: Item) -> dict[str, Any]:
         owners = [d for d in self.plan.owners(item.line, item.end_line)]
         functions = [d for d in [*owners, *self.plan.callers({d.name for d in owners})] if d.kind == "function"]
         if not functions:
