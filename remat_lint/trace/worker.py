@@ -94,10 +94,10 @@ class Session:
         specs, _ = parse_targets(self.request.get("trace", {}), Path(self.request.get("config_root") or self.root))
         stem = Path(self.path).stem
         for spec in specs:
-            local = Path(spec.path).resolve() == Path(self.path)
-            if local or stem in Path(spec.path).read_text(encoding="utf-8", errors="replace"):
+            text = self.source if Path(spec.path).resolve() == Path(self.path) else Path(spec.path).read_text(encoding="utf-8")
+            if text is self.source or re.search(rf"\b{re.escape(stem)}\b", text):  # defined here, or imports this module
                 name = spec.ref.split(":")[-1].split(".")[0]
-                d = self.plan.definitions.get(name) if local else None
+                d = self.plan.definitions.get(name) if text is self.source else _definition(text, name)
                 yield make(name, lambda spec=spec, d=d: build.from_spec(spec, module, bool(d and d.differentiates)))
         for target in inline_targets(self.source):
             d = self.plan.definitions.get(target.name)
@@ -230,6 +230,13 @@ class Session:
                            "(for a Flax Module: module = \"pkg.mod:Class\", module_args, init_args)")
         d = functions[0]
         return verdict("unconfirmed", "no abstract inputs: " + suggestion(self.module_ref, d.name, d.params or ["x"]))
+
+
+def _definition(source: str, name: str) -> Definition | None:
+    try:
+        return plan_module(source).definitions.get(name)
+    except (SyntaxError, ValueError):  # importing it will say what is wrong
+        return None
 
 
 if __name__ == "__main__":
