@@ -200,11 +200,16 @@ class BadStaticArgnums(Rule):
                 f"index {selection.index} is past the last argument of `{name}`{hint}: `{api}` silently ignores it, "
                 "so nothing becomes static"
             )
+        raised = (
+            "Positional argument indices, e.g. for static_argnums, must have value greater than or equal to "
+            "-len(args) ...`"
+            if selection.index < 0
+            else "the static_argnums argument ... can only take integer values ... less than len(args)`"
+        )
         return (
             f"index {selection.index} is out of range: `{name}` takes {count} positional argument"
             f"{'s' if count != 1 else ''}{' counting `self`' if convention(fn.site) == 'flax-self' else ''}, so every "
-            "call raises `ValueError: the static_argnums argument ... can only take integer values ... less than "
-            "len(args)`"
+            f"call raises `ValueError: {raised}"
         )
 
     def _off_by_one(self, site: RematSite, indices: tuple[int, ...], fn: CheckpointedFunction) -> list[str]:

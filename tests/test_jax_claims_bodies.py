@@ -23,7 +23,7 @@ nnx = pytest.importorskip("flax.nnx")
 eqx = pytest.importorskip("equinox")
 io_callback = pytest.importorskip("jax.experimental").io_callback
 
-from tests.helpers import fix_all  # noqa: E402
+from tests.helpers import fix_all, lint  # noqa: E402
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 KEY = jax.random.key(0)
@@ -214,6 +214,12 @@ def test_rem011_fixture_flagged_code_fails_and_quiet_code_runs():
     f.last_attention(X, X, X, True)
 
 
+def test_a_negative_index_before_the_first_argument_raises_value_error():
+    # REM011 quotes this text for negative indices; a defaulted parameter does not change it.
+    with pytest.raises(ValueError, match="greater than or equal to -len\\(args\\)"):
+        load_fixture("rem011_bad_static_argnums").first_from_end(X, X, X, True)
+
+
 def test_nn_remat_maps_0_and_negative_indices_onto_its_internals():
     class Last(nn.Module):
         @nn.compact
@@ -225,6 +231,17 @@ def test_nn_remat_maps_0_and_negative_indices_onto_its_internals():
         init_and_grad(nn.remat(Last, static_argnums=(-1,))(), X, True)
     with pytest.raises(TRACER_BOOL):
         init_and_grad(nn.remat(Last, static_argnums=(0,))(), X, True)  # 0 is self: nothing becomes static
+    for internal in (-4, -5):  # shifted onto Flax's groups: not out of range (no ValueError)
+        with pytest.raises(TRACER_BOOL):
+            init_and_grad(nn.remat(Last, static_argnums=(internal,))(), X, True)
+    with pytest.raises(ValueError, match="greater than or equal to -len\\(args\\)"):
+        init_and_grad(nn.remat(Last, static_argnums=(-6,))(), X, True)
+    source = (
+        "import flax.linen as nn\nclass Last(nn.Module):\n    def __call__(self, x, flag: bool):\n        return x\n"
+        "A = nn.remat(Last, static_argnums=(-4,))\nB = nn.remat(Last, static_argnums=(-6,))\n"
+    )
+    messages = [f.message for f in lint(source, {"REM011"})]
+    assert len(messages) == 2 and "out of range" not in messages[0] and "out of range" in messages[1]
     with pytest.raises(TRACER_BOOL):
         init_and_grad(nn_partitioning.remat(Last, static_argnums=(-1,))(), X, True)  # ignored
     init_and_grad(nn_partitioning.remat(Last, static_argnums=(1,))(), X, True)

@@ -78,7 +78,7 @@ class Selection:
     param: cst.Param | None  # the parameter made static; None when none certainly is
     # Why nothing (or something surprising) is selected:
     # "receiver": nn.remat index 0, the Module itself (Flax makes its RNG groups static);
-    # "internal": nn.remat -1 (Flax's variable groups);
+    # "internal": nn.remat -1, or a negative index past the first argument (Flax's variable or RNG groups);
     # "out-of-range": beyond the parameters (jax, nn.remat: ValueError at call; nn_partitioning: ignored);
     # "negative-ignored": nn_partitioning ignores negative indices;
     # "shifted": a negative nn.remat index, which Flax shifts by one;
@@ -101,6 +101,8 @@ def select(site: RematSite, fn: CheckpointedFunction, index: int) -> Selection:
             return Selection(index, None, "internal")
         if index < 0:
             shifted = _from_end(fn, index + 1)
+            if shifted.issue == "out-of-range" and -(index + 1) <= len(fn.args) + 2:
+                return Selection(index, None, "internal")  # lands on Flax's variable or RNG groups
             return Selection(index, shifted.param, "shifted" if shifted.param is not None else shifted.issue)
         index_in_args = index - 1
         if index_in_args < len(args):
@@ -118,12 +120,15 @@ def _beyond(fn: CheckpointedFunction) -> Literal["out-of-range", "unknown"]:
 
 def _from_end(fn: CheckpointedFunction, index: int) -> Selection:
     """A negative index counts from the last argument passed: certain only when every positional
-    parameter must be passed (no defaults, no ``*args``)."""
+    parameter must be passed (no defaults, no ``*args``); past the first parameter whatever the
+    call passes when there is no ``*args``."""
     args = fn.args
-    if fn.star_args or any(p.default is not None for p in args):
+    if fn.star_args:
         return Selection(index, None, "unknown")
     if -index > len(args):
         return Selection(index, None, "out-of-range")
+    if any(p.default is not None for p in args):
+        return Selection(index, None, "unknown")
     return Selection(index, args[index])
 
 
