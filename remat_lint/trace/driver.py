@@ -11,6 +11,7 @@ instead this process polls the worker's resident set size and kills it above the
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import signal
@@ -78,6 +79,8 @@ def options_from(settings: Settings, timeout: float | None, backend: str | None)
 
 def trace(findings: list[Finding], files: list[str], settings: Settings, options: TraceOptions) -> TraceOutcome:
     """Set ``trace`` on every finding of the modules that have findings or checkpoint sites."""
+    if importlib.util.find_spec("jax") is None:
+        raise ConfigError("--trace needs JAX in this environment: pip install 'remat-lint[trace]'")
     outcome = TraceOutcome(warnings=list(options.warnings))
     _, problems = parse_targets(settings.trace, settings.root)
     outcome.warnings.extend(problems)
@@ -186,7 +189,11 @@ def run_worker(request: dict[str, Any], root: Path, options: TraceOptions) -> tu
         assert proc.stdin is not None
         proc.stdin.write(json.dumps(request).encode())
         proc.stdin.close()
-        failure = _watch(proc, options)
+        try:
+            failure = _watch(proc, options)
+        finally:
+            if proc.poll() is None:  # Ctrl-C: the worker leads its own session, so stop it here
+                _kill(proc)
         out.seek(0)
         err.seek(0)
         lines = []

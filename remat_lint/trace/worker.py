@@ -41,13 +41,14 @@ MEMORY_CODES = frozenset({"REM101", "REM102", "REM103", "REM104"})
 NO_CHECK = frozenset({"REM007", "REM105", "REM301", "REM302"})  # nothing a trace can show (or a style rule)
 
 
-def main() -> int:
+def main() -> None:
     request = json.load(sys.stdin)
     out = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)
     sys.stdout = sys.stderr
     Session(request, lambda obj: (out.write(json.dumps(obj, default=str) + "\n"), out.flush())).run()
-    return 0
+    sys.stderr.flush()
+    os._exit(0)  # threads the user's module left running must not keep the worker alive
 
 
 class Session:
@@ -243,4 +244,4 @@ def _definition(source: str, name: str) -> Definition | None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()
