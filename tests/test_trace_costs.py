@@ -119,7 +119,7 @@ out = {
     "REM101": memory_evidence(code, m.whole_loss, deep, {}, sites["WHOLE_SITE"]),
     "REM101_wrapped": memory_evidence(code, m.plain_loss, deep, {}, sites["WHOLE_SITE"], rule="REM101"),
     "REM103": memory_evidence(code, m.nocse_loss, deep, {}, sites["NOCSE_SITE"], rule="REM103"),
-    "REM104": memory_evidence(code, m.all_loss, deep, {}, sites["ALL_SITE"], rule="REM104"),
+    "REM104": memory_evidence(code, m.all_loss, deep, {}, sites["ALL_SITE"], argnums=(0, 1), rule="REM104"),
     "REM102_per_layer": memory_evidence(code, m.deep_loss, deep, {}, sites["DEEP_SITE"], rule="REM102"),
     "not_a_site": memory_evidence(code, m.deep_loss, deep, {}, 1),
     "not_scalar": memory_evidence(code, lambda ps, x: m.block_ckpt(ps[0], x), deep, {}, sites["DEEP_SITE"]),
@@ -217,4 +217,4 @@ def test_unreachable_site_and_non_scalar_target_are_unconfirmed(results: dict[st
     assert results["not_a_site"]["status"] == "unconfirmed"
     assert "no checkpoint from line 1" in results["not_a_site"]["reason"]
     assert results["not_scalar"]["status"] == "unconfirmed"
-    assert "not a scalar loss" in results["not_scalar"]["reason"]
+    assert "returns f32[64,128], not a scalar loss" in results["not_scalar"]["reason"]

@@ -97,7 +97,8 @@ def _has_aux(out_shape: Any) -> bool:
         return False
     if isinstance(out_shape, (tuple, list)) and len(out_shape) == 2 and _is_scalar(out_shape[0]):
         return True
-    raise NotDifferentiable(f"the target returns {jax.tree_util.tree_map(lambda s: s.str_short() if hasattr(s, 'str_short') else str(s), out_shape)}, not a scalar loss")
+    shapes = jax.tree_util.tree_map(lambda s: core.ShapedArray(s.shape, s.dtype).str_short(short_dtypes=True), out_shape)
+    raise NotDifferentiable(f"the target returns {shapes}, not a scalar loss")
 
 
 def _is_scalar(x: Any) -> bool:
