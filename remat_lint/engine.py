@@ -2,7 +2,7 @@
 
 Most files in a JAX repository never use remat: a staged prefilter (prefilter.py) rejects them
 before any libcst parse. Positions (libcst's PositionProvider costs about 2x a parse) are computed only
-for files where a rule fired.
+for files where a rule fired, and only for the statements that hold a finding (positions.py).
 """
 
 from __future__ import annotations
@@ -11,11 +11,12 @@ import ast
 from typing import Any, Iterable
 
 import libcst as cst
-from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
+from libcst.metadata import CodeRange
 
 from remat_lint.context import LintContext
 from remat_lint.findings import Edit, Finding, Fix, Position
 from remat_lint.noqa import Suppressions
+from remat_lint.positions import Positions
 from remat_lint.prefilter import prefilter_for
 from remat_lint.registry import all_rules
 from remat_lint.results import PARSE_ERROR, FileResult, SourceFile, diagnostic, project_filter  # noqa: F401 (re-exported)
@@ -67,7 +68,7 @@ def lint_source(
                 continue
             if facts is not None:
                 result.facts[rule.code] = facts
-        findings = _locate(ctx, ctx.raw_findings) if ctx.raw_findings else []
+        findings = _locate(ctx, ctx.raw_findings, verdict.tree) if ctx.raw_findings else []
     except RecursionError:
         result.findings.append(diagnostic(path, "file too deeply nested to analyse"))
         return result
@@ -94,8 +95,8 @@ def _syntax_error(path: str, source: str, exc: cst.ParserSyntaxError) -> Finding
     return diagnostic(path, f"SyntaxError: {exc.message}", exc.raw_line, exc.raw_column)
 
 
-def _locate(ctx: LintContext, raw: Iterable[RawFinding]) -> list[Finding]:
-    positions = MetadataWrapper(ctx.module, unsafe_skip_copy=True).resolve(PositionProvider)
+def _locate(ctx: LintContext, raw: Iterable[RawFinding], tree: ast.AST | None) -> list[Finding]:
+    positions = Positions(ctx.module, ctx.source, ctx.model.parents, tree if isinstance(tree, ast.Module) else None)
     findings = []
     seen: set[tuple[str, int]] = set()
     for item in raw:
