@@ -20,6 +20,7 @@ EFFECT = {
     "forward": "which does nothing: forward mode keeps no residuals",
 }
 _WORST_FIRST = ("value_and_grad", "hessian", "grad", "forward")
+_VJPS = frozenset({"jax.vjp", "flax.nnx.vjp", "flax.linen.vjp", "equinox.filter_vjp"})
 
 
 class CheckpointWholeLoss(Rule):
@@ -37,15 +38,18 @@ class CheckpointWholeLoss(Rule):
 
     - under `grad` (and `jacrev`) the primal forward is dead code, and the compiled program is
       the same as without the checkpoint: a no-op;
-    - under `value_and_grad` (and `vjp`) the value is needed, so the forward runs once for it and
-      again inside the backward pass: measured +33-35 % FLOPs, and the same temp memory;
+    - under `value_and_grad` (and `vjp` when the pullback is called at once) the value is
+      needed, so the forward runs once for it and again inside the backward pass: measured
+      +33-35 % FLOPs, and the same temp memory;
     - under `jacfwd` (forward mode) there are no residuals to save at all.
 
     The fix is to checkpoint the layers or blocks inside the loss (for a layer stack, the body of
     the `lax.scan` over layers). See jax-ml/jax#19822 ("jax.checkpoint does not reduce memory
     footprint").
 
-    Not reported when the checkpoint has a policy that saves something (`dots_saveable` on a
+    Not reported for a `vjp` whose pullback is kept for later (pipeline schedules): meanwhile
+    only the inputs are held, which is a real saving. Not reported when the checkpoint has a
+    policy that saves something (`dots_saveable` on a
     whole function does save memory), when the checkpointed function is also a loop body, when
     the gradient is taken per chunk or per microbatch (in a loop, a scan body or under `vmap`),
     and in test code: files matching `test-paths`, `if __name__ == "__main__":` blocks,
@@ -99,6 +103,8 @@ class CheckpointWholeLoss(Rule):
         "import jax\ng = jax.vmap(jax.grad(jax.checkpoint(loss)))",
         # Per-microbatch gradients in a loop.
         "import jax\ndef accumulate(p, mbs):\n    return [jax.grad(jax.checkpoint(loss))(p, mb) for mb in mbs]",
+        # A pullback kept while other work runs: only the inputs are held meanwhile.
+        "import jax\ny, pull = jax.vjp(jax.checkpoint(f), x)\nz = other(x)\ng = pull(y)",
         # Conditional re-binding: not certainly the checkpoint.
         "import jax\nif cfg.remat:\n    loss = jax.checkpoint(loss)\ng = jax.grad(loss)",
         "def checkpoint(f):\n    return f\nimport jax\ng = jax.grad(checkpoint(loss))",
@@ -137,12 +143,32 @@ class CheckpointWholeLoss(Rule):
         sites = d.denoted.sites or d.denoted.wrapped
         if not sites or sites[0].api.family == "flax":
             return None  # linen's remat lifts Module classes; they are not differentiated directly
+        if d.api.qname in _VJPS and not self._pullback_called_at_once(d):
+            return None  # a pullback kept for later holds only the inputs meanwhile: a real saving
         loops = self.ctx.loops
         if in_smoke_test(self.ctx.model, d.node) or loops.in_body(d.node) or not all(default_policy(self.ctx.model, s) for s in sites):
             return None
         if any(loops.is_loop_body(s) or self._called_per_chunk(s) for s in sites):
             return None
         return sites[0]
+
+    def _pullback_called_at_once(self, d: Differentiation) -> bool:
+        """``out, pullback = jax.vjp(...)`` with ``pullback`` called by the next statement."""
+        model = self.ctx.model
+        statement = model.parent(d.node)
+        line = model.parent(statement) if isinstance(statement, cst.Assign) else None
+        block = model.parent(line) if isinstance(line, cst.SimpleStatementLine) else None
+        target = statement.targets[0].target if isinstance(statement, cst.Assign) and len(statement.targets) == 1 else None
+        if not isinstance(target, cst.Tuple) or len(target.elements) < 2 or not hasattr(block, "body"):
+            return False
+        pullback = target.elements[1].value
+        siblings = list(block.body)  # type: ignore[union-attr]
+        following = siblings[siblings.index(line) + 1:][:1]
+        return isinstance(pullback, cst.Name) and any(
+            isinstance(c.func, cst.Name) and c.func.value == pullback.value
+            for c in model.calls
+            if following and any(a is following[0] for a in model.ancestors(c))
+        )
 
     def _called_per_chunk(self, site: RematSite) -> bool:
         """The checkpointed callable is also called per iteration or chunk somewhere."""

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from remat_lint.analysis.callables import Function
+from remat_lint.analysis.last_stage import ARRAY_METHODS
 from remat_lint.analysis.loops import SCANS, LoopBody, body_argument
 from remat_lint.analysis.semantic import SemanticModel
 from remat_lint.analysis.smoke_tests import in_smoke_test
@@ -16,9 +16,10 @@ _LINEN_SCANS = frozenset({"flax.linen.scan", "flax.linen.transforms.scan"})
 class ScanBodyNotCheckpointed(Rule):
     """
     ## What it does
-    Flags a `lax.scan`, `hk.scan` or Flax `nn.scan` over layers whose body has no checkpoint,
-    in code that is differentiated: the function handed to `jax.grad` (and the same-module
-    functions it calls), or a Flax linen Module scanned over its `params`.
+    Flags a `lax.scan`, `hk.scan` or Flax `nn.scan` over layers whose body certainly has no
+    checkpoint (the body and what it calls are visible and apply none), in code that is
+    differentiated: the function handed to `jax.grad` (and the same-module functions it calls),
+    or a Flax linen Module scanned over its `params` in a module that differentiates something.
 
     "Over layers" means: `nn.scan` with `variable_axes={"params": ...}`, or a `scan` whose
     `xs` or body name mentions layers, blocks, params or weights (`lax.scan(layer, x,
@@ -95,7 +96,8 @@ class ScanBodyNotCheckpointed(Rule):
         Invalid(
             "import flax.linen as nn\nclass Block(nn.Module):\n    @nn.compact\n    def __call__(self, x, _):\n"
             "        return nn.Dense(4)(x), None\nclass S(nn.Module):\n    @nn.compact\n    def __call__(self, x):\n"
-            "        return nn.scan(Block, variable_axes={'params': 0}, split_rngs={'params': True}, length=4)()(x, None)"
+            "        return nn.scan(Block, variable_axes={'params': 0}, split_rngs={'params': True}, length=4)()(x, None)\n"
+            "import jax\ng = jax.grad(lambda v, x: S().apply(v, x)[0].sum())"
         ),
     ]
 
@@ -111,9 +113,9 @@ class ScanBodyNotCheckpointed(Rule):
             linen = body.api in _LINEN_SCANS
             if not (self._scans_params(body) if linen else self._over_layers(body)):
                 continue
-            if not linen and not self._inside(body.call, differentiated):
-                continue
-            if self._has_remat(body) is not False:
+            # Linen Modules are differentiated through `apply` elsewhere: ask for some grad here.
+            in_grad = bool(differentiated) if linen else self._inside(body.call, differentiated)
+            if not in_grad or not self._remat_free(body):
                 continue
             self.report(
                 body.call,
@@ -158,25 +160,38 @@ class ScanBodyNotCheckpointed(Rule):
         keys = [e.key for e in axes.elements if isinstance(e, cst.DictElement)]
         return any(isinstance(k, cst.SimpleString) and k.evaluated_value == "params" for k in keys)
 
-    def _has_remat(self, body: LoopBody) -> bool | None:
-        """Whether the body applies or calls a checkpoint anywhere (None: the body is unknown)."""
+    def _remat_free(self, body: LoopBody) -> bool:
+        """The body certainly applies no checkpoint: neither it nor the same-module functions it
+        calls contain one, and every other call is a library function (a layer from another
+        module may checkpoint inside)."""
         scope: cst.CSTNode | None = body.denoted.function
         if scope is None:
             definition = self.ctx.model.definition(body.expr)
             scope = definition if isinstance(definition, cst.ClassDef) else None
         if scope is None:
-            return None
-        inside = [scope]
+            return False
+        scopes = [scope]
         if not isinstance(scope, cst.ClassDef):
-            inside += [h.function for h in self.ctx.bodies.helpers(scope)]
-        return any(self._contains_remat(node) for node in inside)
+            scopes += [h.function for h in self.ctx.bodies.helpers(scope)]
+        model = self.ctx.model
+        for current in scopes:
+            if any(_within(model, site.node, current) for site in self.ctx.sites):
+                return False
+            if not all(self._known_call(c) for c in model.calls if _within(model, c, current)):
+                return False
+        return True
 
-    def _contains_remat(self, scope: cst.CSTNode | Function) -> bool:
-        model, callables = self.ctx.model, self.ctx.callables
-        if any(_within(model, site.node, scope) for site in self.ctx.sites):
+    def _known_call(self, call: cst.Call) -> bool:
+        """A call of a library function, a same-module function, or an array method."""
+        ctx = self.ctx
+        func = call.func
+        if ctx.callables.denote(func).sites:
+            return False  # calls a checkpointed function
+        if ctx.qualified_name(func) is not None or ctx.bodies.callee(call) is not None:
             return True
-        calls = (c for c in model.calls if _within(model, c, scope))
-        return any(isinstance(c.func, cst.Name) and callables.denote(c.func).sites for c in calls)
+        if isinstance(func, cst.Call):  # nn.Dense(4)(x)
+            return ctx.qualified_name(func.func) is not None
+        return isinstance(func, cst.Attribute) and func.attr.value in ARRAY_METHODS
 
 
 def _within(model: SemanticModel, node: cst.CSTNode, scope: cst.CSTNode) -> bool:

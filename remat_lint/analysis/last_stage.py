@@ -36,7 +36,7 @@ _CHEAP_EXACT = frozenset(
     }
 )
 _CHEAP_PREFIXES = ("jax.numpy.", "jax.nn.", "optax.losses.")
-_CHEAP_METHODS = frozenset(
+ARRAY_METHODS = frozenset(
     {"mean", "sum", "max", "min", "std", "var", "astype", "reshape", "squeeze", "transpose", "ravel", "flatten",
      "clip", "square", "item", "get"}
 )
@@ -132,7 +132,7 @@ def _cheap_call(model: SemanticModel, call: cst.Call) -> str | None:
         if qname in _CHEAP_EXACT or _cheap_prefix(qname):
             return model.module.code_for_node(func)
         return None
-    if isinstance(func, cst.Attribute) and func.attr.value in _CHEAP_METHODS:
+    if isinstance(func, cst.Attribute) and func.attr.value in ARRAY_METHODS:
         return f".{func.attr.value}()"
     return None
 
