@@ -64,8 +64,8 @@ def constant_return(model: SemanticModel, expr: cst.BaseExpression) -> tuple[boo
     if isinstance(definition, cst.Lambda):
         value = _constant(definition.body)
         return (value[0], definition) if value else None
-    if not isinstance(definition, cst.FunctionDef) or definition.asynchronous is not None:
-        return None
+    if not isinstance(definition, cst.FunctionDef) or definition.asynchronous is not None or definition.decorators:
+        return None  # a decorator may change what the function returns
     returns: list[cst.Return] = []
     if not _collect_returns(definition.body, returns):
         return None  # a generator
