@@ -1,0 +1,95 @@
+"""The result cache and the worker pool change how fast a run is, never what it reports."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from remat_lint import runner
+from remat_lint.cache import Cache
+from remat_lint.config import Settings
+
+BAD = "import jax\ng = jax.checkpoint(lambda x: x, policy='dots_saveable')\n"
+ROOT = Path(__file__).resolve().parent.parent
+# REM008 is project-wide: b.py's name is declared in a.py (or, with the typo, nowhere).
+DECLARES = "from jax.ad_checkpoint import checkpoint_name\ndef f(x):\n    return checkpoint_name(x, 'hidden')\n"
+USES = "import jax\npolicy = jax.checkpoint_policies.save_only_these_names('{name}')\ng = jax.checkpoint(lambda x: x, policy=policy)\n"
+
+
+def cli(*args: str, cwd: Path) -> tuple[int, list[tuple[str, int, str]]]:
+    proc = subprocess.run([sys.executable, "-m", "remat_lint", "--output-format", "json", *args],
+                          cwd=cwd, capture_output=True, text=True)
+    assert proc.returncode in (0, 1), proc.stderr
+    return proc.returncode, sorted((f["filename"], f["location"]["row"], f["code"]) for f in json.loads(proc.stdout))
+
+
+def entries(directory: Path) -> list[Path]:
+    return [p for p in directory.rglob("*") if p.is_file() and p.parent.parent.parent == directory]
+
+
+def test_warm_run_reports_the_same_and_edits_invalidate(tmp_path):
+    (tmp_path / "bad.py").write_text(BAD)
+    (tmp_path / "a.py").write_text(DECLARES)
+    (tmp_path / "b.py").write_text(USES.format(name="hidden"))
+    cold = cli(".", cwd=tmp_path)
+    assert cold == (1, [("bad.py", 2, "REM001")])
+    assert entries(tmp_path / ".remat_lint_cache")
+    assert cli(".", cwd=tmp_path) == cold  # warm: project-wide facts come from the cache too
+    (tmp_path / "b.py").write_text(USES.format(name="hiden"))
+    assert cli(".", cwd=tmp_path) == (1, [("b.py", 2, "REM008"), ("bad.py", 2, "REM001")])
+    (tmp_path / "bad.py").write_text(BAD.replace("'dots_saveable'", "None"))
+    assert cli(".", cwd=tmp_path) == (1, [("b.py", 2, "REM008")])
+
+
+def test_cache_key_covers_the_rule_selection(tmp_path):
+    (tmp_path / "bad.py").write_text(BAD)
+    assert cli("bad.py", cwd=tmp_path)[1] == [("bad.py", 2, "REM001")]
+    assert cli("--ignore", "REM001", "bad.py", cwd=tmp_path) == (0, [])
+
+
+def test_no_cache_and_cache_dir(tmp_path):
+    (tmp_path / "bad.py").write_text(BAD)
+    cli("--no-cache", "bad.py", cwd=tmp_path)
+    assert not (tmp_path / ".remat_lint_cache").exists()
+    (tmp_path / "pyproject.toml").write_text('[tool.remat-lint]\ncache-dir = "build/lint-cache"\n')
+    cli("bad.py", cwd=tmp_path)
+    assert entries(tmp_path / "build" / "lint-cache") and not (tmp_path / ".remat_lint_cache").exists()
+    assert (tmp_path / "build" / "lint-cache" / "CACHEDIR.TAG").is_file()
+
+
+def test_corrupt_entries_are_misses(tmp_path):
+    (tmp_path / "bad.py").write_text(BAD)
+    cold = cli("bad.py", cwd=tmp_path)
+    for entry in entries(tmp_path / ".remat_lint_cache"):
+        entry.write_bytes(b"\x80garbage")
+    assert cli("bad.py", cwd=tmp_path) == cold
+
+
+def test_unwritable_cache_is_ignored(tmp_path):
+    (tmp_path / "bad.py").write_text(BAD)
+    (tmp_path / ".remat_lint_cache").write_text("a file where the directory should be")
+    assert cli("bad.py", cwd=tmp_path) == (1, [("bad.py", 2, "REM001")])
+
+
+def test_pool_gives_the_same_findings_in_the_same_order(monkeypatch, tmp_path):
+    files = sorted(str(p) for p in (ROOT / "fixtures").rglob("*.py"))
+    settings = Settings(root=ROOT)
+    enabled = frozenset(settings.enabled_codes() | {"REM301", "REM302"})
+    serial = runner.run(files, settings, enabled, jobs=1)
+    monkeypatch.setattr(runner, "POOL_MIN_LINES", 0)
+    pooled = runner.run(files, settings, enabled, jobs=2, cache=Cache(tmp_path / "cache"))
+    assert [(f.path, f.start, f.code, f.message) for f in pooled.findings] == [
+        (f.path, f.start, f.code, f.message) for f in serial.findings
+    ]
+    warm = runner.run(files, settings, enabled, jobs=2, cache=Cache(tmp_path / "cache"))
+    assert [(f.path, f.start, f.code) for f in warm.findings] == [(f.path, f.start, f.code) for f in serial.findings]
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "two"])
+def test_jobs_must_be_positive(tmp_path, value):
+    proc = subprocess.run([sys.executable, "-m", "remat_lint", "-j", value, "."], cwd=tmp_path, capture_output=True, text=True)
+    assert proc.returncode == 2 and "--jobs" in proc.stderr
