@@ -41,9 +41,11 @@ class UnknownCheckpointName(Rule):
     The check is project-wide: a name counts as declared when any linted file declares it, or
     mentions it as a string anywhere outside a policy (a name handed to a library, such as
     `make_splash_mha(..., residual_checkpoint_name="context")`). It stays silent when:
-    - some `checkpoint_name` anywhere takes a name that is not a literal (an f-string, a variable,
-      a config field, `partial(checkpoint_name, ...)`, or a callee spelled `checkpoint_name` that
-      does not resolve to JAX's): the set of names is then unknowable;
+    - some `checkpoint_name` anywhere takes a name that is not a literal (an f-string, a
+      parameter, a config field, `"mlp" + suffix`, `partial(checkpoint_name, ...)`): the set of
+      names is then unknowable. A project's own function spelled `checkpoint_name` counts as
+      JAX's here. Vendored kernels that take the name as a parameter (splash attention) make
+      most large projects unknowable: MaxText, MaxDiffusion, axlearn and praxis get no REM008;
     - no linted file declares any literal name (the names come from code that was not linted);
     - the names are not literals (config lists), or the policy is not JAX's (axlearn's regex
       policies); or the file is a test file.
@@ -51,8 +53,8 @@ class UnknownCheckpointName(Rule):
     Under flake8, which checks one file at a time, this rule reports nothing: names are often
     declared in another file than the policy (a pipeline module saving `decoder_layer_input`,
     which the decoder module tags), so a per-file verdict would be a false alarm. Run
-    `remat-lint` on the whole project for it; the same holds for a run on a subset of files
-    (pre-commit passes only the changed files).
+    `remat-lint` on the whole project for it. A run on a subset of files (pre-commit passes only
+    the changed files) can report a name that a file outside the subset declares.
 
     ## Example
     ```python
