@@ -191,3 +191,13 @@ def test_a_target_in_another_module_of_a_src_layout_reaches_the_finding(tmp_path
         '[tool.remat-lint]\n[[tool.remat-lint.trace.targets]]\nfunction = "pkg.train:loss"\nargs = ["f32[4,4]"]\n')
     proc = lint("--trace", "--output-format", "json", ".", cwd=tmp_path)
     assert traces(proc)["model.py"]["reason"] == "TypeError: 'str' object is not callable (grad: grad of loss(f32[4,4]))"
+
+
+def test_json_carries_the_site_report_on_findings_at_the_site(tmp_path: Path):
+    (tmp_path / "saves_all.py").write_text(BAD_POLICY.replace('policy="dots_saveable"', "policy=jax.checkpoint_policies.everything_saveable"))
+    proc = lint("--trace", "--select", "REM104", "--output-format", "json-lines", "saves_all.py", cwd=tmp_path)
+    (item,) = [json.loads(line) for line in proc.stdout.splitlines()]
+    site = item["trace"]["evidence"]["site"]
+    assert site["line"] == item["location"]["row"] == 8
+    assert [p["policy"] for p in site["policies"]] == [
+        "none", "nothing_saveable", "dots_with_no_batch_dims_saveable", "dots_saveable", "everything_saveable"]
