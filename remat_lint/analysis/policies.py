@@ -21,7 +21,7 @@ from remat_lint.apis import CHECKPOINT_NAME, PolicyInfo, policy_info
 NameRole = Literal["saved", "excluded", "offloaded"]
 _VARARG_ROLES: dict[str, NameRole] = {"save_only_these_names": "saved", "save_any_names_but_these": "excluded"}
 _KEYWORD_ROLES: dict[str, NameRole] = {"names_which_can_be_saved": "saved", "names_which_can_be_offloaded": "offloaded"}
-_LIST_MUTATORS = frozenset({"append", "extend", "insert", "remove", "pop", "clear", "sort", "reverse"})
+_MUTATORS = frozenset({"append", "extend", "insert", "remove", "pop", "clear", "add", "update", "discard"})
 
 
 def site_policy(site: RematSite) -> cst.BaseExpression | None:
@@ -150,12 +150,12 @@ def _sequence(model: SemanticModel, expr: cst.BaseExpression) -> list[cst.BaseEx
     value = model.assigned_value(expr) if isinstance(expr, cst.Name) else expr
     if not isinstance(value, (cst.Tuple, cst.List, cst.Set)):
         return None
-    if isinstance(expr, cst.Name) and not isinstance(value, cst.Tuple):
-        if any(
-            isinstance(a.value, cst.Name) and a.value.value == expr.value and a.attr.value in _LIST_MUTATORS
-            for a in model.attributes
-        ):
-            return None
+    mutable = isinstance(expr, cst.Name) and not isinstance(value, cst.Tuple)
+    if mutable and any(
+        isinstance(a.value, cst.Name) and a.value.value == expr.value and a.attr.value in _MUTATORS
+        for a in model.attributes
+    ):
+        return None
     if any(isinstance(e, cst.StarredElement) for e in value.elements):
         return None
     return [e.value for e in value.elements]
