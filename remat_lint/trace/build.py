@@ -25,7 +25,13 @@ import jax
 import jax.numpy as jnp
 from jax._src.core import ShapedArray
 
-from remat_lint.trace.inputs import CallSpec, Shape, TargetSpec, jaxtyping_shape
+from remat_lint.trace.inputs import (
+    CallSpec,
+    Shape,
+    TargetSpec,
+    jaxtyping_shape,
+    map_leaves,
+)
 
 # Shape hypotheses for a parameter without declared inputs, cheapest first.
 SEARCH_SHAPES = ((8,), (8, 8), (4, 8, 8), (2, 4, 8, 8), ())
@@ -76,15 +82,7 @@ def import_module(path: str, root: str) -> ModuleType:
 
 def abstract(value: Any) -> Any:
     """Shapes (also inside lists, tuples and dicts) -> ShapeDtypeStruct; other values unchanged."""
-    if isinstance(value, Shape):
-        return jax.ShapeDtypeStruct(value.dims, jnp.dtype(value.dtype))
-    if isinstance(value, list):
-        return [abstract(v) for v in value]
-    if isinstance(value, tuple):
-        return tuple(abstract(v) for v in value)
-    if isinstance(value, dict):
-        return {k: abstract(v) for k, v in value.items()}
-    return value
+    return map_leaves(lambda v: jax.ShapeDtypeStruct(v.dims, jnp.dtype(v.dtype)) if isinstance(v, Shape) else v, value)
 
 
 def describe(args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -81,21 +82,29 @@ def is_shape(text: str) -> bool:
     return bool(SHAPE_RE.match(text))
 
 
+def map_leaves(fn: Callable[[Any], Any], value: Any) -> Any:
+    """``fn`` applied to every leaf of nested lists, tuples and dicts."""
+    if isinstance(value, list):
+        return [map_leaves(fn, v) for v in value]
+    if isinstance(value, tuple):
+        return tuple(map_leaves(fn, v) for v in value)
+    if isinstance(value, dict):
+        return {k: map_leaves(fn, v) for k, v in value.items()}
+    return fn(value)
+
+
 def parse_value(value: Any) -> Any:
     """A configuration value: shape strings (also nested in lists and tables) become Shapes,
     everything else is a Python value passed as is."""
+    return map_leaves(_config_leaf, value)
+
+
+def _config_leaf(value: Any) -> Any:
     if isinstance(value, str):
         if is_shape(value):
             return parse_shape(value)
         if LOOKS_LIKE_SHAPE.match(value):
             parse_shape(value)  # raises a helpful error for a malformed shape string
-        return value
-    if isinstance(value, list):
-        return [parse_value(v) for v in value]
-    if isinstance(value, tuple):
-        return tuple(parse_value(v) for v in value)
-    if isinstance(value, dict):
-        return {k: parse_value(v) for k, v in value.items()}
     return value
 
 
@@ -122,15 +131,7 @@ def parse_inline(text: str) -> CallSpec:
 
 
 def _unmark(value: Any) -> Any:
-    if isinstance(value, str) and value.startswith(_MARK):
-        return parse_shape(value[len(_MARK):])
-    if isinstance(value, list):
-        return [_unmark(v) for v in value]
-    if isinstance(value, tuple):
-        return tuple(_unmark(v) for v in value)
-    if isinstance(value, dict):
-        return {k: _unmark(v) for k, v in value.items()}
-    return value
+    return map_leaves(lambda v: parse_shape(v[len(_MARK):]) if isinstance(v, str) and v.startswith(_MARK) else v, value)
 
 
 @dataclass
