@@ -135,11 +135,17 @@ def worker_env(options: TraceOptions) -> dict[str, str]:
     env = dict(os.environ)
     if options.backend:
         env["JAX_PLATFORMS"] = options.backend
-    if options.backend in (None, "cpu"):
+    if options.backend == "cpu" or (options.backend is None and not _accelerator_plugin()):
         # Keep optimisation barriers on CPU as GPU/TPU do, or recomputation is merged away (SPEC §6).
         env["XLA_FLAGS"] = f"{env.get('XLA_FLAGS', '')} {CPU_XLA_FLAGS}".strip()
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     return env
+
+
+def _accelerator_plugin() -> bool:
+    """Whether JAX may default to a GPU/TPU here (a plugin or libtpu is installed)."""
+    plugins = ("jax_plugins", "jax_cuda12_plugin", "jax_cuda13_plugin", "jax_rocm60_plugin", "libtpu")
+    return any(importlib.util.find_spec(name) is not None for name in plugins)
 
 
 def trace_module(
