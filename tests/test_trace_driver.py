@@ -1,0 +1,59 @@
+"""The --trace driver's pure parts: worker environment, options from config, text of site reports."""
+
+from __future__ import annotations
+
+import pytest
+
+from remat_lint.config import ConfigError, Settings
+from remat_lint.trace import driver
+
+
+def test_cpu_workers_keep_optimisation_barriers_and_keep_the_users_flags(monkeypatch):
+    monkeypatch.setenv("XLA_FLAGS", "--xla_dump_to=/tmp/dump")
+    env = driver.worker_env(driver.TraceOptions(backend="cpu"))
+    assert env["XLA_FLAGS"] == "--xla_dump_to=/tmp/dump --xla_disable_hlo_passes=cse_barrier_expander"
+    assert env["JAX_PLATFORMS"] == "cpu"
+
+
+def test_gpu_workers_get_the_platform_and_no_cpu_flag(monkeypatch):
+    monkeypatch.delenv("XLA_FLAGS", raising=False)
+    env = driver.worker_env(driver.TraceOptions(backend="gpu"))
+    assert env["JAX_PLATFORMS"] == "gpu" and "XLA_FLAGS" not in env
+
+
+def test_options_come_from_flags_then_config():
+    settings = Settings(trace={"timeout": 30, "backend": "cpu", "memory-limit-mb": 1024, "colour": "red"})
+    options = driver.options_from(settings, None, None)
+    assert (options.timeout, options.backend, options.memory_mb) == (30.0, "cpu", 1024)
+    assert options.warnings == ["unknown key 'colour' in [tool.remat-lint.trace] (known: backend, memory-limit-mb, "
+                                "targets, timeout)"]
+    assert driver.options_from(settings, 5, "tpu").timeout == 5 and driver.options_from(settings, 5, "tpu").backend == "tpu"
+    with pytest.raises(ConfigError, match="backend must be one of cpu, gpu, tpu"):
+        driver.options_from(Settings(trace={"backend": "cuda"}), None, None)
+
+
+def test_crash_reasons():
+    assert driver._crash_reason(-11, "") == "the worker crashed (SIGSEGV)"
+    assert driver._crash_reason(1, "Traceback...\nModuleNotFoundError: No module named 'jax'\n") == (
+        "the worker failed (exit 1): ModuleNotFoundError: No module named 'jax'")
+
+
+def test_site_report_text():
+    report = {
+        "line": 12,
+        "residuals": [{"shape": "f32[16,64]", "dtype": "float32", "bytes": 4096, "source": "from the argument x"}],
+        "policies": [{"policy": "none", "temp_bytes": 135782, "flops": 12600000.0},
+                     {"policy": "dots_saveable", "temp_bytes": 512, "flops": 12700000.0}],
+        "recommendation": "policy=dots_saveable",
+    }
+    outcome = driver.TraceOutcome(sites=[driver.SiteReport("/nowhere/model.py", "loss(f32[16,64])", report)])
+    assert driver.format_sites(outcome).splitlines() == [
+        "/nowhere/model.py:12: checkpoint site (traced as loss(f32[16,64]))",
+        "  residuals saved for the backward pass: 1",
+        "    f32[16,64]       float32      4.0 KiB  from the argument x",
+        "  policy                                   temp        FLOPs",
+        "  none                                132.6 KiB     1.26e+07",
+        "  dots_saveable                           512 B     1.27e+07",
+        "  recommendation: policy=dots_saveable",
+        "",
+    ]
