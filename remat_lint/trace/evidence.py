@@ -211,6 +211,18 @@ def matches(exc: BaseException, predictions: list[tuple[str, str]]) -> bool:
     return False
 
 
+# Errors a rule's mistake raises (JAX 0.10.2, flax 0.12.8; ground truth table) for messages that do not
+# name one. They can confirm a finding; only an exception the message names can refute one.
+KNOWN_ERRORS: dict[str, list[tuple[str, str]]] = {
+    "REM002": [("TypeError", "got an unexpected keyword argument"), ("TypeError", "positional argument")],
+    "REM004": [("TransformTargetError", "")],
+    "REM006": [("TypeError", "missing 1 required positional argument")],
+    "REM009": [("AttributeError", "object has no attribute 'init'"), ("TypeError", "Cannot interpret value of type")],
+    "REM011": [("TracerBoolConversionError", ""), ("TypeError", "the static_argnums argument"), ("ValueError", "len(args)")],
+    "REM202": [("ConcretizationTypeError", "")],
+}
+
+
 def judge_error(item: Item, run: Run) -> dict[str, Any] | None:
     """For findings that predict an exception: did tracing the target raise it?"""
     predictions = predicted(item.message)
@@ -218,7 +230,7 @@ def judge_error(item: Item, run: Run) -> dict[str, Any] | None:
     where = f"{'grad of ' if fail and fail.stage == 'grad' else ''}{run.name}"
     if fail is not None:
         evidence = {"target": run.name, "stage": fail.stage, "exception": fail.summary, "lines": fail.lines}
-        if predictions and matches(fail.exc, predictions):
+        if matches(fail.exc, predictions + KNOWN_ERRORS.get(item.code, [])):
             return verdict("confirmed", f"{fail.summary} ({fail.stage}: {where})", **evidence)
         return verdict("unconfirmed", f"{where} fails first with another error: {fail.summary}", **evidence)
     if not predictions:
@@ -229,7 +241,7 @@ def judge_error(item: Item, run: Run) -> dict[str, Any] | None:
 
 def judge_import(item: Item, fail: Failure) -> dict[str, Any]:
     evidence = {"stage": "import", "exception": fail.summary, "lines": fail.lines}
-    if set(fail.lines) & set(item.span) and matches(fail.exc, predicted(item.message)):
+    if set(fail.lines) & set(item.span) and matches(fail.exc, predicted(item.message) + KNOWN_ERRORS.get(item.code, [])):
         return verdict("confirmed", f"{fail.summary} (import, line {fail.lines[-1]})", **evidence)
     return verdict("unconfirmed", f"importing the module fails: {fail.summary}", **evidence)
 
