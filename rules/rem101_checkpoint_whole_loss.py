@@ -105,8 +105,6 @@ class CheckpointWholeLoss(Rule):
         "import jax\ndef accumulate(p, mbs):\n    return [jax.grad(jax.checkpoint(loss))(p, mb) for mb in mbs]",
         # A pullback kept while other work runs: only the inputs are held meanwhile.
         "import jax\ny, pull = jax.vjp(jax.checkpoint(f), x)\nz = other(x)\ng = pull(y)",
-        # Conditional re-binding: not certainly the checkpoint.
-        "import jax\nif cfg.remat:\n    loss = jax.checkpoint(loss)\ng = jax.grad(loss)",
         "def checkpoint(f):\n    return f\nimport jax\ng = jax.grad(checkpoint(loss))",
     ]
     INVALID = [
@@ -117,6 +115,11 @@ class CheckpointWholeLoss(Rule):
         Invalid("import equinox as eqx\nimport jax\ng = eqx.filter_value_and_grad(jax.checkpoint(loss))"),
         Invalid("from flax import nnx\ng = nnx.grad(nnx.remat(loss))"),
         Invalid("import jax\nckpt = jax.checkpoint(loss)\ng = jax.grad(lambda p: ckpt(p, batch))"),
+        # Checkpointing switched on by configuration: wasted whenever it is on.
+        Invalid(
+            "import jax\ndef step(params, batch, use_remat):\n    def loss_fn(p):\n        return model(p, batch)\n"
+            "    if use_remat:\n        loss_fn = jax.checkpoint(loss_fn)\n    return jax.value_and_grad(loss_fn)(params)"
+        ),
     ]
 
     def check(self) -> None:
@@ -134,7 +137,8 @@ class CheckpointWholeLoss(Rule):
             transform = self.ctx.code(d.node.func if isinstance(d.node, cst.Call) else d.node.decorator)
             self.report(
                 site.node,
-                f"The whole function differentiated by `{transform}` is checkpointed, {EFFECT[kind]}; "
+                f"The whole function differentiated by `{transform}` is checkpointed"
+                f"{' (where this checkpoint is enabled)' if d.denoted.conditional else ''}, {EFFECT[kind]}; "
                 "checkpoint the layers or blocks inside it instead",
             )
 

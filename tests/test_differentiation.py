@@ -108,14 +108,23 @@ def test_the_binding_that_reaches_each_use():
 
 
 @pytest.mark.parametrize(
-    "code",
+    ("code", "conditional"),
     [
-        "import jax\ndef loss(p):\n    return p\nif remat:\n    loss = jax.checkpoint(loss)\ng = jax.grad(loss)",
-        "import jax\ndef make(loss, remat):\n    loss = jax.checkpoint(loss)\n    return jax.grad(loss)",  # also a parameter
-        "import jax\ndef loss(p):\n    return p\nfor _ in range(2):\n    loss = jax.checkpoint(loss)\ng = jax.grad(loss)",
+        ("import jax\ndef make(loss, remat):\n    loss = jax.checkpoint(loss)\n    return jax.grad(loss)", False),
+        ("import jax\ndef loss(p):\n    return p\nif remat:\n    loss = jax.checkpoint(loss)\ng = jax.grad(loss)", True),
+        ("import jax\ndef make(loss, remat):\n    if remat:\n        loss = jax.checkpoint(loss)\n    return jax.grad(loss)", True),
+        ("import jax\nif remat:\n    f = jax.checkpoint(loss)\nelse:\n    f = loss\ng = jax.grad(f)", True),
     ],
 )
-def test_uncertain_bindings_denote_nothing(code):
+def test_checkpoints_on_some_paths_are_conditional(code, conditional):
+    ctx = context(code)
+    (d,) = ctx.differentiations.all
+    assert [ctx.code(s.node) for s in d.denoted.sites] == ["jax.checkpoint(loss)"]
+    assert d.denoted.conditional is conditional
+
+
+def test_a_later_unconditional_binding_hides_earlier_ones():
+    code = "import jax\nf = jax.checkpoint(loss)\nif x:\n    f = other\nf = plain\ng = jax.grad(f)"
     assert [sites for _, _, sites, _ in differentiated(code)] == [[]]
 
 

@@ -7,15 +7,17 @@ whose body runs when it is called.
     functools.partial(loss, batch=b)          whatever ``loss`` denotes
     lambda p: loss(p, x)                      the lambda (``wrapped``: the sites of ``loss``)
 
-Names are resolved flow-sensitively but conservatively: ``semantic.SemanticModel`` gives up on a
-name bound twice, yet ``loss = jax.checkpoint(loss)`` is how whole functions are checkpointed.
-The binding that reaches a use is the last one before it in the same scope (any of them, for a use
-inside a nested function: it runs later), and only when that binding is unconditional (not under
-``if``/``for``/``while``/``try``/``with``/``match``); otherwise the name denotes nothing.
+Names are resolved flow-sensitively: ``semantic.SemanticModel`` gives up on a name bound twice,
+yet ``loss = jax.checkpoint(loss)`` is how whole functions are checkpointed. The binding that
+reaches a use is the last one before it in the same scope (the last of all, for a use inside a
+nested function: it runs later). When that binding is conditional (under ``if``/``for``/``while``/
+``try``/``with``/``match``: ``if cfg.remat: loss = jax.checkpoint(loss)``), the ones before it
+may reach too, and the name denotes what any of them does, marked ``conditional``.
 """
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -40,6 +42,19 @@ class Denoted:
     sites: list[RematSite] = field(default_factory=list)
     function: Function | None = None
     wrapped: list[RematSite] = field(default_factory=list)
+    conditional: bool = False  # a name that is checkpointed on some paths only
+
+
+def _either(options: list[Denoted]) -> Denoted:
+    """What a name bound differently on different paths may denote: every checkpoint of any
+    path (conditional), and the function when all paths agree."""
+    functions = {id(o.function) for o in options}
+    return Denoted(
+        list({id(s): s for o in options for s in o.sites}.values()),
+        options[0].function if len(functions) == 1 else None,
+        list({id(s): s for o in options for s in o.wrapped}.values()),
+        conditional=True,
+    )
 
 
 class Callables:
@@ -69,41 +84,45 @@ class Callables:
                 return self.denote(expr.args[0].value, depth + 1)
             return Denoted()
         if isinstance(expr, cst.Name):
-            binding = reaching_binding(model, expr)
-            if binding is None:
-                return Denoted()
-            if binding.kind == "def":
-                return self._def(binding.node)  # type: ignore[arg-type]
-            if binding.kind == "assign" and binding.value is not None:
-                return self.denote(binding.value, depth + 1)
+            bindings, certain = reaching_bindings(model, expr)
+            found = [self._binding(b, depth) for b in bindings]
+            if certain or not found:
+                return found[0] if found else Denoted()
+            return _either(found)
         return Denoted()
+
+    def _binding(self, binding: Binding, depth: int) -> Denoted:
+        if binding.kind == "def":
+            return self._def(binding.node)  # type: ignore[arg-type]
+        if binding.kind == "assign" and binding.value is not None:
+            return self.denote(binding.value, depth + 1)
+        return Denoted()  # a parameter, an import, a loop target...
 
     def _def(self, node: cst.FunctionDef) -> Denoted:
         sites = [site for d in node.decorators if (site := self.site_of(d)) is not None]
         return Denoted(sites, node)
 
 
-def reaching_binding(model: SemanticModel, name: cst.Name) -> Binding | None:
-    """The binding of ``name`` that certainly reaches this use, or None."""
+def reaching_bindings(model: SemanticModel, name: cst.Name) -> tuple[list[Binding], bool]:
+    """The bindings of ``name`` that may reach this use (the last one before it, and while that
+    one is conditional, the ones before it), and whether exactly one certainly does."""
     scope = model.scope_of_name.get(id(name), model.module_scope)
     owner = scope.owner_of(name.value)
     if owner is None:
-        return None
+        return [], False
     bindings = owner.bindings[name.value]
     if len(bindings) == 1 and bindings[0].kind != "assign":
-        return bindings[0]
-    if any(b.kind not in ("def", "assign") for b in bindings):
-        return None
-    use = statement_of(model, name)
+        return bindings, True
     if scope is owner:
+        use = statement_of(model, name)
         bindings = [b for b in bindings if b.node is not use and precedes(model, b.node, use)]
-    if not bindings:
-        return None
-    last = bindings[-1]
-    for b in bindings[:-1]:
-        if precedes(model, last.node, b.node):
-            last = b
-    return None if _conditional(model, last.node, owner.node) else last
+    ordered = sorted(bindings, key=functools.cmp_to_key(lambda x, y: -1 if precedes(model, x.node, y.node) else 1))
+    reaching: list[Binding] = []
+    for binding in reversed(ordered):
+        reaching.append(binding)
+        if binding.kind == "param" or not _conditional(model, binding.node, owner.node):
+            return reaching, len(reaching) == 1
+    return reaching, False
 
 
 def statement_of(model: SemanticModel, node: cst.CSTNode) -> cst.CSTNode:
