@@ -20,7 +20,9 @@ class TracedPythonControlFlow(Rule):
     ## What it does
     Flags Python control flow (`if`, `while`, `assert`, `x if p else y`, `and`/`or`/`not`,
     `for ... in range(p)`) on a parameter of a checkpointed function that the checkpoint traces:
-    one that is not in `static_argnums`.
+    one that is not in `static_argnums`. A parameter handed on as it is counts too, at the call:
+    to `deterministic` of a Flax `nn.Dropout` or attention layer with a nonzero literal rate
+    (Flax tests `if deterministic`), or to a same-module function or Module that tests it.
 
     ## Why is this bad?
     A checkpoint traces its function on every call, even outside `jit`, and every argument not

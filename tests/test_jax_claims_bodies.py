@@ -151,6 +151,20 @@ def test_rem202_fixture_flagged_code_fails_and_quiet_code_runs():
     f.cached_remat(X, None)
 
 
+def test_rem202_a_flag_handed_on_fails_where_it_is_tested():
+    f = load_fixture("rem202_traced_python_control_flow")
+    x, mask = jnp.ones((2, 3, 4)), jnp.ones((2, 1, 3, 3), bool)
+    with pytest.raises(TRACER_BOOL):  # Flax's Dropout with a nonzero rate tests `if deterministic`
+        init_and_grad(f.RematEncoderLayer(), x, mask, True)
+    with pytest.raises(TRACER_BOOL):  # REM011: index 2 is `mask` under nn.remat
+        init_and_grad(f.OffByOneEncoderLayer(), x, mask, True)
+    with pytest.raises(TRACER_BOOL):  # a same-module helper's `if`
+        f.scaled_block(X, True)
+    init_and_grad(f.RematStaticEncoderLayer(), x, mask, True)
+    init_and_grad(f.PositionalStaticEncoderLayer(), x, mask, True)  # static_argnums in its positional slot
+    init_and_grad(f.RematZeroDropoutLayer(), X, True)  # a zero rate returns before the test
+
+
 def test_equinox_keeps_python_flags_static():
     @eqx.filter_checkpoint
     def block(x, training: bool):

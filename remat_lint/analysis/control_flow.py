@@ -12,6 +12,11 @@ A traced parameter fails in Python control flow (measured, jax 0.10.2):
 - ``range(p)`` raises ``TracerIntegerConversionError``.
 ``is None`` tests, ``.shape``/``.ndim``/``.dtype``, ``len()`` and ``isinstance()`` are trace-time
 facts and never fail.
+
+A parameter handed on as it is counts too, reported at the call: to ``deterministic`` of a Flax
+``nn.Dropout`` or attention layer whose rate is a nonzero literal (Flax tests ``if deterministic``;
+a zero rate returns first), or to a parameter of a same-module function or Module class
+(``MlpBlock(cfg)(x, deterministic)``) that fails there.
 """
 
 from __future__ import annotations
@@ -21,8 +26,8 @@ from typing import Iterator, Literal
 
 import libcst as cst
 
-from remat_lint.analysis.bodies import statement_of
-from remat_lint.analysis.semantic import SemanticModel
+from remat_lint.analysis.bodies import method, positional_params, statement_of
+from remat_lint.analysis.semantic import SemanticModel, child_nodes
 
 Use = Literal["truth", "order", "equality", "range"]
 
@@ -44,6 +49,20 @@ BOOL_LIKE_NAMES = frozenset(
         "is_causal",
     }
 )
+# Flax layers that test ``deterministic`` in Python when their rate (keyword, or Dropout's first
+# argument) is nonzero: the keyword naming the rate; ``deterministic`` is a constructor field and a
+# call keyword (Dropout also takes it as its second call argument).
+_FLAX_DROPOUT_RATE = {
+    "flax.linen.Dropout": "rate",
+    "flax.linen.stochastic.Dropout": "rate",
+    "flax.linen.MultiHeadDotProductAttention": "dropout_rate",
+    "flax.linen.MultiHeadAttention": "dropout_rate",
+    "flax.linen.SelfAttention": "dropout_rate",
+    "flax.linen.attention.MultiHeadDotProductAttention": "dropout_rate",
+    "flax.linen.attention.MultiHeadAttention": "dropout_rate",
+    "flax.linen.attention.SelfAttention": "dropout_rate",
+}
+_MAX_CALL_DEPTH = 3
 _LEAF_ANNOTATIONS = frozenset({"bool", "int", "float"})
 _ARRAY_ANNOTATIONS = frozenset({"Array", "ndarray", "ArrayLike", "Tensor"})
 # jaxtyping's dtype-annotated arrays: Float[Array, "b d"].
@@ -91,6 +110,26 @@ def annotation_name(param: cst.Param) -> str | None:
     return _last(node) if isinstance(node, (cst.Name, cst.Attribute)) else None
 
 
+def _argument(call: cst.Call, keyword: str, position: int | None) -> cst.BaseExpression | None:
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == keyword:
+            return arg.value
+    positional = [a for a in call.args if a.keyword is None and not a.star]
+    return positional[position].value if position is not None and position < len(positional) else None
+
+
+def _nonzero_literal(node: cst.BaseExpression | None) -> bool:
+    return isinstance(node, (cst.Float, cst.Integer)) and float(node.evaluated_value) != 0.0
+
+
+def _walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        stack.extend(reversed(list(child_nodes(current))))
+
+
 def _last(node: cst.BaseExpression) -> str | None:
     if isinstance(node, cst.Name):
         return node.value
@@ -108,9 +147,10 @@ def control_uses(
 
 
 class _Finder:
-    def __init__(self, model: SemanticModel, params: dict[str, cst.Param]) -> None:
+    def __init__(self, model: SemanticModel, params: dict[str, cst.Param], depth: int = 0) -> None:
         self.model = model
         self.params = params
+        self.depth = depth
 
     def visit(self, node: cst.CSTNode) -> Iterator[ControlUse]:
         if isinstance(node, (cst.If, cst.While)):
@@ -128,6 +168,69 @@ class _Finder:
             yield from self._tested(node.left, node, "`and`/`or`")
         elif isinstance(node, (cst.For, cst.CompFor)):
             yield from self._range(node.iter, node)
+        elif isinstance(node, cst.Call):
+            yield from self._dropout(node)
+            yield from self._handed_on(node)
+
+    def _dropout(self, call: cst.Call) -> Iterator[ControlUse]:
+        """``nn.Dropout(0.1)(x, deterministic=p)`` or ``nn.Dropout(0.1, deterministic=p)(x)``."""
+        layer = call.func if isinstance(call.func, cst.Call) else call
+        qname = self.model.qualified_name(layer.func)
+        rate_keyword = _FLAX_DROPOUT_RATE.get(qname or "")
+        if rate_keyword is None or not _nonzero_literal(_argument(layer, rate_keyword, 0 if rate_keyword == "rate" else None)):
+            return
+        position = 1 if layer is not call and rate_keyword == "rate" else None
+        flag = _argument(call, "deterministic", position)
+        if isinstance(flag, cst.Name):  # ``not p`` is reported as a ``not`` already
+            name = "nn.Dropout" if rate_keyword == "rate" else (qname or "").rsplit(".", 1)[-1]
+            yield from self._tested(flag, call, f"`if deterministic` in `{name}`")
+
+    def _handed_on(self, call: cst.Call) -> Iterator[ControlUse]:
+        """A parameter passed as it is to a same-module function (``helper(x, p)``) or Module
+        (``Block(cfg)(x, p)``) that uses it in failing control flow."""
+        if self.depth >= _MAX_CALL_DEPTH:
+            return
+        callee, skip = self._callee(call)
+        if callee is None:
+            return
+        if any(a.star for a in call.args):
+            return
+        params = positional_params(callee)[skip:]
+        by_name = {p.name.value: p for p in (*params, *callee.params.kwonly_params)}
+        scope = self.model.functions[id(callee)].scope
+        position = -1
+        for arg in call.args:
+            position += arg.keyword is None
+            mine = self._param(arg.value)
+            if mine is None:
+                continue
+            if arg.keyword is not None:
+                theirs = by_name.get(arg.keyword.value)
+            else:
+                theirs = params[position] if position < len(params) else None
+            if theirs is None or len(scope.bindings.get(theirs.name.value, ())) != 1:
+                continue  # not received, or rebound there (``deterministic = nn.merge_param(...)``)
+            inner = _Finder(self.model, {theirs.name.value: theirs}, self.depth + 1)
+            use = next((u for n in _walk(callee.body) for u in inner.visit(n)), None)
+            if use is not None:
+                name = self.model.module.code_for_node(call.func if skip == 0 else call.func.func)  # type: ignore[attr-defined]
+                yield ControlUse(statement_of(self.model, call), arg.value, mine, use.use, f"{use.construct} in `{name}`")
+
+    def _callee(self, call: cst.Call) -> tuple[cst.FunctionDef | None, int]:
+        """The same-module function ``call`` calls, and how many of its leading parameters are not
+        the call's arguments (a Module's ``self``)."""
+        definition = self.model.definition(call.func)
+        if isinstance(definition, cst.FunctionDef) and self.model.functions[id(definition)].class_node is None:
+            return (definition, 0) if not definition.decorators else (None, 0)  # a decorator may transform it
+        if isinstance(call.func, cst.Call):  # ``Block(cfg)(x, p)``: the instance's ``__call__``
+            cls = self.model.definition(call.func.func)
+            if isinstance(cls, cst.ClassDef) and not cls.decorators:
+                found = method(self.model, cls, "__call__")
+                plain = found is not None and all(
+                    self.model.qualified_name(d.decorator) == "flax.linen.compact" for d in found.decorators
+                )
+                return (found, 1) if plain else (None, 0)
+        return None, 0
 
     def _in_test(self, node: cst.CSTNode) -> bool:
         """Already examined as part of an enclosing test or boolean operation."""

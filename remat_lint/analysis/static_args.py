@@ -23,7 +23,9 @@ from typing import Literal
 import libcst as cst
 
 from remat_lint.analysis.bodies import CheckpointedFunction
+from remat_lint.analysis.semantic import SemanticModel
 from remat_lint.analysis.sites import RematSite
+from remat_lint.apis import policy_info
 
 Form = Literal["absent", "int", "tuple", "list", "other"]
 Convention = Literal["jax", "flax-self", "flax-no-self"]
@@ -44,6 +46,9 @@ class StaticArgnums:
 
 def static_argnums(site: RematSite) -> StaticArgnums:
     arg = site.keyword("static_argnums")
+    if arg is None and "static_argnums" in site.api.positional and not site.has_star_args:
+        slot = site.api.positional.index("static_argnums")  # Flax linen takes it positionally too
+        arg = site.positional[slot] if slot < len(site.positional) else None
     if arg is None:
         return StaticArgnums(None, "absent", ())
     value = arg.value
@@ -147,6 +152,24 @@ def static_params(site: RematSite, fn: CheckpointedFunction) -> frozenset[str] |
         if selection.param is not None:
             names.add(selection.param.name.value)
     return frozenset(names)
+
+
+def fails_at_wrap(model: SemanticModel, site: RematSite) -> bool:
+    """The remat call raises before anything is traced (REM002): an unknown keyword, more
+    positional arguments than the API takes, or a policy in another of Flax's positional slots
+    (``nn.remat(Block, policy)`` passes it as ``variables``: ``InvalidFilterError``)."""
+    api = site.api
+    if any(name not in api.keywords for name in site.keywords):
+        return True
+    if site.has_star_args:
+        return False
+    if len(site.positional) > len(api.positional):
+        return True
+    for slot, arg in zip(api.positional, site.positional):
+        value = arg.value.func if isinstance(arg.value, cst.Call) else arg.value
+        if slot != "policy" and policy_info(model.qualified_name(value)) is not None:
+            return True
+    return False
 
 
 def fails_before_tracing(site: RematSite, written: StaticArgnums) -> bool:

@@ -16,7 +16,7 @@ import libcst as cst
 from remat_lint.analysis.bodies import Bodies, CheckpointedFunction
 from remat_lint.analysis.semantic import Scope, SemanticModel, child_nodes
 from remat_lint.analysis.sites import RematSite
-from remat_lint.analysis.static_args import static_params
+from remat_lint.analysis.static_args import fails_at_wrap, static_params
 from remat_lint.apis import PARTIAL
 
 # Trace-time facts about a traced array (Python values, not tracers).
@@ -30,6 +30,8 @@ def traced_params(model: SemanticModel, fn: CheckpointedFunction) -> dict[str, c
     """The parameters of ``fn`` that are certainly traced; None when ``static_argnums`` is unknown."""
     if not fn.entry:
         return {}
+    if fails_at_wrap(model, fn.site):
+        return None  # nothing is traced
     static = static_params(fn.site, fn)
     if static is None:
         return None
