@@ -71,6 +71,11 @@ MODULE = textwrap.dedent(
         return x * 2.0
 
 
+    @partial(jax.checkpoint, static_argnums=[1])
+    def listed(x, n):
+        return x * n
+
+
     def needs_dict(params):
         return jax.checkpoint(lambda p: p["w"] @ p["w"])(params).sum()
     '''
@@ -101,6 +106,7 @@ FINDINGS = {
     "static-argnames-unused": finding("REM010", 'static_argnames="n"', TRACER_BOOL, nth=1),
     "control-flow": finding("REM202", "if n > 0", "`bool()` of a tracer raises `TracerBoolConversionError`"),
     "no-inputs": finding("REM001", "jax.checkpoint(lambda p", STR_POLICY),
+    "list-static-argnums": finding("REM011", "static_argnums=[1]", "`static_argnums=[1]` is a list"),
 }
 
 
@@ -196,3 +202,9 @@ def test_an_error_at_import_confirms_the_finding_on_its_line(tmp_path: Path):
     assert confirmed["reason"] == "TypeError: checkpoint() missing 1 required positional argument: 'fun' (import, line 4)"
     assert unconfirmed["status"] == "unconfirmed"
     assert unconfirmed["reason"].startswith("importing the module fails: TypeError: checkpoint() missing")
+
+
+def test_an_error_every_shape_raises_is_evidence_even_unnamed(verdicts):
+    v = verdicts["list-static-argnums"]  # the message names no exception; JAX's TypeError is known for REM011
+    assert v["status"] == "confirmed", v
+    assert v["evidence"]["exception"].startswith("TypeError: the `static_argnums` argument to `jax.checkpoint`")

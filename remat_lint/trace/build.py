@@ -226,8 +226,11 @@ def from_inline(name: str, spec: CallSpec, module: ModuleType, differentiates: b
                    argnums=None, differentiate=not differentiates, source="inline comment")
 
 
-def searched(name: str, params: list[str], module: ModuleType, differentiates: bool) -> Prepared:
-    """jaxtyping annotations when every parameter has one, else a small search with eval_shape."""
+def searched(
+    name: str, params: list[str], module: ModuleType, differentiates: bool, predicted: Callable[[Exception], bool]
+) -> Prepared:
+    """jaxtyping annotations when every parameter has one, else a small search with eval_shape that
+    stops at the first inputs that trace, or that raise an error a finding ``predicted``."""
     fun = getattr(module, name)
     annotated = _from_jaxtyping(fun, params)
     if annotated is not None:
@@ -237,7 +240,7 @@ def searched(name: str, params: list[str], module: ModuleType, differentiates: b
         try:
             jax.eval_shape(fun, *combo)
         except Exception as exc:  # the wrong shapes, or a bug the findings predict
-            if type(exc).__name__ not in SHAPE_INDEPENDENT:
+            if type(exc).__name__ not in SHAPE_INDEPENDENT and not predicted(exc):
                 last = exc
                 continue
         return prepare(name, fun, list(combo), {}, argnums=None, differentiate=not differentiates, source="shape search")

@@ -101,6 +101,7 @@ class Run:
     filename: str
     build: Callable[[], Prepared]
     target_name: str = ""  # the function (or Module class) traced, as the source names it
+    local: bool = True  # defined in the module whose findings are judged
     prepared: Prepared | None = None
     failure: Failure | None = None
     lines: Counter[int] = field(default_factory=Counter)
@@ -223,6 +224,10 @@ KNOWN_ERRORS: dict[str, list[tuple[str, str]]] = {
 }
 
 
+def expected_errors(item: Item) -> list[tuple[str, str]]:
+    return predicted(item.message) + KNOWN_ERRORS.get(item.code, [])
+
+
 def judge_error(item: Item, run: Run) -> dict[str, Any] | None:
     """For findings that predict an exception: did tracing the target raise it?"""
     predictions = predicted(item.message)
@@ -230,7 +235,7 @@ def judge_error(item: Item, run: Run) -> dict[str, Any] | None:
     where = f"{'grad of ' if fail and fail.stage == 'grad' else ''}{run.name}"
     if fail is not None:
         evidence = {"target": run.name, "stage": fail.stage, "exception": fail.summary, "lines": fail.lines}
-        if matches(fail.exc, predictions + KNOWN_ERRORS.get(item.code, [])):
+        if matches(fail.exc, expected_errors(item)):
             return verdict("confirmed", f"{fail.summary} ({fail.stage}: {where})", **evidence)
         return verdict("unconfirmed", f"{where} fails first with another error: {fail.summary}", **evidence)
     if not predictions:
@@ -241,7 +246,7 @@ def judge_error(item: Item, run: Run) -> dict[str, Any] | None:
 
 def judge_import(item: Item, fail: Failure) -> dict[str, Any]:
     evidence = {"stage": "import", "exception": fail.summary, "lines": fail.lines}
-    if set(fail.lines) & set(item.span) and matches(fail.exc, predicted(item.message) + KNOWN_ERRORS.get(item.code, [])):
+    if set(fail.lines) & set(item.span) and matches(fail.exc, expected_errors(item)):
         return verdict("confirmed", f"{fail.summary} (import, line {fail.lines[-1]})", **evidence)
     return verdict("unconfirmed", f"importing the module fails: {fail.summary}", **evidence)
 

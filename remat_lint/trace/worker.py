@@ -89,9 +89,9 @@ class Session:
     # --- targets ------------------------------------------------------------------------------------
 
     def runs(self, module: Any, tried: set[str]) -> Iterator[Run]:
-        def make(name: str, factory: Callable[[], build.Prepared]) -> Run:
+        def make(name: str, factory: Callable[[], build.Prepared], local: bool = True) -> Run:
             tried.add(name)
-            return Run(name, self.path, factory, target_name=name)
+            return Run(name, self.path, factory, target_name=name, local=local)
 
         specs, _ = parse_targets(self.request.get("trace", {}), Path(self.request.get("config_root") or self.root))
         stem = Path(self.path).stem
@@ -100,7 +100,8 @@ class Session:
             if text is self.source or re.search(rf"\b{re.escape(stem)}\b", text):  # defined here, or imports this module
                 name = spec.ref.split(":")[-1].split(".")[0]
                 d = self.plan.definitions.get(name) if text is self.source else _definition(text, name)
-                yield make(name, lambda spec=spec, d=d: build.from_spec(spec, module, bool(d and d.differentiates)))
+                yield make(name, lambda spec=spec, d=d: build.from_spec(spec, module, bool(d and d.differentiates)),
+                           local=text is self.source)
         for target in inline_targets(self.source):
             d = self.plan.definitions.get(target.name)
             if target.spec is None:
@@ -108,7 +109,7 @@ class Session:
                 continue
             yield make(target.name, lambda t=target, d=d: build.from_inline(t.name, t.spec, module, bool(d and d.differentiates)))
         for d in self.auto_candidates(tried)[:AUTO_TARGETS]:
-            yield make(d.name, lambda d=d: build.searched(d.name, d.params, module, d.differentiates))
+            yield make(d.name, lambda d=d: build.searched(d.name, d.params, module, d.differentiates, self.predicted))
 
     def auto_candidates(self, tried: set[str]) -> list[Definition]:
         """Functions that own an undecided finding or a site, then the functions calling them."""
@@ -119,13 +120,17 @@ class Session:
         chain = [*sorted(owners.values(), key=lambda d: d.start), *self.plan.callers(set(owners))]
         return [d for d in chain if d.kind == "function" and d.params and d.name not in tried]
 
+    def predicted(self, exc: Exception) -> bool:
+        """Whether an undecided finding predicts ``exc`` (a shape search then has its inputs)."""
+        return any(ev.matches(exc, ev.expected_errors(item)) for item in self.pending.values())
+
     # --- judging ----------------------------------------------------------------------------------------
 
     def judge_all(self, run: Run) -> None:
         if run.prepared is None and run.failure is not None and type(run.failure.exc).__name__ == "NoInputs":
             return  # nothing was traced: the search's own attempts say nothing about the findings
         for item in list(self.pending.values()):
-            if not (run.reached(self.owner_lines(item.line, item.end_line)) or self.wraps_target(item, run)):
+            if not (self.reaches(run, item) or self.wraps_target(item, run)):
                 if run.prepared is None and run.failure is not None and type(run.failure.exc).__name__ != "NoInputs":
                     self.note(item, verdict("unconfirmed", f"target {run.name} could not be built: {run.failure.summary}"))
                 continue
@@ -141,6 +146,11 @@ class Session:
         """The lines a target must run to reach ``start..end`` (those of the owning definitions)."""
         owners = self.plan.owners(start, end)
         return [n for d in owners for n in range(d.start, d.end + 1)] or list(range(start, end + 1))
+
+    def reaches(self, run: Run, item: Item) -> bool:
+        """The target is the finding's own definition, or ran code of it (or failed inside it)."""
+        owners = self.plan.owners(item.line, item.end_line)
+        return (run.local and run.target_name in {d.name for d in owners}) or run.reached(self.owner_lines(item.line, item.end_line))
 
     def wraps_target(self, item: Item, run: Run) -> bool:
         """REM101-REM104 at ``jax.value_and_grad(jax.checkpoint(loss))``: the target ``loss`` is named
