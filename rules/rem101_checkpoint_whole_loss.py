@@ -20,6 +20,7 @@ EFFECT = {
     "forward": "which does nothing: forward mode keeps no residuals",
 }
 _WORST_FIRST = ("value_and_grad", "hessian", "grad", "forward")
+_TRAINING_WORDS = ("loss", "objective", "cost", "mse", "nll", "entropy", "train", "step", "update", "fit", "optimi")
 _VJPS = frozenset({"jax.vjp", "flax.nnx.vjp", "flax.linen.vjp", "equinox.filter_vjp"})
 
 
@@ -47,6 +48,11 @@ class CheckpointWholeLoss(Rule):
     the `lax.scan` over layers). See jax-ml/jax#19822 ("jax.checkpoint does not reduce memory
     footprint").
 
+    Not reported when the gradient may itself be differentiated (forces from
+    `grad(checkpoint(energy))` that a force-matching loss trains on, meta-learning): there the
+    checkpoint saves memory in the outer backward pass. So the rule needs the gradient not to
+    be differentiated in the module, and the names to say training: a loss (or objective,
+    cost...) is differentiated, or the code is a train/update step.
     Not reported for a `vjp` whose pullback is kept for later (pipeline schedules): meanwhile
     only the inputs are held, which is a real saving. Not reported when the checkpoint has a
     policy that saves something (`dots_saveable` on a
@@ -99,6 +105,9 @@ class CheckpointWholeLoss(Rule):
         "import jax\ng = jax.grad(jax.checkpoint(loss, policy=jax.checkpoint_policies.dots_saveable))",
         # A scan body that is also differentiated on its own.
         "import jax\nstep = jax.checkpoint(step)\ndef run(c, xs):\n    return jax.lax.scan(step, c, xs)\ng = jax.grad(step)",
+        # Forces from an energy: a force-matching loss may differentiate them again.
+        "import jax\nforces_fn = jax.grad(jax.checkpoint(energy))",
+        "import jax\nck = jax.checkpoint(loss)\ndef outer(p):\n    return jax.grad(ck)(p).sum()\nmeta = jax.grad(outer)",
         # Per-example gradients.
         "import jax\ng = jax.vmap(jax.grad(jax.checkpoint(loss)))",
         # Per-microbatch gradients in a loop.
@@ -114,7 +123,7 @@ class CheckpointWholeLoss(Rule):
         Invalid("import functools, jax\n@jax.checkpoint\ndef loss(p, x):\n    return (p * x).sum()\ng = functools.partial(jax.grad, argnums=1)(loss)"),
         Invalid("import equinox as eqx\nimport jax\ng = eqx.filter_value_and_grad(jax.checkpoint(loss))"),
         Invalid("from flax import nnx\ng = nnx.grad(nnx.remat(loss))"),
-        Invalid("import jax\nckpt = jax.checkpoint(loss)\ng = jax.grad(lambda p: ckpt(p, batch))"),
+        Invalid("import jax\nckpt_loss = jax.checkpoint(loss)\ng = jax.grad(lambda p: ckpt_loss(p, batch))"),
         # Checkpointing switched on by configuration: wasted whenever it is on.
         Invalid(
             "import jax\ndef step(params, batch, use_remat):\n    def loss_fn(p):\n        return model(p, batch)\n"
@@ -123,6 +132,7 @@ class CheckpointWholeLoss(Rule):
     ]
 
     def check(self) -> None:
+        self._nested: set[int] | None = None
         if self.ctx.is_test_file:
             return  # tests checkpoint whole losses on purpose (gradient equality, forward counts)
         found: dict[int, tuple[RematSite, list[Differentiation]]] = {}
@@ -154,7 +164,23 @@ class CheckpointWholeLoss(Rule):
             return None
         if any(loops.is_loop_body(s) or self._called_per_chunk(s) for s in sites):
             return None
-        return sites[0]
+        return sites[0] if self._first_order(d) else None
+
+    def _first_order(self, d: Differentiation) -> bool:
+        """The gradient is not itself differentiated (forces from ``grad(checkpoint(energy))``
+        trained on, meta-learning: there the checkpoint does save memory in the outer backward
+        pass). Certain only in part: nothing differentiates it here, and the names say training
+        (a loss differentiated, a train/update step) rather than a quantity used further."""
+        model = self.ctx.model
+        if self._nested is None:
+            self._nested = self.ctx.differentiations.under_grad(self.ctx.bodies)
+            self._nested |= {id(other.target) for other in self.ctx.differentiations.all}
+        start = d.node if isinstance(d.node, cst.Call) else d.target  # a decorator is inside its def
+        if any(id(a) in self._nested for a in model.ancestors(start)):
+            return False
+        names = [self.ctx.code(d.target) if isinstance(d.node, cst.Call) else d.target.name.value]  # type: ignore[attr-defined]
+        names += [a.name.value for a in model.ancestors(d.node) if isinstance(a, cst.FunctionDef)]
+        return any(word in name.lower() for name in names for word in _TRAINING_WORDS)
 
     def _pullback_called_at_once(self, d: Differentiation) -> bool:
         """``out, pullback = jax.vjp(...)`` with ``pullback`` called by the next statement."""

@@ -104,11 +104,12 @@ class ScanBodyNotCheckpointed(Rule):
     def check(self) -> None:
         if self.ctx.is_test_file:
             return
-        differentiated = self._differentiated_functions()
+        model = self.ctx.model
+        differentiated = self.ctx.differentiations.under_grad(self.ctx.bodies, lambda d: in_smoke_test(model, d.node))
         for body in self.ctx.loops.bodies:
             if body.api not in SCANS or body.kind != "loop" or body.denoted.sites:
                 continue
-            if in_smoke_test(self.ctx.model, body.call):
+            if in_smoke_test(model, body.call):
                 continue
             linen = body.api in _LINEN_SCANS
             if not (self._scans_params(body) if linen else self._over_layers(body)):
@@ -123,24 +124,6 @@ class ScanBodyNotCheckpointed(Rule):
                 "the backward pass keeps every layer's intermediates, stacked (measured: 5-7x the temp memory of a "
                 "checkpointed body, which costs about +17 % FLOPs); wrap the body in `jax.checkpoint` / `nn.remat`",
             )
-
-    def _differentiated_functions(self) -> set[int]:
-        """The functions differentiated here, and the same-module functions they call."""
-        bodies = self.ctx.bodies
-        model = self.ctx.model
-        stack = [
-            d.denoted.function
-            for d in self.ctx.differentiations.all
-            if d.denoted.function is not None and not in_smoke_test(model, d.node)
-        ]
-        seen: set[int] = set()
-        while stack:
-            function = stack.pop()
-            if id(function) in seen:
-                continue
-            seen.add(id(function))
-            stack.extend(c for c in map(bodies.callee, bodies.calls(function)) if c is not None)
-        return seen
 
     def _inside(self, node: cst.CSTNode, functions: set[int]) -> bool:
         return any(id(a) in functions for a in self.ctx.model.ancestors(node))

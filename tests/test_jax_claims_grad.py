@@ -70,8 +70,8 @@ def test_whole_function_checkpoint_runs_the_forward_twice_under_value_and_grad(c
 
 
 def test_whole_function_checkpoint_under_forward_mode_and_hessian(costs):
-    assert "forward mode keeps no residuals" in message("import jax\nj = jax.jacfwd(jax.checkpoint(f))", "REM101")
-    assert "saves no memory" in message("import jax\nh = jax.hessian(jax.checkpoint(f))", "REM101")
+    assert "forward mode keeps no residuals" in message("import jax\nj = jax.jacfwd(jax.checkpoint(loss))", "REM101")
+    assert "saves no memory" in message("import jax\nh = jax.hessian(jax.checkpoint(loss))", "REM101")
     without, checkpointed = costs["jacfwd"]
     assert checkpointed == without
     without, checkpointed = costs["hessian"]

@@ -20,10 +20,11 @@ reverse).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterator, Literal
+from typing import Callable, Iterator, Literal
 
 import libcst as cst
 
+from remat_lint.analysis.bodies import Bodies
 from remat_lint.analysis.callables import Callables, Denoted, Function
 from remat_lint.analysis.loops import body_argument
 from remat_lint.analysis.semantic import SemanticModel
@@ -92,6 +93,18 @@ class Differentiations:
     def of_function(self, function: Function) -> list[Differentiation]:
         """The differentiations whose differentiated function is ``function``."""
         return self._by_function.get(id(function), [])
+
+    def under_grad(self, bodies: Bodies, skip: Callable[[Differentiation], bool] = lambda d: False) -> set[int]:
+        """The ids of the functions differentiated here (except ``skip``'s) and of the same-module
+        functions they call, transitively."""
+        stack = [d.denoted.function for d in self.all if d.denoted.function is not None and not skip(d)]
+        seen: set[int] = set()
+        while stack:
+            function = stack.pop()
+            if id(function) not in seen:
+                seen.add(id(function))
+                stack.extend(c for c in map(bodies.callee, bodies.calls(function)) if c is not None)
+        return seen
 
     def _find(self, callables: Callables) -> Iterator[Differentiation]:
         model = self.model
