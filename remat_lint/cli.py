@@ -182,7 +182,8 @@ def _trace(args: argparse.Namespace, result: RunResult, files: list[str], settin
     """--trace: judge the findings in worker processes, report them, then the checkpoint sites."""
     from remat_lint.trace import driver
 
-    outcome = driver.trace(result.findings, files, settings, driver.options_from(settings, args.trace_timeout, args.backend))
+    options = driver.options_from(settings, args.trace_timeout, args.backend, jobs=args.jobs or 1)  # -j N: N workers
+    outcome = driver.trace(result.findings, files, settings, options)
     for warning in outcome.warnings:
         print(f"remat-lint: warning: {warning}", file=sys.stderr)
     _display(result)

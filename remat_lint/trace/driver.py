@@ -11,7 +11,9 @@ instead this process polls the worker's resident set size and kills it above the
 
 from __future__ import annotations
 
+import concurrent.futures
 import importlib.util
+import itertools
 import json
 import os
 import signal
@@ -38,6 +40,7 @@ class TraceOptions:
     timeout: float = DEFAULT_TIMEOUT
     backend: str | None = None  # None: JAX's default
     memory_mb: int = DEFAULT_MEMORY_MB
+    jobs: int = 1  # workers at a time (each holds a JAX process: memory, and XLA's own threads)
     warnings: list[str] = field(default_factory=list)  # configuration problems to show
 
 
@@ -60,7 +63,7 @@ TABLE_KEYS = {"targets", "timeout", "backend", "memory-limit-mb"}
 BACKENDS = ("cpu", "gpu", "tpu")
 
 
-def options_from(settings: Settings, timeout: float | None, backend: str | None) -> TraceOptions:
+def options_from(settings: Settings, timeout: float | None, backend: str | None, jobs: int = 1) -> TraceOptions:
     """--trace-timeout/--backend, else ``[tool.remat-lint.trace]`` timeout/backend/memory-limit-mb."""
     table = settings.trace
     unknown = [
@@ -73,6 +76,7 @@ def options_from(settings: Settings, timeout: float | None, backend: str | None)
         timeout=float(timeout if timeout is not None else table.get("timeout", DEFAULT_TIMEOUT)),
         backend=backend or table.get("backend"),
         memory_mb=int(table.get("memory-limit-mb", DEFAULT_MEMORY_MB)),
+        jobs=jobs,
         warnings=unknown,
     )
 
@@ -90,10 +94,16 @@ def trace(findings: list[Finding], files: list[str], settings: Settings, options
             by_path.setdefault(f.path, []).append(f)
     sites = {path: lines for path in dict.fromkeys([*by_path, *files]) if (lines := site_lines(path)) is not None}
     modules = [p for p in dict.fromkeys([*by_path, *files]) if by_path.get(p) or sites.get(p)]
-    for index, path in enumerate(modules, start=1):
-        if sys.stderr.isatty():
-            print(f"remat-lint: tracing {path} ({index}/{len(modules)})…", file=sys.stderr, flush=True)
+    done = itertools.count(1)
+
+    def one(path: str) -> None:
         trace_module(path, by_path.get(path, []), sites.get(path) or [], settings, options, outcome)
+        if sys.stderr.isatty():
+            print(f"remat-lint: traced {path} ({next(done)}/{len(modules)})", file=sys.stderr, flush=True)
+
+    # Workers are processes; threads only wait for them.
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, options.jobs)) as pool:
+        list(pool.map(one, modules))
     return outcome
 
 
