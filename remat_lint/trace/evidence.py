@@ -3,8 +3,8 @@
 A ``Run`` traces a target as the rules predict it fails or behaves: built (Flax ``init``), called
 forward, and differentiated (``grad``, traced twice) — all abstractly with ``jax.make_jaxpr``. It
 records which lines of the user's file ran and how often, the first exception with its stage, and
-the debug callbacks in the forward and the gradient jaxprs. ``judge`` turns that into a finding's
-``{"status", "evidence", "reason"}``; ``reason`` is the one line users read.
+the debug callbacks in the forward and the gradient jaxprs. The ``judge_*`` functions turn that into
+a finding's ``{"status", "evidence", "reason"}``; ``reason`` is the one line users read.
 """
 
 from __future__ import annotations
