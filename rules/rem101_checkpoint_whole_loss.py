@@ -20,7 +20,6 @@ EFFECT = {
     "forward": "which does nothing: forward mode keeps no residuals",
 }
 _WORST_FIRST = ("value_and_grad", "hessian", "grad", "forward")
-_TRAINING_WORDS = ("loss", "objective", "cost", "mse", "nll", "entropy", "train", "step", "update", "fit", "optimi")
 _VJPS = frozenset({"jax.vjp", "flax.nnx.vjp", "flax.linen.vjp", "equinox.filter_vjp"})
 
 
@@ -132,7 +131,6 @@ class CheckpointWholeLoss(Rule):
     ]
 
     def check(self) -> None:
-        self._nested: set[int] | None = None
         if self.ctx.is_test_file:
             return  # tests checkpoint whole losses on purpose (gradient equality, forward counts)
         found: dict[int, tuple[RematSite, list[Differentiation]]] = {}
@@ -164,23 +162,7 @@ class CheckpointWholeLoss(Rule):
             return None
         if any(loops.is_loop_body(s) or self._called_per_chunk(s) for s in sites):
             return None
-        return sites[0] if self._first_order(d) else None
-
-    def _first_order(self, d: Differentiation) -> bool:
-        """The gradient is not itself differentiated (forces from ``grad(checkpoint(energy))``
-        trained on, meta-learning: there the checkpoint does save memory in the outer backward
-        pass). Certain only in part: nothing differentiates it here, and the names say training
-        (a loss differentiated, a train/update step) rather than a quantity used further."""
-        model = self.ctx.model
-        if self._nested is None:
-            self._nested = self.ctx.differentiations.under_grad(self.ctx.bodies)
-            self._nested |= {id(other.target) for other in self.ctx.differentiations.all}
-        start = d.node if isinstance(d.node, cst.Call) else d.target  # a decorator is inside its def
-        if any(id(a) in self._nested for a in model.ancestors(start)):
-            return False
-        names = [self.ctx.code(d.target) if isinstance(d.node, cst.Call) else d.target.name.value]  # type: ignore[attr-defined]
-        names += [a.name.value for a in model.ancestors(d.node) if isinstance(a, cst.FunctionDef)]
-        return any(word in name.lower() for name in names for word in _TRAINING_WORDS)
+        return sites[0] if self.ctx.differentiations.first_order(d, self.ctx.bodies) else None
 
     def _pullback_called_at_once(self, d: Differentiation) -> bool:
         """``out, pullback = jax.vjp(...)`` with ``pullback`` called by the next statement."""

@@ -39,7 +39,8 @@ class CheckpointLastStage(Rule):
     longer chain is never reported; the message says what follows the call. Not reported when
     anything else that may be expensive follows it (a model call, an unknown function, `@`,
     another checkpoint), when the call is in a loop, a branch or a comprehension, or when the
-    checkpoint has a policy that saves something or is also a loop body. Quiet in test code (files matching
+    checkpoint has a policy that saves something or is also a loop body, or when the gradient
+    may itself be differentiated (see REM101: the names must say training). Quiet in test code (files matching
     `test-paths`, `if __name__ == "__main__":` blocks, `with mock.patch(...)` blocks, `test_*`
     functions), which differentiates single checkpointed functions on purpose.
 
@@ -113,7 +114,7 @@ class CheckpointLastStage(Rule):
             "import jax\nimport optax\n@jax.checkpoint\ndef model(p, x):\n    return x\n@jax.grad\n"
             "def loss(p, x, y):\n    return optax.softmax_cross_entropy(model(p, x), y).mean()"
         ),
-        Invalid("import jax\nimport jax.numpy as jnp\ng = jax.grad(lambda p, x: jnp.sum(jax.checkpoint(f)(p, x)))"),
+        Invalid("import jax\nimport jax.numpy as jnp\nloss_grad = jax.grad(lambda p, x: jnp.sum(jax.checkpoint(f)(p, x)))"),
     ]
 
     def check(self) -> None:
@@ -125,7 +126,7 @@ class CheckpointLastStage(Rule):
             function = d.denoted.function
             if function is None or d.denoted.sites or d.denoted.wrapped or not d.api.reverse:
                 continue  # no body here, or checkpointed whole (REM101)
-            if in_smoke_test(ctx.model, d.node):
+            if in_smoke_test(ctx.model, d.node) or not ctx.differentiations.first_order(d, ctx.bodies):
                 continue
             for stage in last_stages(ctx.model, ctx.callables, function):
                 if id(stage.call) in reported or any(self._exempt(s) for s in stage.sites):

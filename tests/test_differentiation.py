@@ -235,3 +235,20 @@ def test_smoke_tests_are_test_code():
     )
     in_test = {ctx.code(d.target): in_smoke_test(ctx.model, d.node) for d in ctx.differentiations.all}
     assert in_test == {"f": False, "g": True, "h": False, "k": True, "m": True}
+
+
+@pytest.mark.parametrize(
+    ("code", "expected"),
+    [
+        ("import jax\ng = jax.grad(jax.checkpoint(loss))", [True]),
+        ("import jax\ndef train_step(p):\n    return jax.grad(jax.checkpoint(f))(p)", [True]),
+        ("import jax\nloss_grad_fn = jax.grad(f)", [True]),
+        ("import jax\nforces_fn = jax.grad(jax.checkpoint(energy))", [False]),  # forces may be trained on
+        ("import jax\ndef inner(p):\n    return jax.grad(loss)(p).sum()\nouter = jax.grad(inner)", [False, False]),
+        ("import jax\nh = jax.grad(jax.grad(loss))", [True, False]),  # the outer, then the inner one
+    ],
+)
+def test_first_order_gradients(code, expected):
+    ctx = context(code)
+    found = [ctx.differentiations.first_order(d, ctx.bodies) for d in ctx.differentiations.all]
+    assert found == expected

@@ -138,7 +138,7 @@ def test_flagged_fixture_code_is_valid_jax():
     rem102 = runpy.run_path(str(ROOT / "fixtures/rem102_checkpoint_last_stage.py"))
     params = {"encoder": ps, "head": ps, "decoder": ps}
     assert rem102["train_step"](params, x, jnp.zeros(3, dtype=jnp.int32))[0].shape == ()
-    assert set(rem102["regression_grads"](params, x, y)) == {"encoder", "decoder", "head"}
+    assert set(rem102["regression_loss_grads"](params, x, y)) == {"encoder", "decoder", "head"}
 
 
 def test_quiet_fixture_is_correct_code(capsys):

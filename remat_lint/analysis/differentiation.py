@@ -69,6 +69,7 @@ _APIS = [
 ]
 DIFF_APIS: dict[str, DiffApi] = {api.qname: api for api in _APIS}
 _MAX_DEPTH = 8
+_TRAINING_WORDS = ("loss", "objective", "cost", "mse", "nll", "entropy", "train", "step", "update", "fit", "optimi")
 
 
 @dataclass(eq=False)
@@ -85,6 +86,7 @@ class Differentiations:
     def __init__(self, model: SemanticModel, callables: Callables) -> None:
         self.model = model
         self.all: list[Differentiation] = list(self._find(callables))
+        self._nested: set[int] | None = None
         self._by_function: dict[int, list[Differentiation]] = {}
         for d in self.all:
             if d.denoted.function is not None:
@@ -105,6 +107,27 @@ class Differentiations:
                 seen.add(id(function))
                 stack.extend(c for c in map(bodies.callee, bodies.calls(function)) if c is not None)
         return seen
+
+    def first_order(self, d: Differentiation, bodies: Bodies) -> bool:
+        """The gradient is not itself differentiated (forces from ``grad(energy)`` that a loss
+        trains on, meta-learning), which changes what a checkpoint inside costs. Certain only in
+        part: nothing differentiates it in this module, and the names say training (a loss,
+        objective or cost is differentiated, or the code is a train or update step) rather than
+        a quantity that may be used further."""
+        if self._nested is None:
+            self._nested = self.under_grad(bodies) | {id(other.target) for other in self.all}
+        # A call may itself be another differentiation's target; a decorator is inside its own def.
+        start = d.node if isinstance(d.node, cst.Call) else d.target
+        chain = [start] if isinstance(d.node, cst.Call) else []
+        if any(id(a) in self._nested for a in (*chain, *self.model.ancestors(start))):
+            return False
+        code = self.model.module.code_for_node
+        names = [code(d.target) if isinstance(d.node, cst.Call) else d.target.name.value]  # type: ignore[attr-defined]
+        names += [a.name.value for a in self.model.ancestors(start) if isinstance(a, cst.FunctionDef)]
+        statement = self.model.parent(d.node)
+        if isinstance(statement, cst.Assign):  # loss_grad_fn = jax.grad(...)
+            names += [code(t.target) for t in statement.targets]
+        return any(word in name.lower() for name in names for word in _TRAINING_WORDS)
 
     def _find(self, callables: Callables) -> Iterator[Differentiation]:
         model = self.model
