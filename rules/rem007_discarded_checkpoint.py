@@ -83,7 +83,7 @@ class DiscardedCheckpoint(Rule):
         if self.ctx.is_test_file:
             return
         for site in self.ctx.sites:
-            if site.form != "call" or not isinstance(self.ctx.model.parent(site.node), cst.Expr):
+            if site.call is None or not isinstance(self.ctx.model.parent(site.node), cst.Expr):
                 continue
             if site.ref.factory is not None and missing_target(self.ctx.model, site.ref.factory):
                 continue  # ``jax.checkpoint(policy=p)(f)`` raises first (REM006)

@@ -7,6 +7,8 @@ Forms recognised (``api`` is any of ``apis.REMAT_APIS`` reached through imports 
     partial(api, **kw)(f)                a call of a partial
     api(**kw)(f)                         the decorator-factory form (valid for nnx and equinox only)
     r = partial(api, **kw); r(f) / @r    through a name bound once to either of the above
+    partial(api, **kw)                   never applied in this module (a decorator exported or
+                                         passed on): the partial itself, with no target
 
 ``jax.checkpoint`` passed as a value (``transform=nn.remat``) is not a site.
 """
@@ -38,7 +40,7 @@ class RematSite:
     node: cst.Call | cst.Decorator  # where findings about the checkpoint point
     form: Literal["call", "decorator"]
     ref: RematRef
-    call: cst.Call | None  # the applying call (None for a bare decorator)
+    call: cst.Call | None  # the applying call (None for a bare decorator or an unapplied partial)
     target: cst.CSTNode | None  # the checkpointed expression, or the decorated def/class
     keywords: dict[str, cst.Arg]  # every keyword given, partials first (later ones win)
     positional: list[cst.Arg]  # positional arguments after the target
@@ -149,7 +151,21 @@ def find_sites(model: SemanticModel) -> list[RematSite]:
             if not any(a.star for a in call.args):
                 continue  # ``api(**kw)`` alone: a factory, its application is the site
         sites.append(_site(model, ref, call, call, None))
-    return sites
+    return sites + _unapplied_partials(model, sites)
+
+
+def _unapplied_partials(model: SemanticModel, sites: list[RematSite]) -> list[RematSite]:
+    """``partial(api, **kw)`` calls that no site applies: their arguments are still checked where
+    they are written (``remat = partial(jax.checkpoint, policy="dots_saveable")`` exported)."""
+    candidates = []
+    for call in model.calls:
+        if model.qualified_name(call.func) in PARTIAL:
+            ref = resolve_remat(model, call)
+            if ref is not None and ref.factory is None:
+                candidates.append((call, ref))
+    applied = {id(p) for site in sites for p in site.ref.partials}
+    applied |= {id(p) for _, ref in candidates for p in ref.partials[:-1]}  # partial of a partial
+    return [_site(model, ref, call, None, None) for call, ref in candidates if id(call) not in applied]
 
 
 def missing_target(model: SemanticModel, call: cst.Call) -> RematApi | None:
