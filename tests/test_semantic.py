@@ -241,8 +241,12 @@ def test_nnx_remat_factory_form():
 
 
 def test_keywords_only_call_is_a_factory_not_a_site():
-    # ``nnx.remat(policy=p)`` alone builds a decorator; its application is the site.
-    assert sites("from flax import nnx\nr = nnx.remat(policy=p)") == []
+    # ``nnx.remat(policy=p)`` builds a decorator; its application is the site. Never applied in the
+    # module (exported), the factory call is a site of its own, with no target, as is a partial.
+    assert sites("from flax import nnx\nr = nnx.remat(policy=p)\ng = r(f)") == [("flax.nnx.remat", "call", "f")]
+    assert sites("from flax import nnx\nr = nnx.remat(policy=p)") == [("flax.nnx.remat", "call", None)]
+    assert sites("import jax, functools\nr = functools.partial(jax.checkpoint, policy=p)") == [("jax.checkpoint", "call", None)]
+    assert sites("import jax\nr = jax.checkpoint(policy=p)") == []  # raises (REM006): not a decorator
 
 
 def test_star_arguments_are_not_a_decorator_factory():

@@ -7,8 +7,9 @@ Forms recognised (``api`` is any of ``apis.REMAT_APIS`` reached through imports 
     partial(api, **kw)(f)                a call of a partial
     api(**kw)(f)                         the decorator-factory form (valid for nnx and equinox only)
     r = partial(api, **kw); r(f) / @r    through a name bound once to either of the above
-    partial(api, **kw)                   never applied in this module (a decorator exported or
-                                         passed on): the partial itself, with no target
+    partial(api, **kw) / api(**kw)       never applied in this module (a decorator exported or
+                                         passed on): the call itself, with no target (``api(**kw)``
+                                         for nnx and equinox only; elsewhere it raises: REM006)
 
 ``jax.checkpoint`` passed as a value (``transform=nn.remat``) is not a site.
 """
@@ -155,15 +156,18 @@ def find_sites(model: SemanticModel) -> list[RematSite]:
 
 
 def _unapplied_partials(model: SemanticModel, sites: list[RematSite]) -> list[RematSite]:
-    """``partial(api, **kw)`` calls that no site applies: their arguments are still checked where
-    they are written (``remat = partial(jax.checkpoint, policy="dots_saveable")`` exported)."""
+    """``partial(api, **kw)`` and ``nnx.remat(**kw)`` calls that no site applies: their arguments
+    are still checked where they are written (``remat = partial(jax.checkpoint, policy=...)``)."""
     candidates = []
     for call in model.calls:
-        if model.qualified_name(call.func) in PARTIAL:
-            ref = resolve_remat(model, call)
-            if ref is not None and ref.factory is None:
-                candidates.append((call, ref))
-    applied = {id(p) for site in sites for p in site.ref.partials}
+        if model.qualified_name(call.func) not in PARTIAL:
+            api = resolve_remat(model, call.func)
+            if api is None or api.factory is not None or not api.api.decorator_factory:
+                continue
+        ref = resolve_remat(model, call)
+        if ref is not None and (ref.factory is None or ref.factory is call):
+            candidates.append((call, ref))
+    applied = {id(p) for site in sites for p in (*site.ref.partials, site.ref.factory)}
     applied |= {id(p) for _, ref in candidates for p in ref.partials[:-1]}  # partial of a partial
     return [_site(model, ref, call, None, None) for call, ref in candidates if id(call) not in applied]
 
