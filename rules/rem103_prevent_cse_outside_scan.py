@@ -16,7 +16,7 @@ class PreventCseOutsideScan(Rule):
     ## What it does
     Flags `prevent_cse=False` on a checkpoint that is not the body of a `lax.scan`,
     `fori_loop`, `while_loop`, `lax.map` or a Flax/Haiku/NNX scan: the module calls no loop at
-    all, and the checkpointed function is only ever called directly.
+    all, and the checkpointed function is only ever called directly (or differentiated).
 
     ## Why is this bad?
     `jax.checkpoint` wraps the recomputation in an optimization barrier so that XLA's common
@@ -121,7 +121,8 @@ class PreventCseOutsideScan(Rule):
         return any(isinstance(a, cst.ClassDef) for a in self.ctx.model.ancestors(site.node))
 
     def _only_called_directly(self, site: RematSite) -> bool:
-        """Every use of the checkpointed callable is a call, and there is at least one."""
+        """Every use of the checkpointed callable is a call (or hands it to `grad`), and there is
+        at least one."""
         model = self.ctx.model
         if site.form == "call":
             parent = model.parent(site.node)
@@ -139,7 +140,8 @@ class PreventCseOutsideScan(Rule):
         uses = [
             n for n in self._names(name) if site in self.ctx.callables.denote(n).sites and not in_smoke_test(model, n)
         ]
-        return bool(uses) and all(_is_called(model.parent(n), n) for n in uses)
+        differentiated = {id(d.target) for d in self.ctx.differentiations.all}
+        return bool(uses) and all(_is_called(model.parent(n), n) or id(n) in differentiated for n in uses)
 
     def _names(self, value: str) -> Iterator[cst.Name]:
         stack: list[cst.CSTNode] = [self.ctx.module]
