@@ -135,7 +135,10 @@ class CheckpointLastStage(Rule):
                 self.report(stage.call, self._message(d, function, stage))
 
     def _exempt(self, site: RematSite) -> bool:
-        """A checkpoint with a policy that saves something, or one made for a loop body."""
+        """A checkpoint with a policy that saves something, one made for a loop body, or a linen
+        remat (calling its result constructs a Module)."""
+        if site.api.family == "flax":
+            return True
         return not default_policy(self.ctx.model, site) or self.ctx.loops.is_loop_body(site)
 
     def _message(self, d: Differentiation, function: cst.FunctionDef | cst.Lambda, stage: LastStage) -> str:

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
+from remat_lint.analysis.bodies import statement_of
 from remat_lint.analysis.semantic import Binding, SemanticModel, child_nodes
 from remat_lint.analysis.sites import RematSite
 from remat_lint.apis import PARTIAL
@@ -30,7 +31,6 @@ Function = cst.FunctionDef | cst.Lambda
 
 _MAX_DEPTH = 8
 _CONDITIONAL = (cst.If, cst.For, cst.While, cst.Try, cst.TryStar, cst.With, cst.Match)
-_STATEMENT = (cst.BaseSmallStatement, cst.BaseCompoundStatement)
 
 
 @dataclass(eq=False)
@@ -123,13 +123,6 @@ def reaching_bindings(model: SemanticModel, name: cst.Name) -> tuple[list[Bindin
         if binding.kind == "param" or not _conditional(model, binding.node, owner.node):
             return reaching, len(reaching) == 1
     return reaching, False
-
-
-def statement_of(model: SemanticModel, node: cst.CSTNode) -> cst.CSTNode:
-    current: cst.CSTNode | None = node
-    while current is not None and not isinstance(current, _STATEMENT):
-        current = model.parent(current)
-    return current if current is not None else node
 
 
 def precedes(model: SemanticModel, a: cst.CSTNode, b: cst.CSTNode) -> bool:
