@@ -29,7 +29,7 @@ class Positions:
 
     def __getitem__(self, node: cst.CSTNode) -> CodeRange:
         statement = self._statement_of(node)
-        entry = self._shifted(statement) if statement is not None else None
+        entry = self._shifted(statement) if statement is not None else self._holding(node)
         if entry is None:
             return self._everything()[node]
         positions, offset = entry
@@ -37,6 +37,14 @@ class Positions:
         return CodeRange(
             CodePosition(span.start.line + offset, span.start.column), CodePosition(span.end.line + offset, span.end.column)
         )
+
+    def _holding(self, node: cst.CSTNode) -> tuple[Any, int] | None:
+        """A statement already located that holds ``node`` (the parents map skips some nodes,
+        such as an attribute's name, that fixes replace)."""
+        for entry in self._statements.values():
+            if entry is not None and node in entry[0]:
+                return entry
+        return None
 
     def _everything(self) -> Any:
         if self._whole is None:
