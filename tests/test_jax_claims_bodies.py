@@ -88,7 +88,10 @@ def test_python_effects_are_not_repeated_by_the_recompute():
 
 
 @pytest.mark.parametrize(
-    "draw", [lambda: np.random.normal(), lambda: random.random(), lambda: time.time()], ids=["np.random", "random", "time"]
+    "draw",
+    [lambda: np.random.normal(), lambda: random.random(), lambda: time.time(), np.random.default_rng().normal,
+     random.Random().random],
+    ids=["np.random", "random", "time", "numpy Generator", "random.Random"],
 )
 def test_random_and_clock_values_are_baked_in_as_constants(draw):
     checkpointed = jax.checkpoint(lambda x: x + draw())

@@ -8,7 +8,8 @@ Effects found:
   one; mutation of containers (``.append``/``.update``/``d[k] = v``...) and attribute writes on
   objects that live outside it: module-level names, closure variables, and the instance of a
   plain method (``self``; Flax and NNX Module state is managed by the transform and is exempt);
-- file I/O, the global ``random``/``numpy.random`` generators, clocks.
+- file I/O, the global ``random``/``numpy.random`` generators (and generator objects made outside
+  the body: ``RNG = np.random.default_rng(0)``), clocks.
 
 Not effects: anything on objects created in the body, parameters (pytrees the checkpoint
 rebuilds), ``self.sow``/Flax variables, and per-call side channels: a closure variable of the
@@ -47,6 +48,12 @@ _RANDOM_DRAWS = frozenset(
      "normal", "standard_normal", "choice", "choices", "permutation", "shuffle", "beta", "binomial", "exponential",
      "gamma", "gauss", "poisson", "bytes", "getrandbits", "randrange", "lognormal", "multinomial"}
 )
+# Generator objects: a draw from one made outside the body (``RNG = np.random.default_rng(0)``)
+# advances shared state and is baked in like a draw from the global generator.
+_GENERATORS = frozenset(
+    {"numpy.random.default_rng", "numpy.random.RandomState", "numpy.random.Generator", "random.Random"}
+)
+_GENERATOR_DRAWS = _RANDOM_DRAWS | {"integers", "standard_normal", "standard_exponential", "laplace", "logistic"}
 _TIME_CALLS = frozenset(
     {"time.time", "time.time_ns", "time.perf_counter", "time.perf_counter_ns", "time.monotonic", "time.process_time",
      "datetime.datetime.now", "datetime.datetime.utcnow", "datetime.datetime.today", "datetime.date.today"}
@@ -107,9 +114,20 @@ class EffectFinder:
         if qname in _TIME_CALLS:
             return Effect(call, "time", self._spelling(call.func))
         func = call.func
+        if isinstance(func, cst.Attribute) and func.attr.value in _GENERATOR_DRAWS and self._outside_generator(func.value):
+            return Effect(call, "random", self._spelling(func))
         if isinstance(func, cst.Attribute) and func.attr.value in _MUTATORS and self._outside(func.value):
             return Effect(call, "container", self._spelling(func.value))
         return None
+
+    def _outside_generator(self, expr: cst.BaseExpression) -> bool:
+        """A name bound once, outside the body, to a new ``numpy``/``random`` generator object."""
+        made = self.model.assigned_value(expr) if isinstance(expr, cst.Name) else None
+        return (
+            isinstance(made, cst.Call)
+            and self.model.qualified_name(made.func) in _GENERATORS
+            and self._outside(expr)
+        )
 
     def _is_logging(self, func: cst.BaseExpression, qname: str) -> bool:
         module, _, name = qname.rpartition(".")
