@@ -9,7 +9,6 @@ is enough of them. libcst is imported only then.
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import sys
 from dataclasses import dataclass, field
@@ -124,6 +123,8 @@ def _lint_tasks(tasks: list[_Task], jobs: int) -> list[tuple[_Task, FileResult]]
     jobs = min(jobs, len(tasks))
     if jobs <= 1 or lines < POOL_MIN_LINES:
         return [(task, _lint_task(task)) for task in tasks]
+    import multiprocessing
+
     largest_first = sorted(tasks, key=lambda t: -len(t.text))
     context = multiprocessing.get_context("fork" if sys.platform == "linux" else None)
     with context.Pool(jobs) as pool:
