@@ -252,3 +252,14 @@ def test_first_order_gradients(code, expected):
     ctx = context(code)
     found = [ctx.differentiations.first_order(d, ctx.bodies) for d in ctx.differentiations.all]
     assert found == expected
+
+
+def test_a_gradient_inside_a_loss_is_differentiated_again():
+    # nequix: forces (and a jvp of them) computed in the loss that train_step differentiates.
+    code = (
+        "import jax\ndef loss(model, graph, checkpoint_grad_energy):\n    def total_energy_fn(x):\n        return x.sum()\n"
+        "    if checkpoint_grad_energy:\n        grad_energy = jax.grad(jax.checkpoint(total_energy_fn))\n"
+        "    else:\n        grad_energy = jax.grad(total_energy_fn)\n    return grad_energy(graph).sum()\n"
+    )
+    ctx = context(code)
+    assert [ctx.differentiations.first_order(d, ctx.bodies) for d in ctx.differentiations.all] == [False, False]

@@ -69,7 +69,8 @@ _APIS = [
 ]
 DIFF_APIS: dict[str, DiffApi] = {api.qname: api for api in _APIS}
 _MAX_DEPTH = 8
-_TRAINING_WORDS = ("loss", "objective", "cost", "mse", "nll", "entropy", "train", "step", "update", "fit", "optimi")
+_LOSS_WORDS = ("loss", "objective", "cost", "mse", "nll", "entropy")
+_STEP_WORDS = ("train", "step", "update", "fit", "optimi")
 
 
 @dataclass(eq=False)
@@ -111,9 +112,9 @@ class Differentiations:
     def first_order(self, d: Differentiation, bodies: Bodies) -> bool:
         """The gradient is not itself differentiated (forces from ``grad(energy)`` that a loss
         trains on, meta-learning), which changes what a checkpoint inside costs. Certain only in
-        part: nothing differentiates it in this module, and the names say training (a loss,
-        objective or cost is differentiated, or the code is a train or update step) rather than
-        a quantity that may be used further."""
+        part: nothing differentiates it in this module, it is not computed inside a loss (which
+        is differentiated in turn), and the names say training (a loss, objective or cost is
+        differentiated, or the code is a train or update step)."""
         if self._nested is None:
             self._nested = self.under_grad(bodies) | {id(other.target) for other in self.all}
         # A call may itself be another differentiation's target; a decorator is inside its own def.
@@ -123,11 +124,15 @@ class Differentiations:
             return False
         code = self.model.module.code_for_node
         names = [code(d.target) if isinstance(d.node, cst.Call) else d.target.name.value]  # type: ignore[attr-defined]
-        names += [a.name.value for a in self.model.ancestors(start) if isinstance(a, cst.FunctionDef)]
         statement = self.model.parent(d.node)
         if isinstance(statement, cst.Assign):  # loss_grad_fn = jax.grad(...)
             names += [code(t.target) for t in statement.targets]
-        return any(word in name.lower() for name in names for word in _TRAINING_WORDS)
+        enclosing = [a.name.value.lower() for a in self.model.ancestors(start) if isinstance(a, cst.FunctionDef)]
+        if any(word in name for name in enclosing for word in _LOSS_WORDS):
+            return False  # a gradient computed inside a loss (forces, penalties) is differentiated again
+        return any(w in n.lower() for n in names for w in (*_LOSS_WORDS, *_STEP_WORDS)) or any(
+            word in name for name in enclosing for word in _STEP_WORDS
+        )
 
     def _find(self, callables: Callables) -> Iterator[Differentiation]:
         model = self.model
