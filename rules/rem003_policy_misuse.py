@@ -42,6 +42,14 @@ _TUPLE_EFFECT = {
 }
 
 
+# The named positional parameters of the factories that have any (the name factories take
+# ``*names`` only; ``save_and_offload_only_these_names`` is keyword-only: PolicyInfo.keyword_only).
+_PARAMETER_NAMES = {
+    "save_from_both_policies": ("policy_1", "policy_2"),
+    "offload_dot_with_no_batch_dims": ("offload_src", "offload_dst"),
+}
+
+
 class PolicyMisuse(Rule):
     """
     ## What it does
@@ -237,7 +245,11 @@ class PolicyMisuse(Rule):
         """Report a factory called with the wrong arguments; True when it was."""
         given = len(positional)
         problem, detail = None, ""
-        if info.keyword_only:
+        accepted = {*info.keyword_only, *_PARAMETER_NAMES.get(info.name, ())}
+        unknown = [a.keyword.value for a in call.args if a.keyword is not None and a.keyword.value not in accepted]
+        if unknown:
+            problem = f"got an unexpected keyword argument '{unknown[0]}'"
+        elif info.keyword_only:
             missing = [k for k in info.keyword_only if k not in keywords]
             if given:
                 problem = f"takes 0 positional arguments but {given} {'was' if given == 1 else 'were'} given"

@@ -289,6 +289,11 @@ def test_tuple_of_names_silently_saves_nothing_or_excludes_nothing():
             "p = cp.save_and_offload_only_these_names(names_which_can_be_saved=['a'])",
             lambda: cp.save_and_offload_only_these_names(names_which_can_be_saved=["a"]),
         ),
+        ("p = cp.save_only_these_names(names=('a',))", lambda: cp.save_only_these_names(names=("a",))),
+        (
+            "p = cp.offload_dot_with_no_batch_dims(src='device', dst='pinned_host')",
+            lambda: cp.offload_dot_with_no_batch_dims(src="device", dst="pinned_host"),
+        ),
     ],
 )
 def test_wrong_factory_arity_raises_what_the_message_says(code, call):
