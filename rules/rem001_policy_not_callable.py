@@ -11,7 +11,8 @@ class PolicyNotCallable(Rule):
     """
     ## What it does
     Flags a checkpoint whose `policy=` is a string, a bool or a number instead of a policy
-    function: `jax.checkpoint(f, policy="dots_saveable")`.
+    function: `jax.checkpoint(f, policy="dots_saveable")`, also through a module constant (bound
+    once) or built from strings (`+`, `%`, `.format()`, a conditional expression of strings).
 
     ## Why is this bad?
     JAX does not check `policy` when it wraps the function. Plain calls, `jit` and `jvp` never
@@ -60,6 +61,8 @@ class PolicyNotCallable(Rule):
         "import torch\ntorch.utils.checkpoint.checkpoint(f, policy='dots_saveable')",
         "from myproject import auto_remat\nauto_remat(Block, policy='nothing_saveable')",
         "def checkpoint(f, policy):\n    return f\ncheckpoint(g, policy='dots_saveable')",
+        "import jax\nP = 'dots_saveable'\nif fast:\n    P = jax.checkpoint_policies.dots_saveable\ng = jax.checkpoint(f, policy=P)",
+        "import jax\ng = jax.checkpoint(f, policy=jax.checkpoint_policies.dots_saveable if fast else None)",
     ]
     INVALID = [
         Invalid(
@@ -77,6 +80,9 @@ class PolicyNotCallable(Rule):
         ),
         Invalid("import jax\nPOLICY = 'dots_saveable'\ng = jax.checkpoint(f, policy=POLICY)"),
         Invalid("import jax\ng = jax.checkpoint(f, policy=f'{name}_saveable')"),
+        Invalid("import jax\nNAME = 'dots_saveable'\nPOLICY = NAME\ng = jax.checkpoint(f, policy=POLICY)"),
+        Invalid("import jax\ng = jax.checkpoint(f, policy='dots' if fast else 'nothing_saveable')"),
+        Invalid("import jax\ng = jax.checkpoint(f, policy='%s_saveable' % kind)"),
         Invalid("import haiku as hk\ng = hk.remat(f, policy=True)"),
         Invalid("import equinox as eqx\ng = eqx.filter_checkpoint(f, policy=0)"),
     ]
@@ -92,12 +98,8 @@ class PolicyNotCallable(Rule):
             self.report(site.node, f"`policy={self.ctx.code(arg.value)}` {problem}", fix=self._fix(arg.value))
 
     def _problem(self, value: cst.BaseExpression) -> str | None:
-        shown = value
-        if isinstance(value, cst.Name) and value.value not in ("True", "False"):
-            bound = self.ctx.model.assigned_value(value)
-            if isinstance(bound, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
-                shown = bound  # a constant bound once to a string
-        if isinstance(shown, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
+        shown = self._constant(value)
+        if _is_string(shown, self._constant):
             if isinstance(shown, cst.SimpleString) and shown.evaluated_value in ("", b""):
                 return "is an empty string: JAX treats a falsy policy as no policy (nothing_saveable)"
             return (
@@ -115,6 +117,17 @@ class PolicyNotCallable(Rule):
             return f"is not a policy: the first grad/vjp raises `TypeError: '{kind}' object is not callable`"
         return None
 
+    def _constant(self, value: cst.BaseExpression) -> cst.BaseExpression:
+        """What a name bound once (through names bound once) holds; the expression itself otherwise."""
+        for _ in range(_MAX_CHAIN):
+            if not isinstance(value, cst.Name) or value.value in ("True", "False"):
+                break
+            bound = self.ctx.model.assigned_value(value)
+            if not isinstance(bound, cst.BaseExpression):
+                break
+            value = bound
+        return value
+
     def _fix(self, value: cst.BaseExpression) -> FixSpec | None:
         if not isinstance(value, cst.SimpleString):
             return None
@@ -123,3 +136,26 @@ class PolicyNotCallable(Rule):
             return None
         spelled, module = self.ctx.spell(f"jax.checkpoint_policies.{name}")
         return FixSpec(f"Use `{spelled}`", [(value, spelled)], add_import=module)
+
+
+_MAX_CHAIN = 4
+_STR_METHODS = frozenset({"format", "lower", "upper", "strip", "replace", "removesuffix", "removeprefix"})
+
+
+def _is_string(node: cst.BaseExpression, constant, depth: int = 0) -> bool:  # type: ignore[no-untyped-def]
+    """Certainly a ``str``: a literal, ``+`` of strings, ``%`` or ``.format()``/``.lower()``... on a
+    string, or a conditional expression whose branches are all strings."""
+    if depth > _MAX_CHAIN:
+        return False
+    node = constant(node)
+    if isinstance(node, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
+        return True
+    if isinstance(node, cst.BinaryOperation):
+        if isinstance(node.operator, cst.Add):
+            return _is_string(node.left, constant, depth + 1) and _is_string(node.right, constant, depth + 1)
+        return isinstance(node.operator, cst.Modulo) and _is_string(node.left, constant, depth + 1)
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in _STR_METHODS:
+        return _is_string(node.func.value, constant, depth + 1)
+    if isinstance(node, cst.IfExp):
+        return _is_string(node.body, constant, depth + 1) and _is_string(node.orelse, constant, depth + 1)
+    return False
