@@ -3,7 +3,8 @@ from __future__ import annotations
 import libcst as cst
 
 from remat_lint.analysis.guards import expects_error
-from remat_lint.analysis.sites import missing_target
+from remat_lint.analysis.sites import RematSite, missing_target
+from remat_lint.analysis.static_args import fails_at_wrap
 from remat_lint.findings import Severity
 from remat_lint.rule import Invalid, Rule
 
@@ -67,6 +68,8 @@ class DiscardedCheckpoint(Rule):
         "import jax\nimport pytest\nwith pytest.raises(NotImplementedError):\n    jax.checkpoint(f, concrete=True)",
         "import torch\ntorch.utils.checkpoint.checkpoint(f, x)",
         "import jax\njax.checkpoint(policy=p)(f)",  # raises TypeError first: REM006
+        "import jax\njax.checkpoint(f, save_policy=p)",  # raises TypeError first: REM002
+        "import jax\njax.checkpoint(f, concrete=False)",  # raises NotImplementedError first: REM005
         "def checkpoint(f):\n    registry.append(f)\ncheckpoint(f)",
     ]
     INVALID = [
@@ -87,6 +90,8 @@ class DiscardedCheckpoint(Rule):
                 continue
             if site.ref.factory is not None and missing_target(self.ctx.model, site.ref.factory):
                 continue  # ``jax.checkpoint(policy=p)(f)`` raises first (REM006)
+            if self._raises(site):
+                continue  # nothing is returned to discard (REM002/REM005)
             if expects_error(self.ctx.model, site.node):
                 continue
             target = f"`{self.ctx.code(site.target)}`" if site.target is not None else "its argument"
@@ -96,3 +101,10 @@ class DiscardedCheckpoint(Rule):
                 f"{target} unchanged, so nothing is checkpointed; assign the result and use it, or apply it as a "
                 "decorator",
             )
+
+    def _raises(self, site: RematSite) -> bool:
+        """The remat call raises instead of returning: an unknown keyword or positional argument, or
+        ``concrete=`` on jax (``hk.remat`` checks its arguments only when its result is called)."""
+        if site.api.family == "haiku":
+            return False
+        return fails_at_wrap(self.ctx.model, site) or (site.api.family == "jax" and site.keyword("concrete") is not None)
