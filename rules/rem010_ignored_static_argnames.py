@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from remat_lint.analysis.flags import refers_to_remat3
 from remat_lint.analysis.sites import RematSite
 from remat_lint.findings import Applicability, Severity
 from remat_lint.rule import FixSpec, Invalid, Rule
@@ -19,7 +20,9 @@ class IgnoredStaticArgnames(Rule):
     keyword. The named argument is traced like any other, so Python control flow on it
     (`if training:`) raises `TracerBoolConversionError` at every call, and a string argument
     raises `TypeError` (a `str` is not a valid JAX type). `jax.remat`, `hk.remat` and the Flax
-    transforms reject the keyword outright (REM002).
+    transforms reject the keyword outright (REM002). Not reported in a module that names the
+    `jax_remat3` flag (sets it, reads it, or a test class enables it): its checkpoints may run
+    under either implementation.
 
     ## Example
     ```python
@@ -64,6 +67,10 @@ class IgnoredStaticArgnames(Rule):
         "import jax\ng = jax.checkpoint(f, static_argnames=None)",
         "import jax\ng = jax.jit(f, static_argnames=('training',))",
         "from flax import nnx\ng = nnx.jit(f, static_argnames='training')",
+        (
+            "import jax\nfrom jax._src import test_util as jtu\n@jtu.with_config(jax_remat3=True)\nclass T:\n"
+            "    def test(self):\n        return jax.checkpoint(f, static_argnames='cfg')"
+        ),
         "def checkpoint(f, static_argnames=()):\n    return f\ng = checkpoint(f, static_argnames='training')",
     ]
     INVALID = [
@@ -82,10 +89,15 @@ class IgnoredStaticArgnames(Rule):
     ]
 
     def check(self) -> None:
+        remat3: bool | None = None  # computed once, when a site needs it
         for site in self.ctx.sites:
             arg = site.keyword("static_argnames")
             if site.api.qname != "jax.checkpoint" or arg is None or _is_empty(arg.value):
                 continue
+            if remat3 is None:
+                remat3 = refers_to_remat3(self.ctx.module)
+            if remat3:
+                return  # the module may turn on the implementation that honours static_argnames
             names = _string_literals(arg.value)
             traced = ", ".join(f"`{name}`" for name in names) if names else "the argument"
             self.report(
