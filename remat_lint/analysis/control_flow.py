@@ -212,7 +212,7 @@ class _Finder:
                 continue  # not received, or rebound there (``deterministic = nn.merge_param(...)``)
             inner = _Finder(self.model, {theirs.name.value: theirs}, self.depth + 1)
             use = next((u for n in _walk(callee.body) for u in inner.visit(n)), None)
-            if use is not None:
+            if use is not None and (use.use in ("order", "range") or is_leaf(mine)):  # ours may be a pytree
                 name = self.model.module.code_for_node(call.func if skip == 0 else call.func.func)  # type: ignore[attr-defined]
                 yield ControlUse(statement_of(self.model, call), arg.value, mine, use.use, f"{use.construct} in `{name}`")
 
