@@ -2,10 +2,15 @@ from __future__ import annotations
 
 import libcst as cst
 
+from remat_lint.analysis.guards import only_where_error_expected
 from remat_lint.analysis.linen import bound_linen_method, linen_constructor
 from remat_lint.analysis.sites import RematSite
 from remat_lint.findings import Severity
 from remat_lint.rule import FixSpec, Invalid, Rule
+
+# What the mistakes raise; code that only runs where these are expected is a test of them.
+_TARGET_ERROR = frozenset({"TransformTargetError"})
+_CALL_ERRORS = frozenset({"AttributeError", "TypeError"})
 
 
 class RematModuleInstance(Rule):
@@ -64,6 +69,12 @@ class RematModuleInstance(Rule):
 
     VALID = [
         "import flax.linen as nn\nRematBlock = nn.remat(Block)",
+        # A test of the error: the Module is only used inside the block that expects it.
+        (
+            "import flax.linen as nn\nimport pytest\ndef test_instance():\n    class M(nn.Module):\n"
+            "        @nn.compact\n        def __call__(self, x):\n            return nn.remat(nn.Dense(2))(x)\n"
+            "    with pytest.raises(nn.errors.TransformTargetError):\n        M().init(key, x)"
+        ),
         "import flax.linen as nn\nblock = nn.remat(FlaxLLaMABlock, static_argnums=(4, 5, 6))\nlayers = [block(cfg, name=str(i)) for i in range(n)]",
         "import flax.linen as nn\nclass M(nn.Module):\n    def setup(self):\n        self.c1 = nn.remat(nn.remat(C))()",
         "import functools\nimport flax.linen as nn\nB = nn.remat(functools.partial(Block, cfg=cfg), prevent_cse=False)",
@@ -109,6 +120,8 @@ class RematModuleInstance(Rule):
                 continue
             constructor = linen_constructor(self.ctx.model, site.target)
             if constructor is not None:
+                if only_where_error_expected(self.ctx.model, site.node, _TARGET_ERROR):
+                    continue  # a test of the error
                 cls = self.ctx.code(constructor.func)
                 self.report(
                     site.node,
@@ -120,7 +133,7 @@ class RematModuleInstance(Rule):
                 )
                 continue
             method = bound_linen_method(self.ctx.model, site.target)
-            if method is not None:
+            if method is not None and not only_where_error_expected(self.ctx.model, site.node, _CALL_ERRORS):
                 self.report(
                     site.node,
                     f"`{site.api.display}` is given the bound method `{self.ctx.code(site.target)}`: Flax passes "

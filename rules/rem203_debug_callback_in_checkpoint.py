@@ -5,12 +5,14 @@ from typing import Iterator
 import libcst as cst
 
 from remat_lint.analysis.bodies import CheckpointedFunction, Function, statement_of
+from remat_lint.analysis.guards import only_where_error_expected
 from remat_lint.apis import policy_info
 from remat_lint.findings import Severity
 from remat_lint.rule import Invalid, Rule
 
 _DEBUG_CALLBACKS = frozenset({"jax.debug.print", "jax.debug.callback"})
 _IO_CALLBACKS = frozenset({"jax.experimental.io_callback"})
+_IO_ERROR = frozenset({"NotImplementedError", "ValueError"})  # ValueError: a differentiated operand (no JVP)
 
 TWICE = (
     "under `grad` it runs twice per step, once in the forward pass and again when the backward pass "
@@ -83,6 +85,11 @@ class DebugCallbackInCheckpoint(Rule):
     severity = Severity.INFO
 
     VALID = [
+        (
+            "import jax, pytest\nfrom jax.experimental import io_callback\ndef test_fails():\n    @jax.checkpoint\n"
+            "    def f(x, y):\n        io_callback(save, None, y)\n        return x\n"
+            "    with pytest.raises(NotImplementedError):\n        jax.grad(f)(1.0, 2.0)"
+        ),
         "import jax\n@jax.checkpoint\ndef f(x):\n    return x\ndef g(x):\n    y = f(x)\n    jax.debug.print('{y}', y=y)\n    return y",
         "import jax\n@jax.checkpoint\ndef f(x):\n    print(x)\n    return x",
         "import functools, jax\n@functools.partial(jax.checkpoint, policy=jax.checkpoint_policies.everything_saveable)\ndef f(x):\n    jax.debug.print('{x}', x=x)\n    return x",
@@ -103,10 +110,11 @@ class DebugCallbackInCheckpoint(Rule):
         for fn in bodies.functions:
             saves_everything = self._saves_everything(fn)
             for call, message in self._callbacks(fn.node, saves_everything):
-                self.report(statement_of(self.ctx.model, call), f"`{self.ctx.code(call.func)}` in a checkpointed function: {message}")
+                if not self._tests_the_error(call, message):
+                    self.report(statement_of(self.ctx.model, call), f"`{self.ctx.code(call.func)}` in a checkpointed function: {message}")
             for helper in bodies.helpers(fn.node):
                 found = next(self._callbacks(helper.function, saves_everything), None)
-                if found is not None:
+                if found is not None and not self._tests_the_error(helper.call, found[1]):
                     call, message = found
                     self.report(
                         helper.call,
@@ -121,6 +129,10 @@ class DebugCallbackInCheckpoint(Rule):
                 yield call, IO_FAILS
             elif qname in _DEBUG_CALLBACKS and not saves_everything:
                 yield call, TWICE
+
+    def _tests_the_error(self, node: cst.CSTNode, message: str) -> bool:
+        """An ``io_callback`` that only runs where its ``NotImplementedError`` is expected (a test of it)."""
+        return message is IO_FAILS and only_where_error_expected(self.ctx.model, node, _IO_ERROR)
 
     def _saves_everything(self, fn: CheckpointedFunction) -> bool:
         arg = fn.site.keyword("policy")

@@ -70,3 +70,59 @@ def test_side_channel_of_a_checkpoint_handed_to_scan_is_quiet():
             return jax.lax.scan(step, carry, xs), seen
         """
     ) == []
+
+
+# Tests of an error define the broken code and call it inside ``pytest.raises`` (JAX's and Flax's
+# own test suites): what only runs there is deliberate, as at a site inside the block itself.
+ERROR_TESTS = """
+import flax.linen as nn
+import jax
+import pytest
+from flax import errors
+from jax.experimental import io_callback
+
+
+def test_io_callback_fails_under_grad():
+    @jax.grad
+    @jax.checkpoint
+    def f(x, y):
+        io_callback(print, None, y)
+        return x
+
+    with pytest.raises(NotImplementedError):
+        f(2.0, 3.0)
+
+
+def test_io_callback_fails_under_grad_applied_in_the_block():
+    @jax.checkpoint
+    def g(x, y):
+        io_callback(print, None, y)
+        return x
+
+    with pytest.raises(NotImplementedError):
+        jax.grad(g)(2.0, 3.0)
+
+
+def test_instance_is_rejected():
+    class Foo(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            return nn.remat(nn.Dense(2))(x)
+
+    with pytest.raises(errors.TransformTargetError):
+        Foo().init(jax.random.key(0), jax.numpy.ones((1, 2)))
+"""
+
+
+def test_code_only_run_where_its_error_is_expected_is_quiet():
+    assert codes(ERROR_TESTS) == []
+
+
+def test_code_also_used_outside_the_expecting_block_is_reported():
+    source = ERROR_TESTS.replace("        f(2.0, 3.0)", "        f(2.0, 3.0)\n    return f").replace(
+        "jax.grad(g)(2.0, 3.0)", "jax.grad(g)(2.0, 3.0)\n    step = jax.grad(g)"
+    ).replace(
+        "        Foo().init(jax.random.key(0), jax.numpy.ones((1, 2)))",
+        "        Foo().init(jax.random.key(0), jax.numpy.ones((1, 2)))\n    Foo()",
+    )
+    assert sorted(codes(source)) == ["REM004", "REM203", "REM203"]
