@@ -163,6 +163,9 @@ def test_rem202_a_flag_handed_on_fails_where_it_is_tested():
         init_and_grad(f.OffByOneEncoderLayer(), x, mask, True)
     with pytest.raises(TRACER_BOOL):  # a same-module helper's `if`
         f.scaled_block(X, True)
+    with pytest.raises(TRACER_BOOL):  # BatchNorm tests `if use_running_average`; REM011: 1 is `x`
+        init_and_grad(f.Issue3946MLP(), X, True)
+    init_and_grad(f.FixedBatchNormMLP(), X, True)
     init_and_grad(f.RematStaticEncoderLayer(), x, mask, True)
     init_and_grad(f.PositionalStaticEncoderLayer(), x, mask, True)  # static_argnums in its positional slot
     init_and_grad(f.RematZeroDropoutLayer(), X, True)  # a zero rate returns before the test

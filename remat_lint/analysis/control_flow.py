@@ -15,8 +15,8 @@ facts and never fail.
 
 A parameter handed on as it is counts too, reported at the call: to ``deterministic`` of a Flax
 ``nn.Dropout`` or attention layer whose rate is a nonzero literal (Flax tests ``if deterministic``;
-a zero rate returns first), or to a parameter of a same-module function or Module class
-(``MlpBlock(cfg)(x, deterministic)``) that fails there.
+a zero rate returns first), to ``use_running_average`` of ``nn.BatchNorm``, or to a parameter of a
+same-module function or Module class (``MlpBlock(cfg)(x, deterministic)``) that fails there.
 """
 
 from __future__ import annotations
@@ -49,18 +49,22 @@ BOOL_LIKE_NAMES = frozenset(
         "is_causal",
     }
 )
-# Flax layers that test ``deterministic`` in Python when their rate (keyword, or Dropout's first
-# argument) is nonzero: the keyword naming the rate; ``deterministic`` is a constructor field and a
-# call keyword (Dropout also takes it as its second call argument).
-_FLAX_DROPOUT_RATE = {
-    "flax.linen.Dropout": "rate",
-    "flax.linen.stochastic.Dropout": "rate",
-    "flax.linen.MultiHeadDotProductAttention": "dropout_rate",
-    "flax.linen.MultiHeadAttention": "dropout_rate",
-    "flax.linen.SelfAttention": "dropout_rate",
-    "flax.linen.attention.MultiHeadDotProductAttention": "dropout_rate",
-    "flax.linen.attention.MultiHeadAttention": "dropout_rate",
-    "flax.linen.attention.SelfAttention": "dropout_rate",
+# Flax layers that test a flag in Python (``if deterministic``): the flag's keyword (a constructor
+# field and a call keyword), its position among the call's arguments, and the rate that must be
+# nonzero for the test to be reached (keyword, position in the constructor), if any.
+_FLAX_FLAG_LAYERS: dict[str, tuple[str, int | None, str | None, int | None]] = {
+    **dict.fromkeys(("flax.linen.Dropout", "flax.linen.stochastic.Dropout"), ("deterministic", 1, "rate", 0)),
+    **dict.fromkeys(
+        ("flax.linen.BatchNorm", "flax.linen.normalization.BatchNorm"), ("use_running_average", 1, None, None)
+    ),
+    **dict.fromkeys(
+        (
+            f"flax.linen.{module}{name}"
+            for module in ("", "attention.")
+            for name in ("MultiHeadDotProductAttention", "MultiHeadAttention", "SelfAttention")
+        ),
+        ("deterministic", None, "dropout_rate", None),
+    ),
 }
 _MAX_CALL_DEPTH = 3
 _LEAF_ANNOTATIONS = frozenset({"bool", "int", "float"})
@@ -169,21 +173,23 @@ class _Finder:
         elif isinstance(node, (cst.For, cst.CompFor)):
             yield from self._range(node.iter, node)
         elif isinstance(node, cst.Call):
-            yield from self._dropout(node)
+            yield from self._flax_layer(node)
             yield from self._handed_on(node)
 
-    def _dropout(self, call: cst.Call) -> Iterator[ControlUse]:
-        """``nn.Dropout(0.1)(x, deterministic=p)`` or ``nn.Dropout(0.1, deterministic=p)(x)``."""
+    def _flax_layer(self, call: cst.Call) -> Iterator[ControlUse]:
+        """``nn.Dropout(0.1)(x, deterministic=p)``, ``nn.Dropout(0.1, deterministic=p)(x)``,
+        ``nn.BatchNorm(use_running_average=p)(x)``..."""
         layer = call.func if isinstance(call.func, cst.Call) else call
-        qname = self.model.qualified_name(layer.func)
-        rate_keyword = _FLAX_DROPOUT_RATE.get(qname or "")
-        if rate_keyword is None or not _nonzero_literal(_argument(layer, rate_keyword, 0 if rate_keyword == "rate" else None)):
+        qname = self.model.qualified_name(layer.func) or ""
+        spec = _FLAX_FLAG_LAYERS.get(qname)
+        if spec is None:
             return
-        position = 1 if layer is not call and rate_keyword == "rate" else None
-        flag = _argument(call, "deterministic", position)
+        keyword, position, rate, rate_position = spec
+        if rate is not None and not _nonzero_literal(_argument(layer, rate, rate_position)):
+            return  # a zero rate returns before the flag is tested
+        flag = _argument(call, keyword, position if layer is not call else None)
         if isinstance(flag, cst.Name):  # ``not p`` is reported as a ``not`` already
-            name = "nn.Dropout" if rate_keyword == "rate" else (qname or "").rsplit(".", 1)[-1]
-            yield from self._tested(flag, call, f"`if deterministic` in `{name}`")
+            yield from self._tested(flag, call, f"`if {keyword}` in `{qname.rsplit('.', 1)[-1]}`")
 
     def _handed_on(self, call: cst.Call) -> Iterator[ControlUse]:
         """A parameter passed as it is to a same-module function (``helper(x, p)``) or Module
