@@ -22,7 +22,8 @@ class TracedPythonControlFlow(Rule):
     `for ... in range(p)`) on a parameter of a checkpointed function that the checkpoint traces:
     one that is not in `static_argnums`. A parameter handed on as it is counts too, at the call:
     to `deterministic` of a Flax `nn.Dropout` or attention layer with a nonzero literal rate
-    (Flax tests `if deterministic`), or to a same-module function or Module that tests it.
+    (Flax tests `if deterministic`), to `use_running_average` of `nn.BatchNorm`, or to a
+    same-module function or Module that tests it.
 
     ## Why is this bad?
     A checkpoint traces its function on every call, even outside `jit`, and every argument not
