@@ -263,3 +263,9 @@ def test_a_gradient_inside_a_loss_is_differentiated_again():
     )
     ctx = context(code)
     assert [ctx.differentiations.first_order(d, ctx.bodies) for d in ctx.differentiations.all] == [False, False]
+
+
+def test_a_conditional_expression_denotes_either_side():
+    ctx = context("import jax\nforward = jax.checkpoint(forward_fn) if remat else forward_fn\ng = jax.grad(forward)")
+    (d,) = ctx.differentiations.all
+    assert [ctx.code(s.node) for s in d.denoted.sites] == ["jax.checkpoint(forward_fn)"] and d.denoted.conditional

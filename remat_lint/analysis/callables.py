@@ -5,6 +5,7 @@ whose body runs when it is called.
     loss  (after ``loss = jax.checkpoint(loss)``)    the same, through the binding that reaches the use
     @jax.checkpoint def loss                  the decorator site, and the def
     functools.partial(loss, batch=b)          whatever ``loss`` denotes
+    jax.checkpoint(f) if remat else f         either (``conditional``)
     lambda p: loss(p, x)                      the lambda (``wrapped``: the sites of ``loss``)
 
 Names are resolved flow-sensitively: ``semantic.SemanticModel`` gives up on a name bound twice,
@@ -83,6 +84,8 @@ class Callables:
             if model.qualified_name(expr.func) in PARTIAL and expr.args and not expr.args[0].keyword:
                 return self.denote(expr.args[0].value, depth + 1)
             return Denoted()
+        if isinstance(expr, cst.IfExp):  # jax.checkpoint(f) if remat else f
+            return _either([self.denote(expr.body, depth + 1), self.denote(expr.orelse, depth + 1)])
         if isinstance(expr, cst.Name):
             bindings, certain = reaching_bindings(model, expr)
             found = [self._binding(b, depth) for b in bindings]
