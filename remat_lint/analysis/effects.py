@@ -225,7 +225,8 @@ def _module_level(model: SemanticModel, node: cst.CSTNode) -> bool:
 def _handed_to(model: SemanticModel, site: RematSite) -> Iterator[cst.Call]:
     """Calls that get the checkpointed callable as an argument or call it, directly
     (``lax.scan(jax.checkpoint(body), ...)``) or through a name bound to it, even one bound more than
-    once (``step = body`` / ``step = jax.checkpoint(body)``, then ``lax.scan(step, ...)``).
+    once (``step = body`` / ``step = jax.checkpoint(body)``, then ``lax.scan(step, ...)``) or
+    conditionally (``step = jax.checkpoint(body) if remat else body``).
     ``functools.partial`` only wraps it for a later call, which may be anywhere: not a use."""
     value: cst.CSTNode | None = model.parent(site.node) if site.form == "decorator" else site.call
     if value is None:
@@ -234,7 +235,15 @@ def _handed_to(model: SemanticModel, site: RematSite) -> Iterator[cst.Call]:
         if model.qualified_name(call.func) in PARTIAL:
             continue
         for expr in (call.func, *(a.value for a in call.args)):
-            if expr is value or isinstance(expr, cst.Name) and any(
-                b.value is value or b.node is value for b in model.bindings_of(expr.value, model.scope_of(expr))
+            if _may_be(expr, value) or isinstance(expr, cst.Name) and any(
+                b.node is value or (b.value is not None and _may_be(b.value, value))
+                for b in model.bindings_of(expr.value, model.scope_of(expr))
             ):
                 yield call
+
+
+def _may_be(expr: cst.BaseExpression, value: cst.CSTNode) -> bool:
+    """``expr`` is ``value``, or may be: ``jax.checkpoint(f) if remat else f``."""
+    if isinstance(expr, cst.IfExp):
+        return _may_be(expr.body, value) or _may_be(expr.orelse, value)
+    return expr is value
