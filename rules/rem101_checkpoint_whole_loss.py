@@ -29,7 +29,9 @@ class CheckpointWholeLoss(Rule):
     Flags a checkpoint that wraps the whole function handed to `jax.grad`, `jax.value_and_grad`,
     `jax.vjp`, `jax.jacrev`, `jax.jacfwd`, `jax.hessian`, `nnx.grad`, `nnx.value_and_grad`,
     `hk.grad`, `eqx.filter_grad` or `eqx.filter_value_and_grad`: `grad(checkpoint(loss))`, a
-    decorated `@jax.checkpoint def loss`, or a re-bound `loss = jax.checkpoint(loss)`.
+    decorated `@jax.checkpoint def loss`, a re-bound `loss = jax.checkpoint(loss)`, also when
+    configuration switches it on (`if cfg.remat: loss = jax.checkpoint(loss)`, or a conditional
+    expression): wasted whenever it is on.
 
     ## Why is this bad?
     A checkpoint saves memory by not keeping its function's intermediates for the backward pass
@@ -47,19 +49,21 @@ class CheckpointWholeLoss(Rule):
     the `lax.scan` over layers). See jax-ml/jax#19822 ("jax.checkpoint does not reduce memory
     footprint").
 
-    Not reported when the gradient may itself be differentiated (forces from
-    `grad(checkpoint(energy))` that a force-matching loss trains on, meta-learning): there the
-    checkpoint saves memory in the outer backward pass. So the rule needs the gradient not to
-    be differentiated in the module, and the names to say training: a loss (or objective,
-    cost...) is differentiated, or the code is a train/update step.
-    Not reported for a `vjp` whose pullback is kept for later (pipeline schedules): meanwhile
-    only the inputs are held, which is a real saving. Not reported when the checkpoint has a
-    policy that saves something (`dots_saveable` on a
-    whole function does save memory), when the checkpointed function is also a loop body, when
-    the gradient is taken per chunk or per microbatch (in a loop, a scan body or under `vmap`),
-    and in test code: files matching `test-paths`, `if __name__ == "__main__":` blocks,
-    `with mock.patch(...)` blocks and `test_*` functions, which checkpoint whole losses on
-    purpose to compare gradients or count forward passes.
+    Not reported when:
+    - the gradient may itself be differentiated (forces from `grad(checkpoint(energy))` that a
+      force-matching loss trains on, meta-learning): there the checkpoint saves memory in the
+      outer backward pass. So the gradient must not be differentiated in the module nor be
+      computed inside a loss, and the names must say training: a loss (objective, cost...) is
+      differentiated, or the code is a train or update step;
+    - a `vjp`'s pullback is kept for later (pipeline schedules): meanwhile only the inputs are
+      held, which is a real saving;
+    - the checkpoint has a policy that saves something (`dots_saveable` on a whole function
+      does save memory: measured -10 % temp);
+    - the checkpointed function is also a loop body, or the gradient is taken per chunk or
+      per microbatch (in a loop, a scan body, a comprehension or under `vmap`);
+    - in test code: files matching `test-paths`, `if __name__ == "__main__":` blocks,
+      `with mock.patch(...)` blocks and `test_*` functions, which checkpoint whole losses on
+      purpose to compare gradients or count forward passes.
 
     ## Example
     ```python
