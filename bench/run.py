@@ -3,8 +3,8 @@
     python bench/run.py [DIR ...] [--reps 3] [--jobs N] [--markdown FILE]
 
 Default DIRs: the installed jax and flax packages' sources. Every tool runs as a subprocess with
-the same file set; each measurement is the best of ``--reps`` runs (wall) with its CPU time
-(user+sys of the process tree) and peak RSS (largest single process) from ``os.wait4``.
+the same file set; each measurement is the run with the best wall time of ``--reps``, with its
+CPU time (user+sys of the process tree) and peak RSS (largest single process) from ``os.wait4``.
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ import argparse
 import os
 import platform
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -46,7 +45,7 @@ print(time.perf_counter() - start, ru.ru_utime + ru.ru_stime, ru.ru_maxrss, os.w
 
 
 def measure(cmd: list[str], cwd: str, reps: int, before: list[str] | None = None) -> Sample:
-    """Best wall of ``reps`` runs, median CPU, largest peak RSS; ``before`` runs ahead of each."""
+    """The run with the best wall time of ``reps``; ``before`` runs ahead of each."""
     samples = []
     with tempfile.NamedTemporaryFile() as stderr:
         for _ in range(reps):
@@ -58,8 +57,7 @@ def measure(cmd: list[str], cwd: str, reps: int, before: list[str] | None = None
             if int(code) not in (0, 1) or "Traceback" in errors:
                 sys.exit(f"{' '.join(cmd)} failed ({code}):\n{errors[-3000:]}")
             samples.append(Sample(float(wall), float(cpu), int(rss) / 1024))
-    best = min(samples, key=lambda s: s.wall)
-    return Sample(best.wall, statistics.median(s.cpu for s in samples), max(s.rss_mb for s in samples))
+    return min(samples, key=lambda s: s.wall)
 
 
 def python_files(dirs: list[str]) -> list[Path]:
@@ -160,7 +158,7 @@ def main() -> None:
         f"Corpus: {', '.join(dirs)} — {len(files)} files, {lines:,} lines.",
         f"Machine: {start_machine} (at start); {machine().split('; ')[-1]} (at end).",
         f"Tools: {version([str(BIN / 'remat-lint'), '--version'])}, {version([str(BIN / 'ruff'), '--version'])}, "
-        f"flake8 {version([str(BIN / 'flake8'), '--version']).split()[0]}; best wall of {args.reps}, median CPU.",
+        f"flake8 {version([str(BIN / 'flake8'), '--version']).split()[0]}; the run with the best wall time of {args.reps}.",
         "",
         "| what | wall s | CPU s | files/s | lines/s | peak RSS MB |",
         "|---|---:|---:|---:|---:|---:|",

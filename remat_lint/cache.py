@@ -9,7 +9,8 @@ The path is not part of the key: a moved file still hits.
 
 Entries are written to a temporary file and renamed into place, so concurrent runs and a run
 killed halfway never leave a torn entry; an unreadable entry is a miss. The cache is an
-optimisation only: any OS error disables it for the run.
+optimisation only: any OS error disables it for the run. Entries live under a directory per
+linter fingerprint; a new one removes the others that have not been used for an hour.
 """
 
 from __future__ import annotations
@@ -17,8 +18,11 @@ from __future__ import annotations
 import hashlib
 import os
 import pickle
+import re
+import shutil
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from remat_lint import __version__
@@ -76,6 +80,16 @@ class Cache:
             finding.path = path
         return result
 
+    def _prune(self) -> None:
+        """Remove the entries of other remat-lint versions (or edits of it) unused for an hour."""
+        cutoff = time.time() - 3600
+        for other in self.root.iterdir():
+            try:
+                if other != self.directory and re.fullmatch(r"[0-9a-f]{16}", other.name) and other.stat().st_mtime < cutoff:
+                    shutil.rmtree(other, ignore_errors=True)
+            except OSError:
+                pass
+
     def put(self, key: str, result: FileResult) -> None:
         if not self.enabled:
             return
@@ -85,6 +99,9 @@ class Cache:
                 self.root.mkdir(parents=True, exist_ok=True)
                 (self.root / "CACHEDIR.TAG").write_text(_TAG)
                 (self.root / ".gitignore").write_text("# Created by remat-lint\n*\n")
+            if not self.directory.exists():
+                self.directory.mkdir()
+                self._prune()
             target.parent.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-")
             try:

@@ -16,9 +16,11 @@ comment or string) names one of the APIs in ``apis.py``:
    (assigned, or brought in by ``import *``). Names bound only to other imports
    (``from jax._src.interpreters import remat``), parameters, defs and builtins cannot.
 
-Measured on the installed jax/flax/haiku/equinox (926 files, 409k lines): stage 1 keeps 78 files,
-stage 2 56, stage 3 about 20 (see bench/README.md). A file ``ast`` cannot parse goes to libcst,
-which reports the error.
+Measured on the installed jax/flax/haiku/equinox (926 files, 409k lines): ``remat|checkpoint``
+occurs in 77 files (82k lines), stage 2 keeps 55 (64k lines), stage 3 15 (16k lines). Linting,
+with every rule selected, the 41 files this rejects although they contain ``remat|checkpoint``
+(REM301's "scan" keeps more) gave no finding. A kept file that ``ast`` cannot
+parse goes to libcst, which reports the error, unless Python hit a nesting limit (see ``check``).
 """
 
 from __future__ import annotations

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -93,3 +94,13 @@ def test_pool_gives_the_same_findings_in_the_same_order(monkeypatch, tmp_path):
 def test_jobs_must_be_positive(tmp_path, value):
     proc = subprocess.run([sys.executable, "-m", "remat_lint", "-j", value, "."], cwd=tmp_path, capture_output=True, text=True)
     assert proc.returncode == 2 and "--jobs" in proc.stderr
+
+
+def test_entries_of_other_versions_are_pruned(tmp_path):
+    old, recent = tmp_path / "0123456789abcdef", tmp_path / "fedcba9876543210"
+    for directory in (old, recent):
+        (directory / "ab").mkdir(parents=True)
+    os.utime(old, (0, 0))
+    cache = Cache(tmp_path)
+    cache.put(cache.key(b"x", frozenset(), False), runner.FileResult("x.py"))
+    assert not old.exists() and recent.exists() and cache.directory.exists()
