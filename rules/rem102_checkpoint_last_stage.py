@@ -38,11 +38,12 @@ class CheckpointLastStage(Rule):
     Only the function handed to the transform is examined, so a helper that is one stage of a
     longer chain is never reported; the message says what follows the call. Not reported when
     anything else that may be expensive follows it (a model call, an unknown function, `@`,
-    another checkpoint), when the call is in a loop, a branch or a comprehension, or when the
-    checkpoint has a policy that saves something or is also a loop body, or when the gradient
-    may itself be differentiated (see REM101: the names must say training). Quiet in test code (files matching
-    `test-paths`, `if __name__ == "__main__":` blocks, `with mock.patch(...)` blocks, `test_*`
-    functions), which differentiates single checkpointed functions on purpose.
+    another checkpoint); when the call is in a loop, a branch or a comprehension; when the
+    checkpoint has a policy that saves something, is a linen `nn.remat` or is also a loop body;
+    when the gradient may itself be differentiated (see REM101: the names must say training);
+    and in test code (files matching `test-paths`, `if __name__ == "__main__":` blocks,
+    `with mock.patch(...)` blocks, `test_*` functions), which differentiates single
+    checkpointed functions on purpose.
 
     ## Example
     ```python

@@ -87,8 +87,12 @@ def main():
         "last stage value_and_grad": [vag, cost(jax.value_and_grad(with_last_stage(ck(loss))), ps, x)],
         # [no checkpoint, per-layer checkpoint, the same with prevent_cse=False]
         "per layer": [grad, cost(jax.grad(per_layer(True)), ps, x), cost(jax.grad(per_layer(False)), ps, x)],
-        # [scan body without a checkpoint, with one]
-        "scan": [cost(jax.grad(scanned(scan_body)), stacked, x), cost(jax.grad(scanned(ck(scan_body))), stacked, x)],
+        # [scan body without a checkpoint, with one, with one and prevent_cse=False]
+        "scan": [
+            cost(jax.grad(scanned(scan_body)), stacked, x),
+            cost(jax.grad(scanned(ck(scan_body))), stacked, x),
+            cost(jax.grad(scanned(ck(scan_body, prevent_cse=False))), stacked, x),
+        ],
     }
     json.dump(costs, sys.stdout)
 
