@@ -135,7 +135,7 @@ class CheckpointWholeLoss(Rule):
     ]
 
     def check(self) -> None:
-        if self.ctx.is_test_file:
+        if self.ctx.is_test_file or not self.ctx.sites:
             return  # tests checkpoint whole losses on purpose (gradient equality, forward counts)
         found: dict[int, tuple[RematSite, list[Differentiation]]] = {}
         for d in self.ctx.differentiations.all:

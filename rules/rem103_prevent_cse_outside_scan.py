@@ -102,12 +102,10 @@ class PreventCseOutsideScan(Rule):
     ]
 
     def check(self) -> None:
-        if self.ctx.is_test_file or self.ctx.loops.has_loops:
+        candidates = [(site, arg) for site in self.ctx.sites if (arg := _prevent_cse_false(site)) is not None]
+        if self.ctx.is_test_file or not candidates or self.ctx.loops.has_loops:
             return  # a loop anywhere in the module may run the checkpoint (real-world trap T8)
-        for site in self.ctx.sites:
-            arg = site.keyword("prevent_cse")
-            if arg is None or not _is_false(arg.value) or site.has_star_args:
-                continue
+        for site, arg in candidates:
             if self._in_class(site) or not self._only_called_directly(site):
                 continue
             self.report(
@@ -165,8 +163,12 @@ class PreventCseOutsideScan(Rule):
         return FixSpec("Remove `prevent_cse=False`", [(call, call.with_changes(args=args))], Applicability.UNSAFE)
 
 
-def _is_false(value: cst.BaseExpression) -> bool:
-    return isinstance(value, cst.Name) and value.value == "False"
+def _prevent_cse_false(site: RematSite) -> cst.Arg | None:
+    """The literal ``prevent_cse=False`` of a site whose arguments are all known."""
+    arg = site.keyword("prevent_cse")
+    if arg is None or site.has_star_args:
+        return None
+    return arg if isinstance(arg.value, cst.Name) and arg.value.value == "False" else None
 
 
 def _assigned_name(statement: cst.CSTNode | None, value: cst.CSTNode) -> str | None:

@@ -110,8 +110,11 @@ class ScanBodyNotCheckpointed(Rule):
         if self.ctx.is_test_file:
             return
         model = self.ctx.model
+        scans = [b for b in self.ctx.loops.bodies if b.api in SCANS]
+        if not scans:
+            return
         differentiated = self.ctx.differentiations.under_grad(self.ctx.bodies, lambda d: in_smoke_test(model, d.node))
-        for body in self.ctx.loops.bodies:
+        for body in scans:
             if body.api not in SCANS or body.kind != "loop" or body.denoted.sites:
                 continue
             if in_smoke_test(model, body.call):
