@@ -2,7 +2,11 @@ from __future__ import annotations
 
 import libcst as cst
 
-from remat_lint.analysis.differentiation import Differentiation, default_policy
+from remat_lint.analysis.differentiation import (
+    Differentiation,
+    default_policy,
+    pullback_deferred,
+)
 from remat_lint.analysis.sites import RematSite
 from remat_lint.analysis.smoke_tests import in_smoke_test
 from remat_lint.findings import Severity
@@ -20,7 +24,6 @@ EFFECT = {
     "forward": "which does nothing: forward mode keeps no residuals",
 }
 _WORST_FIRST = ("value_and_grad", "hessian", "grad", "forward")
-_VJPS = frozenset({"jax.vjp", "flax.nnx.vjp", "flax.linen.vjp", "equinox.filter_vjp"})
 
 
 class CheckpointWholeLoss(Rule):
@@ -159,7 +162,7 @@ class CheckpointWholeLoss(Rule):
         sites = d.denoted.sites or d.denoted.wrapped
         if not sites or sites[0].api.family == "flax":
             return None  # linen's remat lifts Module classes; they are not differentiated directly
-        if d.api.qname in _VJPS and not self._pullback_called_at_once(d):
+        if pullback_deferred(self.ctx.model, d):
             return None  # a pullback kept for later holds only the inputs meanwhile: a real saving
         loops = self.ctx.loops
         if in_smoke_test(self.ctx.model, d.node) or loops.in_body(d.node) or not all(default_policy(self.ctx.model, s) for s in sites):
@@ -167,24 +170,6 @@ class CheckpointWholeLoss(Rule):
         if any(loops.is_loop_body(s) or self._called_per_chunk(s) for s in sites):
             return None
         return sites[0] if self.ctx.differentiations.first_order(d, self.ctx.bodies) else None
-
-    def _pullback_called_at_once(self, d: Differentiation) -> bool:
-        """``out, pullback = jax.vjp(...)`` with ``pullback`` called by the next statement."""
-        model = self.ctx.model
-        statement = model.parent(d.node)
-        line = model.parent(statement) if isinstance(statement, cst.Assign) else None
-        block = model.parent(line) if isinstance(line, cst.SimpleStatementLine) else None
-        target = statement.targets[0].target if isinstance(statement, cst.Assign) and len(statement.targets) == 1 else None
-        if not isinstance(target, cst.Tuple) or len(target.elements) < 2 or not hasattr(block, "body"):
-            return False
-        pullback = target.elements[1].value
-        siblings = list(block.body)  # type: ignore[union-attr]
-        following = siblings[siblings.index(line) + 1:][:1]
-        return isinstance(pullback, cst.Name) and any(
-            isinstance(c.func, cst.Name) and c.func.value == pullback.value
-            for c in model.calls
-            if following and any(a is following[0] for a in model.ancestors(c))
-        )
 
     def _called_per_chunk(self, site: RematSite) -> bool:
         """The checkpointed callable is also called per iteration or chunk somewhere."""

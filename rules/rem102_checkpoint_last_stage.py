@@ -2,7 +2,11 @@ from __future__ import annotations
 
 import libcst as cst
 
-from remat_lint.analysis.differentiation import Differentiation, default_policy
+from remat_lint.analysis.differentiation import (
+    Differentiation,
+    default_policy,
+    pullback_deferred,
+)
 from remat_lint.analysis.last_stage import LastStage, last_stages
 from remat_lint.analysis.sites import RematSite
 from remat_lint.analysis.smoke_tests import in_smoke_test
@@ -40,7 +44,8 @@ class CheckpointLastStage(Rule):
     anything else that may be expensive follows it (a model call, an unknown function, `@`,
     another checkpoint); when the call is in a loop, a branch or a comprehension; when the
     checkpoint has a policy that saves something, is a linen `nn.remat` or is also a loop body;
-    when the gradient may itself be differentiated (see REM101: the names must say training);
+    when the gradient may itself be differentiated (see REM101: the names must say training) or
+    is a `vjp` whose pullback is kept for later;
     and in test code (files matching `test-paths`, `if __name__ == "__main__":` blocks,
     `with mock.patch(...)` blocks, `test_*` functions), which differentiates single
     checkpointed functions on purpose.
@@ -127,7 +132,9 @@ class CheckpointLastStage(Rule):
             function = d.denoted.function
             if function is None or d.denoted.sites or d.denoted.wrapped or not d.api.reverse:
                 continue  # no body here, or checkpointed whole (REM101)
-            if in_smoke_test(ctx.model, d.node) or not ctx.differentiations.first_order(d, ctx.bodies):
+            if in_smoke_test(ctx.model, d.node) or pullback_deferred(ctx.model, d):
+                continue
+            if not ctx.differentiations.first_order(d, ctx.bodies):
                 continue
             for stage in last_stages(ctx.model, ctx.callables, function):
                 if id(stage.call) in reported or any(self._exempt(s) for s in stage.sites):

@@ -69,6 +69,7 @@ _APIS = [
 ]
 DIFF_APIS: dict[str, DiffApi] = {api.qname: api for api in _APIS}
 _MAX_DEPTH = 8
+_VJPS = frozenset({"jax.vjp", "flax.nnx.vjp", "flax.linen.vjp", "equinox.filter_vjp"})
 _LOSS_WORDS = ("loss", "objective", "cost", "mse", "nll", "entropy")
 _STEP_WORDS = ("train", "step", "update", "fit", "optimi")
 
@@ -197,3 +198,29 @@ def default_policy(model: SemanticModel, site: RematSite) -> bool:
         return True
     info = policy_info(model.qualified_name(arg.value))
     return info is not None and info.name == "nothing_saveable"
+
+
+def pullback_deferred(model: SemanticModel, d: Differentiation) -> bool:
+    """``d`` is a ``vjp`` whose pullback is not certainly called at once (by the statement after
+    ``out, pullback = jax.vjp(...)``): kept for later, as pipeline schedules do, while only what
+    it closes over stays alive."""
+    if d.api.qname not in _VJPS:
+        return False
+    statement = model.parent(d.node)
+    line = model.parent(statement) if isinstance(statement, cst.Assign) else None
+    block = model.parent(line) if isinstance(line, cst.SimpleStatementLine) else None
+    target = statement.targets[0].target if isinstance(statement, cst.Assign) and len(statement.targets) == 1 else None
+    if not isinstance(target, cst.Tuple) or len(target.elements) < 2 or not hasattr(block, "body"):
+        return True
+    pullback = target.elements[1].value
+    siblings = list(block.body)  # type: ignore[union-attr]
+    following = siblings[siblings.index(line) + 1:][:1]
+    return not (
+        isinstance(pullback, cst.Name)
+        and following
+        and any(
+            isinstance(c.func, cst.Name) and c.func.value == pullback.value
+            for c in model.calls
+            if any(a is following[0] for a in model.ancestors(c))
+        )
+    )
