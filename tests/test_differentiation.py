@@ -269,3 +269,12 @@ def test_a_conditional_expression_denotes_either_side():
     ctx = context("import jax\nforward = jax.checkpoint(forward_fn) if remat else forward_fn\ng = jax.grad(forward)")
     (d,) = ctx.differentiations.all
     assert [ctx.code(s.node) for s in d.denoted.sites] == ["jax.checkpoint(forward_fn)"] and d.denoted.conditional
+
+
+def test_decorated_vmap_bodies_run_per_element():
+    ctx = context(
+        "import functools, jax\n@jax.vmap\ndef per_example(x):\n    return jax.grad(jax.checkpoint(loss))(x)\n"
+        "@functools.partial(jax.vmap, in_axes=(None, 0))\ndef per_row(w, x):\n    return jax.grad(jax.checkpoint(loss))(w, x)\n"
+        "whole = jax.grad(jax.checkpoint(loss))\n"
+    )
+    assert [ctx.loops.in_body(d.node) for d in ctx.differentiations.all] == [True, True, False]

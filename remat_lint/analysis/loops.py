@@ -6,7 +6,7 @@ map, Flax/Haiku/NNX scans), and the functions mapped by ``vmap``.
     jax.lax.while_loop(cond, body, init)      body (argument 1)
     nn.scan(nn.remat(Block), ...)             the remat site (Flax lifts the class)
     @nnx.scan(in_axes=...) def f              f, with the remat decorators below (decorator factory)
-    jax.vmap(f) / nnx.vmap(f) / hk.vmap(f)    f, as a mapped (not looped) function
+    jax.vmap(f) / nnx.vmap(f) / hk.vmap(f)    f, as a mapped (not looped) function (also @jax.vmap)
 
 Each body expression is resolved with ``callables``: a checkpoint used as a body directly
 (``jax.lax.scan(jax.checkpoint(body), ...)``), through a name (``body = jax.checkpoint(body)``) or
@@ -25,6 +25,7 @@ import libcst as cst
 from remat_lint.analysis.callables import Callables, Denoted
 from remat_lint.analysis.semantic import SemanticModel
 from remat_lint.analysis.sites import RematSite
+from remat_lint.apis import PARTIAL
 
 # Loop APIs: qualified name -> (position of the body argument, its keyword name).
 LOOP_APIS: dict[str, tuple[int, str]] = {
@@ -54,14 +55,14 @@ VMAP_APIS: dict[str, tuple[int, str]] = {
     "haiku.vmap": (0, "fun"),
     "equinox.filter_vmap": (0, "fun"),
 }
-_PYTHON_LOOPS = (cst.For, cst.While, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
+_COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
 
 
 @dataclass(eq=False)
 class LoopBody:
     api: str  # the loop (or vmap) API's qualified name
     kind: Literal["loop", "vmap"]
-    call: cst.Call  # the loop call
+    call: cst.Call | cst.Decorator  # the loop call (a decorator for ``@jax.vmap``)
     expr: cst.BaseExpression  # the body expression as written
     denoted: Denoted
 
@@ -83,6 +84,8 @@ class Loops:
                 self._add(call, qname, "loop", LOOP_APIS[qname], callables)
             elif qname in VMAP_APIS:
                 self._add(call, qname, "vmap", VMAP_APIS[qname], callables)
+        for info in model.functions.values():
+            self._add_vmapped(info.node)
         loops = [b for b in self.bodies if b.kind == "loop"]
         self._body_sites = {id(s) for b in loops for s in b.denoted.sites}
         self._body_functions = {id(b.denoted.function) for b in self.bodies if b.denoted.function is not None}
@@ -104,6 +107,17 @@ class Loops:
         sites = [s for d in below if (s := callables.site_of(d)) is not None]
         self.bodies.append(LoopBody(qname, "loop", call, function.name, Denoted(sites, function)))
 
+    def _add_vmapped(self, function: cst.FunctionDef | cst.Lambda) -> None:
+        """``@jax.vmap`` / ``@functools.partial(jax.vmap, in_axes=...)`` on a def."""
+        for decorator in getattr(function, "decorators", ()):
+            expr = decorator.decorator
+            if isinstance(expr, cst.Call) and self.model.qualified_name(expr.func) in PARTIAL and expr.args:
+                expr = expr.args[0].value
+            qname = self.model.qualified_name(expr)
+            if qname in VMAP_APIS:
+                body = LoopBody(qname, "vmap", decorator, function.name, Denoted(function=function))  # type: ignore[attr-defined]
+                self.bodies.append(body)
+
     @property
     def has_loops(self) -> bool:
         """The module calls some loop API (a loop body may be anywhere in it)."""
@@ -122,7 +136,7 @@ class Loops:
                 return True
             if isinstance(ancestor, (cst.For, cst.While)) and child is ancestor.body:
                 return True
-            if isinstance(ancestor, _PYTHON_LOOPS[2:]):
+            if isinstance(ancestor, _COMPREHENSIONS):
                 return True
             child = ancestor
         return False
