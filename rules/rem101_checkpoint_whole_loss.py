@@ -164,9 +164,11 @@ class CheckpointWholeLoss(Rule):
             return None  # linen's remat lifts Module classes; they are not differentiated directly
         if pullback_deferred(self.ctx.model, d):
             return None  # a pullback kept for later holds only the inputs meanwhile: a real saving
-        loops = self.ctx.loops
-        if in_smoke_test(self.ctx.model, d.node) or loops.in_body(d.node) or not all(default_policy(self.ctx.model, s) for s in sites):
-            return None
+        model, loops = self.ctx.model, self.ctx.loops
+        if in_smoke_test(model, d.node) or loops.in_body(d.node):
+            return None  # test code; a gradient per chunk, microbatch or example
+        if not all(default_policy(model, s) for s in sites):
+            return None  # a policy that saves something does save memory on a whole function
         if any(loops.is_loop_body(s) or self._called_per_chunk(s) for s in sites):
             return None
         return sites[0] if self.ctx.differentiations.first_order(d, self.ctx.bodies) else None
