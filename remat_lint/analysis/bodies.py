@@ -3,7 +3,8 @@
 For each checkpoint site, the function(s) whose body JAX traces under the checkpoint, when they are
 certain:
 
-    @jax.checkpoint def f / f = jax.checkpoint(f)     the def (a name bound once to a def or lambda)
+    @jax.checkpoint def f / f = jax.checkpoint(f)     the def (a name bound once to a def or lambda, or
+                                                      re-bound: the binding that reaches the site)
     jax.checkpoint(lambda x: ...)                     the lambda
     jax.checkpoint(functools.partial(f, a, k=v))      f, with ``a`` and ``k`` bound (constants)
     nn.remat(Block) / nn.remat(partial(Block, ...))   ``Block.__call__`` (or the ``methods=`` listed),
@@ -258,6 +259,8 @@ class _Resolver:
         if isinstance(expr, cst.Attribute):
             return self._attribute(expr, drop, bound)
         definition = model.definition(expr)
+        if definition is None and isinstance(expr, cst.Name):
+            definition = self._reaching_definition(expr)
         if isinstance(definition, cst.ClassDef):
             return self._flax_class(definition) if self.flax and not drop else []
         if isinstance(definition, cst.FunctionDef):
@@ -268,6 +271,19 @@ class _Resolver:
             return [self._function(definition, self.flax, drop, bound)]
         value = model.assigned_value(expr)
         return self._expr(value, drop, bound, depth + 1) if isinstance(value, cst.Call) else []
+
+    def _reaching_definition(self, name: cst.Name) -> Function | cst.ClassDef | None:
+        """The def, class or lambda a re-bound name certainly holds where it is used:
+        ``f = jax.checkpoint(f)`` checkpoints the ``def f`` above it."""
+        from remat_lint.analysis.callables import reaching_bindings  # callables imports this module
+
+        bindings, certain = reaching_bindings(self.model, name)
+        if not certain:
+            return None
+        binding = bindings[0]
+        if binding.kind in ("def", "class"):
+            return binding.node  # type: ignore[return-value]
+        return binding.value if binding.kind == "assign" and isinstance(binding.value, cst.Lambda) else None
 
     def _call(self, call: cst.Call, drop: int, bound: frozenset[str], depth: int) -> list[CheckpointedFunction]:
         model = self.model

@@ -2,8 +2,9 @@
 
 Certain means:
 - a class: a known ``flax.linen`` Module class, a local class deriving from one through local
-  classes, or a Flax remat of such a class (``nn.remat(Block)``, or a name bound once to it);
-- an instance: a constructor call of such a class, a name bound once to an instance, or
+  classes, or a Flax remat of such a class (``nn.remat(Block)``, or a name bound once to it); a
+  re-bound name (``Block = nn.remat(Block)``) through the binding that certainly reaches the use;
+- an instance: a constructor call of such a class, a name bound (or re-bound) to an instance, or
   ``self.x`` where ``self`` is a Module method's first parameter and the Module's ``setup``
   assigns only instances to ``self.x``;
 - a bound method: ``self.f`` where ``f`` is a plain method defined in the Module's class body.
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from remat_lint.analysis.callables import reaching_bindings
 from remat_lint.analysis.semantic import Binding, SemanticModel
 from remat_lint.apis import LINEN_MODULE_CLASSES, remat_api
 
@@ -41,6 +43,11 @@ def is_linen_class(model: SemanticModel, expr: cst.CSTNode, depth: int = 0) -> b
     if isinstance(value, cst.Call):  # RematBlock = nn.remat(Block)
         return is_linen_class(model, value, depth + 1)
     definition = model.definition(expr)
+    if definition is None and (binding := _reaching(model, expr)) is not None:  # Block = nn.remat(Block)
+        if binding.kind == "class":
+            definition = binding.node  # type: ignore[assignment]
+        elif binding.kind == "assign" and isinstance(binding.value, cst.Call):
+            return is_linen_class(model, binding.value, depth + 1)
     return isinstance(definition, cst.ClassDef) and is_linen_classdef(model, definition, depth + 1)
 
 
@@ -56,6 +63,8 @@ def linen_constructor(model: SemanticModel, expr: cst.CSTNode, depth: int = 0) -
         return expr if is_linen_class(model, expr.func) else None
     if isinstance(expr, cst.Name):
         value = model.assigned_value(expr)
+        if value is None and (binding := _reaching(model, expr)) is not None and binding.kind == "assign":
+            value = binding.value  # re-bound: the assignment that reaches this use
         return linen_constructor(model, value, depth + 1) if value is not None else None
     owner = _self_class(model, expr.value) if isinstance(expr, cst.Attribute) else None
     if owner is None:
@@ -91,6 +100,14 @@ def is_method_of_instance(model: SemanticModel, node: cst.FunctionDef) -> bool:
     if info is None or info.class_node is None or not (*node.params.posonly_params, *node.params.params):
         return False
     return not any(model.qualified_name(_callee(d)) in _NOT_BOUND_TO_SELF for d in node.decorators)
+
+
+def _reaching(model: SemanticModel, expr: cst.CSTNode) -> Binding | None:
+    """The one binding of a re-bound name that certainly reaches this use."""
+    if not isinstance(expr, cst.Name):
+        return None
+    bindings, certain = reaching_bindings(model, expr)
+    return bindings[0] if certain else None
 
 
 def _callee(decorator: cst.Decorator) -> cst.BaseExpression:
