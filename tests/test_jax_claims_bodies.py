@@ -169,6 +169,8 @@ def test_rem202_a_flag_handed_on_fails_where_it_is_tested():
     with pytest.raises(TRACER_BOOL):  # re-bound names: the def and the class above are checkpointed
         f.gated_residual(X, jnp.ones((4, 4)), True)
     with pytest.raises(TRACER_BOOL):
+        f.apply_damped(X)
+    with pytest.raises(TRACER_BOOL):
         init_and_grad(f.RebindMLP(), X, True)
     init_and_grad(f.RematStaticEncoderLayer(), x, mask, True)
     init_and_grad(f.PositionalStaticEncoderLayer(), x, mask, True)  # static_argnums in its positional slot

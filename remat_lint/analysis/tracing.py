@@ -14,6 +14,7 @@ from __future__ import annotations
 import libcst as cst
 
 from remat_lint.analysis.bodies import Bodies, CheckpointedFunction
+from remat_lint.analysis.callables import reaching_bindings
 from remat_lint.analysis.semantic import Scope, SemanticModel, child_nodes
 from remat_lint.analysis.sites import RematSite
 from remat_lint.analysis.static_args import fails_at_wrap, static_params
@@ -105,8 +106,17 @@ def _calls_of(model: SemanticModel, value: cst.Call) -> list[cst.Call]:
     if isinstance(parent, cst.Call) and parent.func is value:
         return [parent]
     if isinstance(parent, cst.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0].target, cst.Name):
-        return [c for c in model.calls if isinstance(c.func, cst.Name) and model.assigned_value(c.func) is value]
+        return [c for c in model.calls if isinstance(c.func, cst.Name) and _holds(model, c.func, value)]
     return []
+
+
+def _holds(model: SemanticModel, name: cst.Name, value: cst.Call) -> bool:
+    """``name`` certainly holds ``value`` here: bound once to it, or re-bound (``f = jax.checkpoint(f)``)
+    with that assignment the one that reaches this use."""
+    if model.assigned_value(name) is value:
+        return True
+    bindings, certain = reaching_bindings(model, name)
+    return certain and bindings[0].value is value
 
 
 class TracedValues:
