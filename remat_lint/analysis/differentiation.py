@@ -72,6 +72,8 @@ _MAX_DEPTH = 8
 _VJPS = frozenset({"jax.vjp", "flax.nnx.vjp", "flax.linen.vjp", "equinox.filter_vjp"})
 _LOSS_WORDS = ("loss", "objective", "cost", "mse", "nll", "entropy")
 _STEP_WORDS = ("train", "step", "update", "fit", "optimi")
+# Gradients that are commonly differentiated again: forces from energies, meta-learning inner loops.
+_HIGHER_ORDER_WORDS = ("energy", "potential", "force", "hamiltonian", "lagrangian", "inner", "meta")
 
 
 @dataclass(eq=False)
@@ -114,8 +116,8 @@ class Differentiations:
         """The gradient is not itself differentiated (forces from ``grad(energy)`` that a loss
         trains on, meta-learning), which changes what a checkpoint inside costs. Certain only in
         part: nothing differentiates it in this module, it is not computed inside a loss (which
-        is differentiated in turn), and the names say training (a loss, objective or cost is
-        differentiated, or the code is a train or update step)."""
+        is differentiated in turn), and unless the names say training, they do not say it is a
+        physical quantity or an inner loop (forces from an energy are often trained on)."""
         if self._nested is None:
             self._nested = self.under_grad(bodies) | {id(other.target) for other in self.all}
         # A call may itself be another differentiation's target; a decorator is inside its own def.
@@ -131,9 +133,12 @@ class Differentiations:
         enclosing = [a.name.value.lower() for a in self.model.ancestors(start) if isinstance(a, cst.FunctionDef)]
         if any(word in name for name in enclosing for word in _LOSS_WORDS):
             return False  # a gradient computed inside a loss (forces, penalties) is differentiated again
-        return any(w in n.lower() for n in names for w in (*_LOSS_WORDS, *_STEP_WORDS)) or any(
+        lowered = [n.lower() for n in names]
+        if any(w in n for n in lowered for w in (*_LOSS_WORDS, *_STEP_WORDS)) or any(
             word in name for name in enclosing for word in _STEP_WORDS
-        )
+        ):
+            return True
+        return not any(w in n for n in (*lowered, *enclosing) for w in _HIGHER_ORDER_WORDS)
 
     def _find(self, callables: Callables) -> Iterator[Differentiation]:
         model = self.model
