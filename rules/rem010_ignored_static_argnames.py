@@ -4,6 +4,7 @@ import libcst as cst
 
 from remat_lint.analysis.flags import refers_to_remat3
 from remat_lint.analysis.sites import RematSite
+from remat_lint.analysis.static_args import static_params
 from remat_lint.findings import Applicability, Severity
 from remat_lint.rule import FixSpec, Invalid, Rule
 
@@ -72,6 +73,7 @@ class IgnoredStaticArgnames(Rule):
             "    def test(self):\n        return jax.checkpoint(f, static_argnames='cfg')"
         ),
         "def checkpoint(f, static_argnames=()):\n    return f\ng = checkpoint(f, static_argnames='training')",
+        "import jax\ndef f(x, training):\n    return x\ng = jax.checkpoint(f, static_argnums=(1,), static_argnames=('training',))",
     ]
     INVALID = [
         Invalid(
@@ -99,6 +101,8 @@ class IgnoredStaticArgnames(Rule):
             if remat3:
                 return  # the module may turn on the implementation that honours static_argnames
             names = _string_literals(arg.value)
+            if names and set(names) <= self._static_by_index(site):
+                continue  # ``static_argnums`` already makes them static: the ignored keyword changes nothing
             traced = ", ".join(f"`{name}`" for name in names) if names else "the argument"
             self.report(
                 site.node,
@@ -108,6 +112,13 @@ class IgnoredStaticArgnames(Rule):
                 "positionally",
                 fix=self._fix(site, arg),
             )
+
+    def _static_by_index(self, site: RematSite) -> frozenset[str]:
+        """The parameters ``static_argnums`` certainly makes static at ``site``."""
+        for fn in self.ctx.bodies.functions:
+            if fn.site is site and fn.entry:
+                return static_params(site, fn) or frozenset()
+        return frozenset()
 
     def _fix(self, site: RematSite, arg: cst.Arg) -> FixSpec | None:
         names = _string_literals(arg.value)

@@ -192,6 +192,12 @@ def test_static_argnames_is_ignored_by_default():
         jax.checkpoint(scaled, static_argnames="mode")(X, mode="double")
 
 
+def test_static_argnames_next_to_static_argnums_for_the_same_argument_is_harmless():
+    # REM010 stays quiet: static_argnums already makes the argument static (positional calls).
+    wrapped = jax.checkpoint(branchy, static_argnums=(1,), static_argnames=("training",))
+    jax.grad(wrapped)(X, True)
+
+
 def test_static_argnames_is_honoured_only_under_jax_remat3_and_only_by_keyword():
     jax.config.update("jax_remat3", True)
     try:
