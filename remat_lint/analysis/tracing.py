@@ -106,7 +106,8 @@ def _calls_of(model: SemanticModel, value: cst.Call) -> list[cst.Call]:
     if isinstance(parent, cst.Call) and parent.func is value:
         return [parent]
     if isinstance(parent, cst.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0].target, cst.Name):
-        return [c for c in model.calls if isinstance(c.func, cst.Name) and _holds(model, c.func, value)]
+        name = parent.targets[0].target.value
+        return [c for c in model.calls if isinstance(c.func, cst.Name) and c.func.value == name and _holds(model, c.func, value)]
     return []
 
 
