@@ -2,7 +2,8 @@
 
 An inline ``# noqa[: CODES]`` anywhere on a logical line covers every physical line of it
 (flake8's ``_noqa_line_mapping``); codes match exactly or as prefixes. ``# remat-lint: noqa``
-(optionally ``: CODES``) on a line of its own suppresses the whole file.
+(optionally ``: CODES``) on a line of its own suppresses the whole file, and so does flake8's
+``# flake8: noqa`` at the start of a line (flake8 then skips the file).
 """
 
 from __future__ import annotations
@@ -15,6 +16,9 @@ from dataclasses import dataclass
 # flake8's NOQA_INLINE_REGEXP, verbatim.
 NOQA_INLINE = re.compile(r"# noqa(?::[\s]?(?P<codes>([A-Z]+[0-9]+(?:[,\s]+)?)+))?", re.IGNORECASE)
 NOQA_FILE = re.compile(r"^\s*#\s*remat-lint:\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]*(?:[,\s]+[A-Z]+[0-9]*)*))?\s*$", re.I | re.M)
+# flake8's NOQA_FILE, verbatim: a line that starts with it makes flake8 skip the whole file (codes
+# after it are not read), so the CLI skips it too.
+FLAKE8_FILE = re.compile(r"\s*# flake8[:=]\s*noqa", re.I)
 _CODE_SPLIT = re.compile(r"[,\s]+")
 
 ALL = None  # a blanket suppression
@@ -40,6 +44,8 @@ class Suppressions:
     @classmethod
     def parse(cls, source: str) -> "Suppressions":
         file_codes = [_codes(m.group("codes")) for m in NOQA_FILE.finditer(source)] if "remat-lint" in source else []
+        if "flake8" in source.lower() and any(FLAKE8_FILE.match(line) for line in source.splitlines()):
+            file_codes.append(ALL)
         return cls(file_codes, _inline(source) if "noqa" in source.lower() else {})
 
     def file_suppresses(self, code: str) -> bool:

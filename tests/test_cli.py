@@ -141,6 +141,17 @@ def test_noqa_codes_are_case_sensitive_as_in_flake8(project):
     assert [line.split(":")[1] for line in cli.splitlines()] == ["2"]
     assert [line.split(":")[:3] for line in flake8.splitlines()] == [line.split(":")[:3] for line in cli.splitlines()]
 
+def test_flake8_file_noqa_skips_the_file_as_flake8_does(project):
+    bad = "import jax\na = jax.checkpoint(f, policy='x')\n"
+    (project / "skipped.py").write_text("# flake8: noqa\n" + bad)
+    (project / "kept.py").write_text(bad + "b = 1  # flake8: noqa\n")  # only at the start of a line
+    for name, rows in (("skipped.py", []), ("kept.py", ["2"])):
+        cli = run("--select", "REM001", "--output-format", "concise", name, cwd=project).stdout
+        flake8 = subprocess.run([sys.executable, "-m", "flake8", "--isolated", "--select=REM001", name],
+                                cwd=project, capture_output=True, text=True).stdout
+        assert [line.split(":")[1] for line in cli.splitlines() if line.startswith(name)] == rows
+        assert [line.split(":")[1] for line in flake8.splitlines()] == rows
+
 def test_file_level_noqa(project):
     (project / "f.py").write_text("# remat-lint: noqa: REM001\n" + BAD)
     assert run("f.py", cwd=project).returncode == 0
