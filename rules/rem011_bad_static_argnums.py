@@ -240,7 +240,34 @@ class BadStaticArgnums(Rule):
                 f"`{name}` stays traced and its Python control flow raises `TracerBoolConversionError`; `{name}` is "
                 f"index {index + shift}"
             )
-        return problems
+        return problems or self._shifted_flags(site, indices, fn, traced, shift)
+
+    def _shifted_flags(
+        self, site: RematSite, indices: tuple[int, ...], fn: CheckpointedFunction, traced: dict[str, cst.Param], shift: int
+    ) -> list[str]:
+        """The indices select flags only under the other convention (``(3, 4, 5)`` written for
+        ``nn_partitioning.remat`` and given to ``nn.remat``), and a flag they leave out fails."""
+        selected = [select(site, fn, index).param for index in indices]
+        if not selected or any(p is None for p in selected):
+            return []
+        positions = [fn.args.index(p) + shift for p in selected]  # type: ignore[arg-type]
+        if not all(0 <= position < len(fn.args) for position in positions):
+            return []
+        meant = [fn.args[position] for position in positions]
+        if not all(is_bool_like(p) for p in meant):
+            return []
+        left = [p for p in meant if p not in selected and p.name.value in traced]
+        failing = [p for p in left if any(control_uses(self.ctx.model, self.ctx.bodies.nodes(fn.node), {p.name.value: p}))]
+        if not failing:
+            return []
+        rule = convention(site)
+        counting = "counts `self` as argument 0" if rule == "flax-self" else "does not count `self`"
+        names = ", ".join(f"`{p.name.value}`" for p in selected)  # type: ignore[union-attr]
+        fixed = ", ".join(str(i + shift) for i in indices) + ("," if len(indices) == 1 else "")
+        return [
+            f"`{site.api.display}` {counting}, so these indices select {names}; `{failing[0].name.value}` stays "
+            f"traced and its Python control flow raises `TracerBoolConversionError`; the flags are ({fixed})"
+        ]
 
     def _comment(self, site: RematSite, written: StaticArgnums, fn: CheckpointedFunction) -> list[str]:
         """A comment that names the parameters the indices are meant to select."""

@@ -236,6 +236,11 @@ def test_rem011_fixture_flagged_code_fails_and_quiet_code_runs():
         f.wrong_attention(X, X, X, True)
     for good, args in [(f.GoodEncoderBlock, enc_args), (f.GoodPartitioned, enc_args), (f.GoodDecoder, dec_args), (f.GoodIntForm, enc_args)]:
         init_and_grad(good(features=4), *args)
+    llama_args = (X, None, None, True, False, False)
+    with pytest.raises(TRACER_BOOL):  # the flags under the other convention: output_attentions traced
+        init_and_grad(f.ShiftedLlamaBlock(features=4), *llama_args)
+    init_and_grad(f.GoodLlamaBlock(features=4), *llama_args)
+    init_and_grad(f.GoodPartitionedLlamaBlock(features=4), *llama_args)
     f.good_attention(X, X, X, True)
     f.last_attention(X, X, X, True)
 
