@@ -29,7 +29,8 @@ class BadStaticArgnums(Rule):
     - the Flax off-by-one: `nn.remat`/`nn.checkpoint` count `self` as argument 0 and
       `nn_partitioning.remat` does not; an index that selects an array argument while the flag
       next to it (a `bool`, or named `deterministic`, `train`, `decode`...) drives Python control
-      flow and stays traced;
+      flow and stays traced, or indices that select only flags under the other convention while a
+      flag they leave out fails;
     - a comment naming the parameters (`static_argnums=(2,)  # deterministic`) that the indices
       do not select.
 
