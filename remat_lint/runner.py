@@ -93,10 +93,10 @@ def run(
         results.append(FileResult(path, [source] if isinstance(source, Finding) else []))
         if isinstance(source, Finding):
             continue
-        texts[path] = source.text
         codes = settings.codes_for(path, enabled)
         if not codes or prefilter_for(frozenset(w for c in codes for w in words.get(c, ()))).textual(source.text) is False:
             continue
+        texts[path] = source.text  # only files that may have findings: reporters show their lines
         is_test = settings.is_test_file(path)
         key = cache.key(data, codes, is_test) if cache is not None else None  # type: ignore[arg-type]
         cached = cache.get(key, path) if cache is not None and key is not None else None
