@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from remat_lint.analysis.bodies import statement_of
-from remat_lint.analysis.effects import Effect, EffectFinder
+from remat_lint.analysis.effects import SCOPED_KINDS, Effect, EffectFinder, scoped_by_with
 from remat_lint.analysis.tracing import TracedValues
 from remat_lint.findings import Severity
 from remat_lint.rule import Invalid, Rule
@@ -59,8 +59,10 @@ class ImpureCheckpointBody(Rule):
     Not reported: containers and objects created in the body, `nonlocal` variables of the body's
     own nested functions, `self.sow`, Flax and NNX variables and Module attributes (the transform
     manages them), logging of trace-time facts (shapes, configuration: deliberate trace-time logs),
-    and a closure variable of the function that defines the checkpointed function and calls it
-    (or hands it to `lax.scan`) right there, which is fresh on every call.
+    a closure variable of the function that defines the checkpointed function and calls it
+    (or hands it to `lax.scan`) right there, which is fresh on every call, and state set by a
+    same-module context manager entered in the body (`with child_context(...):`), which undoes
+    on exit what it sets on entry.
 
     ## Example
     ```python
@@ -110,6 +112,11 @@ class ImpureCheckpointBody(Rule):
         "import jax\nimport random\n@jax.checkpoint\ndef f(x, key):\n    return x + jax.random.normal(key)",
         "import jax\n@jax.checkpoint\ndef f(x):\n    jax.debug.callback(lambda v: print(v), x)\n    return x",
         "import jax\n@jax.checkpoint\ndef f(x):\n    jax.config.update('jax_enable_x64', True)\n    return x",
+        (
+            "import contextlib, jax\nSTACK = []\n@contextlib.contextmanager\ndef scope(name):\n    STACK.append(name)\n"
+            "    try:\n        yield\n    finally:\n        STACK.pop()\n@jax.checkpoint\ndef f(x):\n    with scope('f'):\n"
+            "        return x"
+        ),
     ]
     INVALID = [
         Invalid("import jax\n@jax.checkpoint\ndef f(x):\n    print('x is', x)\n    return x"),
@@ -134,7 +141,9 @@ class ImpureCheckpointBody(Rule):
             for effect in finder.effects(fn.node, TracedValues(self.ctx.model, bodies, fn)):
                 self.report(statement_of(self.ctx.model, effect.node), f"A checkpointed function {_explain(effect)}")
             for helper in bodies.helpers(fn.node):
-                effect = next(finder.effects(helper.function, None), None)
+                scoped = scoped_by_with(self.ctx.model, helper.call)
+                effects = finder.effects(helper.function, None)
+                effect = next((e for e in effects if not (scoped and e.kind in SCOPED_KINDS)), None)
                 if effect is not None:
                     name = self.ctx.code(helper.call.func)
                     self.report(helper.call, f"Calls `{name}`, which {_explain(effect)}")

@@ -72,6 +72,44 @@ def test_side_channel_of_a_checkpoint_handed_to_scan_is_quiet():
     ) == []
 
 
+def test_a_context_manager_that_prints_is_still_reported():
+    # Entry/exit undoes state changes, not output: the print runs once per trace.
+    assert codes(
+        """
+        import contextlib
+        import jax
+
+        @contextlib.contextmanager
+        def scope(name):
+            print("entering", name)
+            yield
+
+        @jax.checkpoint
+        def f(x):
+            with scope("f"):
+                return x
+        """
+    ) == ["REM201"]
+
+
+def test_state_set_by_a_helper_called_outside_a_with_is_still_reported():
+    assert codes(
+        """
+        import jax
+
+        STACK = []
+
+        def push(name):
+            STACK.append(name)
+
+        @jax.checkpoint
+        def f(x):
+            push("f")
+            return x
+        """
+    ) == ["REM201"]
+
+
 # Tests of an error define the broken code and call it inside ``pytest.raises`` (JAX's and Flax's
 # own test suites): what only runs there is deliberate, as at a site inside the block itself.
 ERROR_TESTS = """

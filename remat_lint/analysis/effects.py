@@ -11,6 +11,10 @@ Effects found:
 - file I/O, the global ``random``/``numpy.random`` generators (and generator objects made outside
   the body: ``RNG = np.random.default_rng(0)``), clocks.
 
+State changes made by a same-module context manager entered in the body (``with scope(...):``,
+axlearn's invocation-context stack) are not effects either: what it sets on entry it undoes on
+exit, scoping trace-time state rather than leaking it (``scoped_by_with``).
+
 Not effects: anything on objects created in the body, parameters (pytrees the checkpoint
 rebuilds), ``self.sow``/Flax variables, and per-call side channels: a closure variable of the
 function that defines the checkpointed function and calls it or hands it to a call such as
@@ -216,6 +220,15 @@ class EffectFinder:
 
     def _spelling(self, node: cst.CSTNode) -> str:
         return self.model.module.code_for_node(node)
+
+
+# Effects a context manager undoes on exit; printing, I/O, randomness and clocks it cannot undo.
+SCOPED_KINDS = frozenset({"global", "nonlocal", "container", "attribute"})
+
+
+def scoped_by_with(model: SemanticModel, call: cst.Call) -> bool:
+    """``call`` is the context manager of a ``with`` item (``with child_context(...):``)."""
+    return isinstance(model.parent(call), cst.WithItem)
 
 
 def _module_level(model: SemanticModel, node: cst.CSTNode) -> bool:
