@@ -15,12 +15,13 @@ import stat
 import tempfile
 from dataclasses import dataclass, field
 
+from remat_lint.cache import Cache
 from remat_lint.config import Settings
-from remat_lint.results import PARSE_ERROR, FileResult, SourceFile, project_filter
+from remat_lint.results import PARSE_ERROR, FileResult, SourceFile
 from remat_lint.findings import Applicability, Edit, Finding
 from remat_lint.fixes import apply_edits, non_overlapping
 from remat_lint.noqa import Suppressions
-from remat_lint.runner import RunResult, display_path, lint_one, read_source
+from remat_lint.runner import ProjectPass, RunResult, display_path, lint_one, read_source
 
 MAX_PASSES = 10
 
@@ -84,17 +85,25 @@ def read_sources(paths: list[str]) -> dict[str, SourceFile | Finding]:
 
 
 def fix_sources(
-    sources: dict[str, SourceFile | Finding], settings: Settings, enabled: frozenset[str], *, unsafe: bool
+    sources: dict[str, SourceFile | Finding],
+    settings: Settings,
+    enabled: frozenset[str],
+    *,
+    unsafe: bool,
+    jobs: int = 1,
+    cache: Cache | None = None,
 ) -> FixOutcome:
-    """Fix every source in memory; the caller writes, diffs or prints the changed ones."""
+    """Fix every source in memory; the caller writes, diffs or prints the changed ones.
+    ``jobs`` and ``cache`` serve the project's other files (runner.ProjectPass)."""
     results = {path: lint_one(path, source, settings, enabled) for path, source in sources.items()}
-    project_filter(list(results.values()), enabled)
+    project_pass = ProjectPass(sources, settings, enabled, jobs=jobs, cache=cache)
+    project_pass(list(results.values()))
     outcome = FixOutcome(RunResult(files=len(sources)))
     texts: dict[str, str] = {}
     for path, source in sources.items():
         if isinstance(source, Finding):
             continue
-        text = _fix_file(path, source, results, settings, enabled, unsafe, outcome)
+        text = _fix_file(path, source, results, settings, enabled, unsafe, outcome, project_pass)
         if text != source.text:
             outcome.changed.append(FixedFile(path, source, text))
         texts[path] = text
@@ -112,6 +121,7 @@ def _fix_file(
     enabled: frozenset[str],
     unsafe: bool,
     outcome: FixOutcome,
+    project_pass: ProjectPass,
 ) -> str:
     text = source.text
     for _ in range(MAX_PASSES):
@@ -131,7 +141,7 @@ def _fix_file(
             outcome.warnings.append(f"{display_path(path)}: a fix produced code that does not parse; not applied (please report)")
             return text
         results[path] = fresh
-        project_filter(list(results.values()), enabled)
+        project_pass(list(results.values()))
         outcome.fixed += len(chosen)
         text = new
     outcome.warnings.append(f"{display_path(path)}: fixes did not converge after {MAX_PASSES} passes")

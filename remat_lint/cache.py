@@ -4,7 +4,8 @@ An entry holds one file's findings *and* its project-wide facts (REM008), before
 pass, so the project pass still sees every file on a warm run. The key covers the file's bytes,
 the remat-lint version and the code of the installed package (an edited rule invalidates the
 cache even without a version bump), the Python version (the prefilter parses with ``ast``) and
-what the result depends on: the codes linted in this file and whether it counts as a test file.
+what the result depends on: the codes linted in this file, those whose facts are collected and
+whether it counts as a test file.
 The path is not part of the key: a moved file still hits.
 
 Entries are written to a temporary file and renamed into place, so concurrent runs and a run
@@ -55,9 +56,9 @@ class Cache:
         self.directory = self.root / code_fingerprint()
         self.enabled = True
 
-    def key(self, data: bytes, codes: frozenset[str], is_test_file: bool) -> str:
+    def key(self, data: bytes, codes: frozenset[str], is_test_file: bool, facts: frozenset[str] = frozenset()) -> str:
         digest = hashlib.sha256(data)
-        digest.update(f"\0{','.join(sorted(codes))}\0{is_test_file}".encode())
+        digest.update(f"\0{','.join(sorted(codes))}\0{is_test_file}\0{','.join(sorted(facts))}".encode())
         return digest.hexdigest()
 
     def _path(self, key: str) -> Path:

@@ -152,23 +152,27 @@ def check_command(args: argparse.Namespace) -> int:
     for warning in settings.warnings:
         print(f"remat-lint: warning: {warning}", file=sys.stderr)
     enabled = settings.enabled_codes()
+    jobs, cache = args.jobs or default_jobs(), _cache(args, settings)
 
     errors: list[Finding] = []
     if use_stdin:
         name = args.stdin_filename or "-"
         data = sys.stdin.buffer.read()
         if args.fix or args.diff:
-            return _fix(args, autofix.fix_sources({name: decode_source(name, data)}, settings, enabled, unsafe=args.unsafe_fixes), [], stdin_data=data)
-        result = run([], settings, enabled, stdin=(name, data), cache=_cache(args, settings))
+            outcome = autofix.fix_sources({name: decode_source(name, data)}, settings, enabled, unsafe=args.unsafe_fixes,
+                                          jobs=jobs, cache=cache)
+            return _fix(args, outcome, [], stdin_data=data)
+        result = run([], settings, enabled, stdin=(name, data), jobs=jobs, cache=cache)
     else:
         found = discover(paths, settings)
         if args.force_exclude:
             found.files = [f for f in found.files if not settings.matches(f, [*settings.exclude, *settings.extend_exclude])]
         errors = [diagnostic(path, message) for path, message in found.errors]
         if args.fix or args.diff:
-            outcome = autofix.fix_sources(autofix.read_sources(found.files), settings, enabled, unsafe=args.unsafe_fixes)
+            outcome = autofix.fix_sources(autofix.read_sources(found.files), settings, enabled, unsafe=args.unsafe_fixes,
+                                          jobs=jobs, cache=cache)
             return _fix(args, outcome, errors)
-        result = run(found.files, settings, enabled, jobs=args.jobs or default_jobs(), cache=_cache(args, settings))
+        result = run(found.files, settings, enabled, jobs=jobs, cache=cache)
     result.findings = sorted(errors + result.findings, key=lambda f: f.sort_key)
     if args.trace:
         if use_stdin:

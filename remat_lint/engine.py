@@ -28,15 +28,18 @@ def lint_source(
     source: str,
     codes: frozenset[str],
     *,
+    facts: frozenset[str] = frozenset(),
     is_test_file: bool = False,
     apply_noqa: bool = True,
     tree: ast.AST | None = None,
 ) -> FileResult:
     """Lint one decoded file with the rules in ``codes``. Never raises on bad input.
 
+    ``facts``: rules whose facts to collect although they do not check this file (project-wide
+    rules need every file's facts, whatever its per-file ignores).
     ``tree``: the file's ``ast`` when the caller has it (flake8), to save a parse."""
     result = FileResult(path)
-    rules = [rule for rule in all_rules() if rule.code in codes]
+    rules = [rule for rule in all_rules() if rule.code in codes or rule.code in facts]
     if not rules:
         return result
     verdict = prefilter_for(frozenset(w for rule in rules for w in rule.prefilter_words)).check(source, tree)
@@ -59,15 +62,16 @@ def lint_source(
     try:
         for rule in rules:
             try:
-                rule(ctx).check()
-                facts = rule.collect_facts(ctx)
+                if rule.code in codes:
+                    rule(ctx).check()
+                collected = rule.collect_facts(ctx)
             except RecursionError:
                 raise
             except Exception as exc:  # a bug in one rule must not hide the others' findings
                 result.findings.append(diagnostic(path, f"internal error in {rule.code}, please report it: {type(exc).__name__}: {exc}"))
                 continue
-            if facts is not None:
-                result.facts[rule.code] = facts
+            if collected is not None:
+                result.facts[rule.code] = collected
         findings = _locate(ctx, ctx.raw_findings, verdict.tree) if ctx.raw_findings else []
     except RecursionError:
         result.findings.append(diagnostic(path, "file too deeply nested to analyse"))

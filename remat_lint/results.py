@@ -48,18 +48,22 @@ def diagnostic(path: str, message: str, row: int = 1, column: int = 0) -> Findin
     return Finding(PARSE_ERROR, "parse-error", Severity.ERROR, message, path, pos, pos)
 
 
+def project_codes(codes: frozenset[str]) -> frozenset[str]:
+    """The project-wide rules (REM008) among ``codes``: they need every file's facts."""
+    from remat_lint.registry import rule_index
+
+    return frozenset(info.code for info in rule_index() if info.project_wide and info.code in codes)
+
+
 def project_filter(results: list[FileResult], codes: frozenset[str]) -> None:
     """Let project-wide rules (REM008) drop findings that other files contradict.
 
     Only rules that fired are imported (importing a rule imports libcst).
     """
-    from remat_lint.registry import rule_class, rule_index
+    from remat_lint.registry import rule_class
 
-    fired = {f.code for r in results for f in r.findings}
-    for info in rule_index():
-        if not info.project_wide or info.code not in codes or info.code not in fired:
-            continue
-        rule = rule_class(info.code)
+    fired = {f.code for r in results for f in r.findings} & project_codes(codes)
+    for rule in map(rule_class, sorted(fired)):
         facts = [r.facts[rule.code] for r in results if rule.code in r.facts]
         for result in results:
             mine = [f for f in result.findings if f.code == rule.code]

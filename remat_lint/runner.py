@@ -12,13 +12,15 @@ from __future__ import annotations
 import os
 import sys
 from dataclasses import dataclass, field
+from typing import Iterable
 
 from remat_lint.cache import Cache
 from remat_lint.config import Settings
+from remat_lint.discovery import discover
 from remat_lint.findings import Finding
 from remat_lint.prefilter import prefilter_for
 from remat_lint.registry import rule_index
-from remat_lint.results import FileResult, SourceFile, diagnostic, project_filter
+from remat_lint.results import FileResult, SourceFile, diagnostic, project_codes, project_filter
 
 # Below this many lines to parse a worker pool costs more than it saves (libcst: ~10k lines/s).
 POOL_MIN_LINES = 3000
@@ -37,6 +39,7 @@ class _Task:
     path: str
     text: str
     codes: frozenset[str]
+    facts: frozenset[str]
     is_test_file: bool
     key: str | None  # cache key
 
@@ -68,7 +71,7 @@ def lint_one(path: str, source: SourceFile | Finding, settings: Settings, enable
     from remat_lint.engine import lint_source
 
     codes = settings.codes_for(path, enabled)
-    return lint_source(path, source.text, codes, is_test_file=settings.is_test_file(path))
+    return lint_source(path, source.text, codes, facts=project_codes(enabled), is_test_file=settings.is_test_file(path))
 
 
 def run(
@@ -84,34 +87,88 @@ def run(
 
     ``jobs``: worker processes at most (a pool is started only when the work pays for it)."""
     inputs = [(stdin[0], stdin[1])] if stdin is not None else [(path, _read(path)) for path in paths]
+    texts: dict[str, str] = {}  # only files that may have findings: reporters show their lines
+    results = _lint(inputs, settings, enabled, jobs=jobs, cache=cache, texts=texts)
+    ProjectPass([path for path, _ in inputs], settings, enabled, jobs=jobs, cache=cache)(results)
+    findings = sorted((f for r in results for f in r.findings), key=lambda f: f.sort_key)
+    with_findings = {f.path for f in findings}
+    return RunResult(findings, {p: t for p, t in texts.items() if p in with_findings}, len(results))
+
+
+def _lint(
+    inputs: Iterable[tuple[str, bytes | Finding]],
+    settings: Settings,
+    enabled: frozenset[str],
+    *,
+    jobs: int,
+    cache: Cache | None,
+    texts: dict[str, str] | None = None,
+    facts_only: bool = False,
+) -> list[FileResult]:
+    """One result per input, in order: reading, prefilter and cache here, parses in ``_lint_tasks``.
+    ``texts`` receives the texts of files that may have findings. ``facts_only``: check nothing,
+    only collect the project-wide rules' facts."""
     words = {info.code: info.prefilter_words for info in rule_index()}
+    facts = project_codes(enabled)  # of every file, whatever its per-file ignores
     results: list[FileResult] = []
-    texts: dict[str, str] = {}
     tasks: list[_Task] = []
     for index, (path, data) in enumerate(inputs):
         source = data if isinstance(data, Finding) else decode_source(path, data)
         results.append(FileResult(path, [source] if isinstance(source, Finding) else []))
         if isinstance(source, Finding):
             continue
-        codes = settings.codes_for(path, enabled)
-        if not codes or prefilter_for(frozenset(w for c in codes for w in words.get(c, ()))).textual(source.text) is False:
+        codes = frozenset() if facts_only else settings.codes_for(path, enabled)
+        wanted = codes | facts
+        if not wanted or prefilter_for(frozenset(w for c in wanted for w in words.get(c, ()))).textual(source.text) is False:
             continue
-        texts[path] = source.text  # only files that may have findings: reporters show their lines
+        if texts is not None:
+            texts[path] = source.text
         is_test = settings.is_test_file(path)
-        key = cache.key(data, codes, is_test) if cache is not None else None  # type: ignore[arg-type]
+        key = cache.key(data, codes, is_test, facts) if cache is not None else None  # type: ignore[arg-type]
         cached = cache.get(key, path) if cache is not None and key is not None else None
         if cached is not None:
             results[index] = cached
         else:
-            tasks.append(_Task(index, path, source.text, codes, is_test, key))
+            tasks.append(_Task(index, path, source.text, codes, facts, is_test, key))
     for task, result in _lint_tasks(tasks, jobs):
         results[task.index] = result
         if cache is not None and task.key is not None:
             cache.put(task.key, result)
-    project_filter(results, enabled)
-    findings = sorted((f for r in results for f in r.findings), key=lambda f: f.sort_key)
-    with_findings = {f.path for f in findings}
-    return RunResult(findings, {p: t for p, t in texts.items() if p in with_findings}, len(results))
+    return results
+
+
+class ProjectPass:
+    """The project-wide pass (REM008: a policy name that no file declares).
+
+    When the linted files are part of a project (pre-commit passes the staged files, an editor
+    one buffer), the names the other files declare count too: the first time a project-wide rule
+    fires, the facts of the project's other files are collected (prefilter, cache and pool as for
+    linted files; their findings are never reported). The project is the folder of the
+    pyproject.toml that configures the run, its files those a run on it would lint; without one,
+    or when some linted file is not among them, only the linted files count."""
+
+    def __init__(self, linted: Iterable[str], settings: Settings, enabled: frozenset[str], *, jobs: int = 1,
+                 cache: Cache | None = None) -> None:
+        self.linted = {os.path.realpath(path) for path in linted}
+        self.settings, self.enabled, self.jobs, self.cache = settings, enabled, jobs, cache
+        self.others: list[FileResult] | None = None  # the other files' facts, once collected
+
+    def __call__(self, results: list[FileResult]) -> None:
+        codes = project_codes(self.enabled)
+        if self.others is None and any(f.code in codes for r in results for f in r.findings):
+            self.others = self._other_facts()
+        project_filter(results + (self.others or []), self.enabled)
+
+    def _other_facts(self) -> list[FileResult]:
+        if self.settings.config_file is None:
+            return []
+        files = discover([str(self.settings.config_file.parent)], self.settings).files
+        project = {os.path.realpath(path): path for path in files}
+        if not self.linted <= project.keys():  # not a part of this project: excluded files, another folder
+            return []
+        inputs = ((path, _read(path)) for real, path in project.items() if real not in self.linted)
+        results = _lint(inputs, self.settings, self.enabled, jobs=self.jobs, cache=self.cache, facts_only=True)
+        return [FileResult(r.path, facts=r.facts) for r in results if r.facts]
 
 
 def _lint_tasks(tasks: list[_Task], jobs: int) -> list[tuple[_Task, FileResult]]:
@@ -134,7 +191,7 @@ def _lint_tasks(tasks: list[_Task], jobs: int) -> list[tuple[_Task, FileResult]]
 def _lint_task(task: _Task) -> FileResult:
     from remat_lint.engine import lint_source
 
-    return lint_source(task.path, task.text, task.codes, is_test_file=task.is_test_file)
+    return lint_source(task.path, task.text, task.codes, facts=task.facts, is_test_file=task.is_test_file)
 
 
 def default_jobs() -> int:

@@ -1,10 +1,19 @@
-"""REM008 across files: what the CLI reports for a set of files, and that flake8 reports nothing."""
+"""REM008 across files: what the CLI reports for a set of files or a part of a project, and that
+flake8 reports nothing."""
 
 from __future__ import annotations
 
+import io
+import json
+import os
+import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
+from remat_lint import runner
+from remat_lint.cli import main
 from remat_lint.config import Settings
 from remat_lint.flake8_plugin import Plugin
 from remat_lint.runner import run
@@ -63,3 +72,84 @@ def test_flake8_does_not_report_rem008(tmp_path):
 def codes(source: str) -> list[str]:
     lines = source.splitlines(keepends=True)
     return [message.split()[0] for _, _, message, _ in Plugin(None, lines, "policy.py").run()]  # type: ignore[arg-type]
+
+
+# A project: the CLI is given only some of its files (pre-commit passes the staged ones, an editor
+# one buffer); the names the other files declare count, findings come only from the linted files.
+DECLARES = 'from jax.ad_checkpoint import checkpoint_name\n\ndef f(x):\n    return checkpoint_name(x, "attn")\n'
+POLICIES = 'import jax\n\nok = jax.checkpoint_policies.save_only_these_names("attn")\ntypo = jax.checkpoint_policies.save_only_these_names("atn")\n'
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    (tmp_path / "pyproject.toml").write_text("[tool.remat-lint]\n")
+    (tmp_path / "a.py").write_text(DECLARES)
+    (tmp_path / "b.py").write_text(POLICIES)
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def cli(capsys: pytest.CaptureFixture[str], *args: str) -> list[tuple[str, int, str]]:
+    code = main(["--output-format", "json", *args])
+    found = json.loads(capsys.readouterr().out)
+    assert code == (1 if found else 0)
+    return [(f["filename"], f["location"]["row"], f["message"]) for f in found]
+
+
+def only_the_typo(found: list[tuple[str, int, str]]) -> bool:
+    [(path, row, message)] = found
+    return (path, row) == ("b.py", 4) and "'atn'" in message and "did you mean 'attn'?" in message
+
+
+def test_a_file_linted_alone_sees_the_names_its_project_declares(project, capsys):
+    assert only_the_typo(cli(capsys, "b.py"))
+    assert only_the_typo(cli(capsys, "--no-cache", "b.py"))
+    assert only_the_typo(cli(capsys, "--force-exclude", "b.py"))  # the pre-commit hook's entry
+
+
+def test_a_buffer_on_stdin_sees_the_names_its_project_declares(project, capsys, monkeypatch):
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(POLICIES.encode())))
+    assert only_the_typo(cli(capsys, "--stdin-filename", "b.py", "-"))
+
+
+def test_fixing_a_file_sees_the_names_its_project_declares(project, capsys):
+    assert only_the_typo(cli(capsys, "--fix", "b.py"))
+
+
+def test_warm_cache_gives_the_same_findings(project, capsys):
+    cold = cli(capsys, "b.py")
+    assert (project / ".remat_lint_cache").is_dir()
+    assert cli(capsys, "b.py") == cold and only_the_typo(cold)
+
+
+def test_without_a_configuration_only_the_linted_files_count(project, capsys):
+    (project / "pyproject.toml").unlink()
+    assert cli(capsys, "b.py") == []  # no linted file declares a name: silent, as before
+    assert only_the_typo(cli(capsys, "a.py", "b.py"))
+
+
+def test_a_file_outside_the_projects_files_keeps_the_run_to_the_linted_files(project, capsys):
+    (project / "pyproject.toml").write_text('[tool.remat-lint]\nextend-exclude = ["b.py"]\n')
+    assert cli(capsys, "b.py") == []  # b.py is excluded: not a part of the project that a.py belongs to
+
+
+def test_names_the_project_leaves_unknowable_silence_the_file(project, capsys):
+    (project / "c.py").write_text("from jax.ad_checkpoint import checkpoint_name\ndef tag(x, name):\n    return checkpoint_name(x, name)\n")
+    assert cli(capsys, "b.py") == []
+
+
+@pytest.mark.parametrize("ignored", ["REM008", "ALL"])
+def test_a_file_whose_rules_are_ignored_still_declares_its_names(project, capsys, ignored):
+    (project / "pyproject.toml").write_text(f'[tool.remat-lint.per-file-ignores]\n"a.py" = ["{ignored}"]\n')
+    assert only_the_typo(cli(capsys, "."))
+    assert only_the_typo(cli(capsys, "b.py"))
+
+
+def test_no_other_file_is_read_unless_a_project_wide_rule_fires(project, capsys, monkeypatch):
+    read: list[str] = []
+    real_read = runner._read
+    monkeypatch.setattr(runner, "_read", lambda path: read.append(os.path.basename(path)) or real_read(path))
+    (project / "c.py").write_text("import jax\n" + DECLARES + 'p = jax.checkpoint_policies.save_only_these_names("attn")\n')
+    assert cli(capsys, "c.py") == [] and read == ["c.py"]
+    read.clear()
+    assert only_the_typo(cli(capsys, "b.py")) and sorted(read) == ["a.py", "b.py", "c.py"]
