@@ -28,7 +28,7 @@ class UnknownCheckpointName(Rule):
     Flags a literal name in a name-based checkpoint policy (`save_only_these_names`,
     `save_any_names_but_these`, `save_and_offload_only_these_names`, also inside
     `save_from_both_policies`) that no `jax.ad_checkpoint.checkpoint_name(x, "<name>")` in the
-    linted files declares, with the closest declared name as a suggestion. Names passed through a
+    project declares, with the closest declared name as a suggestion. Names passed through a
     module constant (`save_only_these_names(*NAMES)` with `NAMES = ("a", "b")`) are checked too.
 
     ## Why is this bad?
@@ -38,23 +38,30 @@ class UnknownCheckpointName(Rule):
     `names_which_can_be_offloaded` offloads nothing, and `save_any_names_but_these("atn_out")`
     excludes nothing, so every named value is still saved.
 
-    The check is project-wide: a name counts as declared when any linted file declares it, or
-    mentions it as a string anywhere outside a policy (a name handed to a library, such as
-    `make_splash_mha(..., residual_checkpoint_name="context")`). It stays silent when:
+    The check is project-wide: a name counts as declared when any file declares it, or mentions
+    it as a string anywhere outside a policy (a name handed to a library, such as
+    `make_splash_mha(..., residual_checkpoint_name="context")`), whatever rules that file's
+    `per-file-ignores` turn off. The files are those of the project: the folder of the
+    `pyproject.toml` whose `[tool.remat-lint]` table (an empty one is enough) configures the run,
+    minus its excludes. When `remat-lint` is given only some of them (pre-commit passes the staged
+    files, an editor one buffer through `-` and `--stdin-filename`), the others still declare
+    names, and findings are reported only in the linted files; the others are read only when a
+    policy names something the linted files do not declare. Without such a configuration, or
+    when a linted file is not one of the project's (excluded, elsewhere), only the linted files
+    count. It stays silent when:
     - some `checkpoint_name` anywhere takes a name that is not a literal (an f-string, a
       parameter, a config field, `"mlp" + suffix`, `partial(checkpoint_name, ...)`): the set of
       names is then unknowable. A project's own function spelled `checkpoint_name` counts as
       JAX's here. Vendored kernels that take the name as a parameter (splash attention) make
       most large projects unknowable: MaxText, MaxDiffusion, axlearn and praxis get no REM008;
-    - no linted file declares any literal name (the names come from code that was not linted);
+    - no file declares any literal name (the names come from another package or a library);
     - the names are not literals (config lists), or the policy is not JAX's (axlearn's regex
       policies); or the file is a test file.
 
-    Under flake8, which checks one file at a time, this rule reports nothing: names are often
-    declared in another file than the policy (a pipeline module saving `decoder_layer_input`,
-    which the decoder module tags), so a per-file verdict would be a false alarm. Run
-    `remat-lint` on the whole project for it. A run on a subset of files (pre-commit passes only
-    the changed files) can report a name that a file outside the subset declares.
+    Under flake8, which checks one file at a time and never reads the others, this rule reports
+    nothing: names are often declared in another file than the policy (a pipeline module saving
+    `decoder_layer_input`, which the decoder module tags), so a per-file verdict would be a false
+    alarm. The `remat-lint` command and its pre-commit hook report it.
 
     ## Example
     ```python
