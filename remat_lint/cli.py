@@ -17,6 +17,7 @@ from remat_lint import autofix
 from remat_lint.cache import DEFAULT_DIR, Cache
 from remat_lint.config import ConfigError, Settings, find_config, load_settings, validate_selectors
 from remat_lint.discovery import discover
+from remat_lint.docs import explain
 from remat_lint.results import diagnostic
 from remat_lint.findings import Finding
 from remat_lint.registry import all_rules, rule_by_code
@@ -109,21 +110,15 @@ def rule_command(argv: list[str]) -> int:
     parser.add_argument("--all", action="store_true", help="explain every rule")
     args = parser.parse_args(argv)
     if args.all:
-        print("\n\n".join(_explain(rule) for rule in all_rules()))
+        print("\n\n".join(explain(rule) for rule in all_rules()))
         return EXIT_CLEAN
     if not args.code:
         raise UsageError("give a rule code (e.g. REM001) or --all")
     rule = rule_by_code(args.code)
     if rule is None:
         raise UsageError(f"unknown rule {args.code!r}")
-    print(_explain(rule))
+    print(explain(rule))
     return EXIT_CLEAN
-
-
-def _explain(rule: type) -> str:
-    default = "on" if rule.default_enabled else "off (enable with --extend-select)"
-    header = f"# {rule.name} ({rule.code})\n\nSeverity: {rule.severity.value}. Default: {default}."
-    return f"{header}\n\n{rule.doc()}"
 
 
 def load_configuration(args: argparse.Namespace, paths: list[str]) -> Settings:

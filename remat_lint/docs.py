@@ -1,4 +1,5 @@
-"""The README's rule table, generated from the registry (`python -m remat_lint.docs` rewrites it)."""
+"""Rule documentation generated from the registry: the README's rule table and docs/rules.md, the
+page that every finding's ``url`` points at (`python -m remat_lint.docs` rewrites both)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import re
 from pathlib import Path
 
 from remat_lint.registry import all_rules
+from remat_lint.rule import Rule
 
 START, END = "<!-- rules:start -->", "<!-- rules:end -->"
 
@@ -19,6 +21,26 @@ def rules_table() -> str:
     return "\n".join(rows)
 
 
+def explain(rule: type[Rule]) -> str:
+    """What ``remat-lint rule CODE`` prints: a title, severity and default, then the rule's doc."""
+    default = "on" if rule.default_enabled else "off (enable with --extend-select)"
+    header = f"# {rule.name} ({rule.code})\n\nSeverity: {rule.severity.value}. Default: {default}."
+    return f"{header}\n\n{rule.doc()}"
+
+
+def rules_page() -> str:
+    """Every rule's doc on one page, one level down, each under an anchor named by its code."""
+    parts = ["# remat-lint rules\n\nGenerated from the rule classes by `python -m remat_lint.docs`; "
+             "`remat-lint rule CODE` prints the same text."]
+    for rule in all_rules():
+        lines, fenced = [], False
+        for line in explain(rule).splitlines():
+            fenced ^= line.startswith("```")
+            lines.append("#" + line if line.startswith("#") and not fenced else line)
+        parts.append(f'<a id="{rule.code.lower()}"></a>\n\n' + "\n".join(lines))
+    return "\n\n".join(parts) + "\n"
+
+
 def update_readme(path: Path) -> bool:
     """Rewrite the table between the markers; True when the file changed."""
     text = path.read_text(encoding="utf-8")
@@ -29,4 +51,7 @@ def update_readme(path: Path) -> bool:
 
 
 if __name__ == "__main__":
-    update_readme(Path(__file__).resolve().parent.parent / "README.md")
+    root = Path(__file__).resolve().parent.parent
+    update_readme(root / "README.md")
+    (root / "docs").mkdir(exist_ok=True)
+    (root / "docs" / "rules.md").write_text(rules_page(), encoding="utf-8")
