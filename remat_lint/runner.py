@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Iterable
 
 from remat_lint.cache import Cache
@@ -24,6 +25,7 @@ from remat_lint.results import FileResult, SourceFile, diagnostic, project_codes
 
 # Below this many lines to parse a worker pool costs more than it saves (libcst: ~10k lines/s).
 POOL_MIN_LINES = 3000
+PROJECT_MARKERS = ("pyproject.toml", ".git", ".hg")
 
 
 @dataclass
@@ -103,11 +105,9 @@ def _lint(
     jobs: int,
     cache: Cache | None,
     texts: dict[str, str] | None = None,
-    facts_only: bool = False,
 ) -> list[FileResult]:
-    """One result per input, in order: reading, prefilter and cache here, parses in ``_lint_tasks``.
-    ``texts`` receives the texts of files that may have findings. ``facts_only``: check nothing,
-    only collect the project-wide rules' facts."""
+    """One result per input, in order: prefilter and cache here, parses in ``_lint_tasks``.
+    ``texts`` receives the texts of files that may have findings."""
     words = {info.code: info.prefilter_words for info in rule_index()}
     facts = project_codes(enabled)  # of every file, whatever its per-file ignores
     results: list[FileResult] = []
@@ -117,7 +117,7 @@ def _lint(
         results.append(FileResult(path, [source] if isinstance(source, Finding) else []))
         if isinstance(source, Finding):
             continue
-        codes = frozenset() if facts_only else settings.codes_for(path, enabled)
+        codes = settings.codes_for(path, enabled)
         wanted = codes | facts
         if not wanted or prefilter_for(frozenset(w for c in wanted for w in words.get(c, ()))).textual(source.text) is False:
             continue
@@ -142,10 +142,11 @@ class ProjectPass:
 
     When the linted files are part of a project (pre-commit passes the staged files, an editor
     one buffer), the names the other files declare count too: the first time a project-wide rule
-    fires, the facts of the project's other files are collected (prefilter, cache and pool as for
-    linted files; their findings are never reported). The project is the folder of the
-    pyproject.toml that configures the run, its files those a run on it would lint; without one,
-    or when some linted file is not among them, only the linted files count."""
+    fires, the project's other files are linted too, for their facts only: their findings are
+    never reported. They are linted as a run on the whole project would (checking costs little
+    beside the parse and the analysis that facts need), so that run and this one share cache
+    entries. The project's files are those a run on ``project_root`` would lint; when some linted
+    file is not among them, only the linted files count."""
 
     def __init__(self, linted: Iterable[str], settings: Settings, enabled: frozenset[str], *, jobs: int = 1,
                  cache: Cache | None = None) -> None:
@@ -160,15 +161,29 @@ class ProjectPass:
         project_filter(results + (self.others or []), self.enabled)
 
     def _other_facts(self) -> list[FileResult]:
-        if self.settings.config_file is None:
+        root = project_root(self.settings, self.linted)
+        if root is None:
             return []
-        files = discover([str(self.settings.config_file.parent)], self.settings).files
+        files = discover([root], self.settings).files
         project = {os.path.realpath(path): path for path in files}
         if not self.linted <= project.keys():  # not a part of this project: excluded files, another folder
             return []
         inputs = ((path, _read(path)) for real, path in project.items() if real not in self.linted)
-        results = _lint(inputs, self.settings, self.enabled, jobs=self.jobs, cache=self.cache, facts_only=True)
+        results = _lint(inputs, self.settings, self.enabled, jobs=self.jobs, cache=self.cache)
         return [FileResult(r.path, facts=r.facts) for r in results if r.facts]
+
+
+def project_root(settings: Settings, linted: Iterable[str]) -> str | None:
+    """The folder of the pyproject.toml that configures the run; without one, the nearest folder
+    above the linted files that holds a pyproject.toml, .git or .hg (black's project root:
+    pre-commit runs at the top of a git checkout, whose pyproject.toml rarely configures us)."""
+    if settings.config_file is not None:
+        return os.path.dirname(os.path.abspath(settings.config_file))
+    common = os.path.commonpath([os.path.dirname(path) for path in linted])
+    for directory in (common, *Path(common).parents):
+        if any(os.path.exists(os.path.join(directory, marker)) for marker in PROJECT_MARKERS):
+            return str(directory)
+    return None
 
 
 def _lint_tasks(tasks: list[_Task], jobs: int) -> list[tuple[_Task, FileResult]]:

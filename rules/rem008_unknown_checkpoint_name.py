@@ -41,14 +41,14 @@ class UnknownCheckpointName(Rule):
     The check is project-wide: a name counts as declared when any file declares it, or mentions
     it as a string anywhere outside a policy (a name handed to a library, such as
     `make_splash_mha(..., residual_checkpoint_name="context")`), whatever rules that file's
-    `per-file-ignores` turn off. The files are those of the project: the folder of the
-    `pyproject.toml` whose `[tool.remat-lint]` table (an empty one is enough) configures the run,
-    minus its excludes. When `remat-lint` is given only some of them (pre-commit passes the staged
-    files, an editor one buffer through `-` and `--stdin-filename`), the others still declare
-    names, and findings are reported only in the linted files; the others are read only when a
-    policy names something the linted files do not declare. Without such a configuration, or
-    when a linted file is not one of the project's (excluded, elsewhere), only the linted files
-    count. It stays silent when:
+    `per-file-ignores` turn off. The files are those `remat-lint` would lint in the project: the
+    folder of the `pyproject.toml` that configures the run or, without one, the nearest folder
+    above the linted files that holds a `pyproject.toml`, `.git` or `.hg` (black's project root).
+    When `remat-lint` is given only some of them (pre-commit passes the staged files, an editor one
+    buffer through `-` and `--stdin-filename`), the others still declare names, and findings are
+    reported only in the linted files; the others are read only when a policy names something the
+    linted files do not declare. Outside a project, or when a linted file is not one of the
+    project's (excluded, unsaved), only the linted files count. It stays silent when:
     - some `checkpoint_name` anywhere takes a name that is not a literal (an f-string, a
       parameter, a config field, `"mlp" + suffix`, `partial(checkpoint_name, ...)`): the set of
       names is then unknowable. A project's own function spelled `checkpoint_name` counts as

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from remat_lint import runner
+from remat_lint import engine, runner
 from remat_lint.cli import main
 from remat_lint.config import Settings
 from remat_lint.flake8_plugin import Plugin
@@ -122,10 +122,27 @@ def test_warm_cache_gives_the_same_findings(project, capsys):
     assert cli(capsys, "b.py") == cold and only_the_typo(cold)
 
 
-def test_without_a_configuration_only_the_linted_files_count(project, capsys):
+def test_a_run_on_the_whole_project_warms_the_cache_for_a_run_on_part_of_it(project, capsys, monkeypatch):
+    assert only_the_typo(cli(capsys, "."))
+    linted: list[str] = []
+    monkeypatch.setattr(engine, "lint_source", lambda path, *args, **kw: linted.append(path))
+    assert only_the_typo(cli(capsys, "b.py")) and linted == []
+
+
+def test_without_a_project_only_the_linted_files_count(project, capsys):
     (project / "pyproject.toml").unlink()
     assert cli(capsys, "b.py") == []  # no linted file declares a name: silent, as before
     assert only_the_typo(cli(capsys, "a.py", "b.py"))
+
+
+@pytest.mark.parametrize("marker", ["pyproject.toml", ".git"])
+def test_an_unconfigured_project_is_found_by_its_pyproject_or_git_folder(project, capsys, marker):
+    (project / "pyproject.toml").unlink()
+    (project / "pkg").mkdir()
+    (project / "b.py").rename(project / "pkg" / "b.py")
+    (project / marker).mkdir() if marker == ".git" else (project / marker).write_text("[project]\nname = 'p'\n")
+    [(path, row, message)] = cli(capsys, os.path.join("pkg", "b.py"))
+    assert path == os.path.join("pkg", "b.py") and "did you mean 'attn'?" in message
 
 
 def test_a_file_outside_the_projects_files_keeps_the_run_to_the_linted_files(project, capsys):
