@@ -141,11 +141,11 @@ class ProjectPass:
     """The project-wide pass (REM008: a policy name that no file declares).
 
     When the linted files are part of a project (pre-commit passes the staged files, an editor
-    one buffer), the names the other files declare count too: the first time a project-wide rule
-    fires, the project's other files are linted too, for their facts only: their findings are
-    never reported. They are linted as a run on the whole project would (checking costs little
-    beside the parse and the analysis that facts need), so that run and this one share cache
-    entries. The project's files are those a run on ``project_root`` would lint; when some linted
+    one buffer), the names the other files declare count as well: the first time a project-wide
+    rule fires, the project's other files are linted for their facts; their findings are never
+    reported. They are linted as a run on the whole project would lint them (checking costs
+    little beside the parse and the analysis that facts need), so that both runs share cache
+    entries. The project's files are those a run on ``project_root`` would lint; when a linted
     file is not among them, only the linted files count."""
 
     def __init__(self, linted: Iterable[str], settings: Settings, enabled: frozenset[str], *, jobs: int = 1,
@@ -176,7 +176,8 @@ class ProjectPass:
 def project_root(settings: Settings, linted: Iterable[str]) -> str | None:
     """The folder of the pyproject.toml that configures the run; without one, the nearest folder
     above the linted files that holds a pyproject.toml, .git or .hg (black's project root:
-    pre-commit runs at the top of a git checkout, whose pyproject.toml rarely configures us)."""
+    pre-commit runs at the top of a git checkout, whose pyproject.toml rarely configures us).
+    ``linted``: absolute paths."""
     if settings.config_file is not None:
         return os.path.dirname(os.path.abspath(settings.config_file))
     common = os.path.commonpath([os.path.dirname(path) for path in linted])

@@ -140,8 +140,11 @@ def test_an_unconfigured_project_is_found_by_its_pyproject_or_git_folder(project
     (project / "pyproject.toml").unlink()
     (project / "pkg").mkdir()
     (project / "b.py").rename(project / "pkg" / "b.py")
-    (project / marker).mkdir() if marker == ".git" else (project / marker).write_text("[project]\nname = 'p'\n")
-    [(path, row, message)] = cli(capsys, os.path.join("pkg", "b.py"))
+    if marker == ".git":
+        (project / marker).mkdir()
+    else:
+        (project / marker).write_text("[project]\nname = 'p'\n")  # no [tool.remat-lint] table
+    [(path, _, message)] = cli(capsys, os.path.join("pkg", "b.py"))
     assert path == os.path.join("pkg", "b.py") and "did you mean 'attn'?" in message
 
 
