@@ -7,6 +7,7 @@ whose body runs when it is called.
     functools.partial(loss, batch=b)          whatever ``loss`` denotes
     jax.checkpoint(f) if remat else f         either (``conditional``)
     lambda p: loss(p, x)                      the lambda (``wrapped``: the sites of ``loss``)
+    self.loss  (in a method)                  the class's ``def loss`` (a plain one, when certain)
 
 Names are resolved flow-sensitively: ``semantic.SemanticModel`` gives up on a name bound twice,
 yet ``loss = jax.checkpoint(loss)`` is how whole functions are checkpointed. The binding that
@@ -23,7 +24,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from remat_lint.analysis.bodies import statement_of
+from remat_lint.analysis.bodies import method, receiver_class, statement_of
 from remat_lint.analysis.semantic import Binding, SemanticModel, child_nodes
 from remat_lint.analysis.sites import RematSite
 from remat_lint.apis import PARTIAL
@@ -92,6 +93,10 @@ class Callables:
             if certain or not found:
                 return found[0] if found else Denoted()
             return _either(found)
+        if isinstance(expr, cst.Attribute):  # self.loss in a method: the class's own def
+            cls = receiver_class(model, expr.value)
+            found_method = method(model, cls, expr.attr.value) if cls is not None else None
+            return self._def(found_method) if found_method is not None else Denoted()
         return Denoted()
 
     def _binding(self, binding: Binding, depth: int) -> Denoted:
