@@ -4,7 +4,7 @@ whose body runs when it is called.
     jax.checkpoint(loss)                      the site, and ``loss``'s def
     loss  (after ``loss = jax.checkpoint(loss)``)    the same, through the binding that reaches the use
     @jax.checkpoint def loss                  the decorator site, and the def
-    functools.partial(loss, batch=b)          whatever ``loss`` denotes
+    functools.partial(loss, batch=b)          whatever ``loss`` denotes (``jax.jit(loss)`` too)
     jax.checkpoint(f) if remat else f         either (``conditional``)
     lambda p: loss(p, x)                      the lambda (``wrapped``: the sites of ``loss``)
     self.loss  (in a method)                  the class's ``def loss`` (a plain one, when certain)
@@ -32,6 +32,8 @@ from remat_lint.apis import PARTIAL
 Function = cst.FunctionDef | cst.Lambda
 
 _MAX_DEPTH = 8
+# Wrappers that return a callable computing the same function: ``jax.jit(jax.checkpoint(loss))``.
+_SAME_FUNCTION = PARTIAL | {"jax.jit", "equinox.filter_jit", "flax.nnx.jit"}
 _CONDITIONAL = (cst.If, cst.For, cst.While, cst.Try, cst.TryStar, cst.With, cst.Match)
 
 
@@ -82,7 +84,7 @@ class Callables:
             if site is not None:
                 inner = self.denote(site.target, depth + 1) if site.target is not None else Denoted()
                 return Denoted([site, *inner.sites], inner.function)
-            if model.qualified_name(expr.func) in PARTIAL and expr.args and not expr.args[0].keyword:
+            if model.qualified_name(expr.func) in _SAME_FUNCTION and expr.args and not expr.args[0].keyword:
                 return self.denote(expr.args[0].value, depth + 1)
             return Denoted()
         if isinstance(expr, cst.IfExp):  # jax.checkpoint(f) if remat else f
