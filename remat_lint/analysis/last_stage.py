@@ -20,6 +20,7 @@ from typing import Iterator
 import libcst as cst
 
 from remat_lint.analysis.callables import Callables, Function
+from remat_lint.analysis.loops import VMAP_APIS
 from remat_lint.analysis.semantic import SemanticModel, child_nodes
 from remat_lint.analysis.sites import RematSite
 
@@ -76,12 +77,20 @@ def _in_tail(model: SemanticModel, callables: Callables, tail: list[cst.CSTNode]
     """Checkpointed calls in ``head`` (the first node of ``tail``) after which all of ``tail``
     is cheap and carries the call's result to the return."""
     for call in _calls_outside_nested_scopes(head):
-        sites = callables.denote(call.func).sites
+        sites = callables.denote(_unbatched(model, call.func)).sites
         if not sites:
             continue
         after: list[str] = []
         if all(_cheap(model, node, call, after) for node in tail) and _reaches_return(call, tail):
             yield LastStage(call, sites, list(dict.fromkeys(after)))
+
+
+def _unbatched(model: SemanticModel, func: cst.BaseExpression) -> cst.BaseExpression:
+    """``f`` for ``jax.vmap(f)`` (the batched stage is checkpointed just the same), else ``func``."""
+    if isinstance(func, cst.Call) and model.qualified_name(func.func) in VMAP_APIS:
+        if func.args and not func.args[0].keyword:
+            return func.args[0].value
+    return func
 
 
 def _top_level(body: cst.BaseSuite) -> list[cst.CSTNode]:
