@@ -85,6 +85,8 @@ def main():
         "grad dots_saveable": [grad, cost(jax.grad(ck(loss, policy=jax.checkpoint_policies.dots_saveable)), ps, x)],
         "last stage grad": [grad, cost(jax.grad(with_last_stage(ck(loss))), ps, x)],
         "last stage value_and_grad": [vag, cost(jax.value_and_grad(with_last_stage(ck(loss))), ps, x)],
+        # the same, with the squared mean outside the checkpoint: its gradient needs the stage's output
+        "last stage grad, tail outside": [grad, cost(jax.grad(with_last_stage(lambda ps, x: jnp.mean(ck(stack)(ps, x) ** 2))), ps, x)],
         # [no checkpoint, per-layer checkpoint, the same with prevent_cse=False]
         "per layer": [grad, cost(jax.grad(per_layer(True)), ps, x), cost(jax.grad(per_layer(False)), ps, x)],
         # [scan body without a checkpoint, with one, with one and prevent_cse=False]

@@ -100,6 +100,14 @@ def test_last_stage_checkpoint_saves_nothing(costs):
     assert same_temp(checkpointed, without)
 
 
+def test_last_stage_runs_twice_under_grad_when_the_tail_needs_its_output(costs):
+    base = "import jax\nimport jax.numpy as jnp\nhead = jax.checkpoint(head)\ndef loss(p, x, y):\n    return jnp.mean({})\ng = jax.grad(loss)"
+    msg = message(base.format("(head(p, body(p, x)) - y) ** 2"), "REM102")
+    assert "the stage runs twice" in msg and "+9 % FLOPs for the last 2 of 6 blocks" in msg
+    assert "the checkpoint is a no-op when what follows is linear" in message(base.format("head(p, body(p, x)) * y"), "REM102")
+    assert 0.08 <= flops_increase(costs["last stage grad, tail outside"]) < 0.10
+
+
 def test_saved_residuals_suggest_a_saving_the_compiled_program_does_not_have():
     """REM102's doc: residual counts alone over-report the benefit of a last-stage checkpoint."""
     from jax._src.ad_checkpoint import saved_residuals  # not public in jax 0.10.2
