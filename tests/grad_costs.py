@@ -33,6 +33,11 @@ def loss(ps, x):
     return jnp.mean(stack(ps, x) ** 2)
 
 
+def with_aux(ps, x):
+    out = stack(ps, x)
+    return jnp.mean(out**2), jnp.max(out)
+
+
 def with_last_stage(last):
     """The first 4 blocks, then ``last`` (the last 2 blocks and the loss) as one stage."""
     return lambda ps, x: last(ps[4:], stack(ps[:4], x))
@@ -79,6 +84,7 @@ def main():
         "grad": [grad, cost(jax.grad(ck(loss)), ps, x)],
         "value_and_grad": [vag, cost(jax.value_and_grad(ck(loss)), ps, x)],
         "vjp": [cost(vjp_of(loss), ps, x), cost(vjp_of(ck(loss)), ps, x)],
+        "grad has_aux": [cost(jax.grad(with_aux, has_aux=True), ps, x), cost(jax.grad(ck(with_aux), has_aux=True), ps, x)],
         "jacrev": [cost(jax.jacrev(loss), ps, x), cost(jax.jacrev(ck(loss)), ps, x)],
         "jacfwd": [cost(jax.jacfwd(loss, 1), tiny_ps, tiny_x), cost(jax.jacfwd(ck(loss), 1), tiny_ps, tiny_x)],
         "hessian": [cost(jax.hessian(loss, 1), tiny_ps, tiny_x), cost(jax.hessian(ck(loss), 1), tiny_ps, tiny_x)],

@@ -69,6 +69,14 @@ def test_whole_function_checkpoint_runs_the_forward_twice_under_value_and_grad(c
         assert same_temp(checkpointed, without), kind
 
 
+def test_whole_function_checkpoint_under_grad_with_aux_runs_the_forward_twice(costs):
+    msg = message("import jax\ng = jax.grad(jax.checkpoint(loss), has_aux=True)", "REM101")
+    assert "the forward pass runs twice, once for the auxiliary outputs" in msg and "+33-35 % FLOPs" in msg
+    without, checkpointed = costs["grad has_aux"]
+    assert 0.325 <= flops_increase(costs["grad has_aux"]) < 0.355
+    assert same_temp(checkpointed, without)
+
+
 def test_whole_function_checkpoint_under_forward_mode_and_hessian(costs):
     assert "forward mode keeps no residuals" in message("import jax\nj = jax.jacfwd(jax.checkpoint(loss))", "REM101")
     assert "saves no memory" in message("import jax\nh = jax.hessian(jax.checkpoint(loss))", "REM101")
