@@ -50,8 +50,8 @@ class UnknownCheckpointName(Rule):
     linted files do not declare. Outside a project, or when a linted file is not one of the
     project's (excluded, unsaved), only the linted files count. It stays silent when:
     - some `checkpoint_name` anywhere takes a name that is not a literal (an f-string, a
-      parameter, a config field, `"mlp" + suffix`, `partial(checkpoint_name, ...)`): the set of
-      names is then unknowable. A project's own function spelled `checkpoint_name` counts as
+      parameter, a config field, `"mlp" + suffix`, `partial(checkpoint_name, ...)` without a
+      literal `name=`): the set of names is then unknowable. A project's own function spelled `checkpoint_name` counts as
       JAX's here. Vendored kernels that take the name as a parameter (splash attention) make
       most large projects unknowable: MaxText, MaxDiffusion, axlearn and praxis get no REM008;
     - no file declares any literal name (the names come from another package or a library);

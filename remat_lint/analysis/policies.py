@@ -14,7 +14,7 @@ import libcst as cst
 
 from remat_lint.analysis.semantic import SemanticModel, child_nodes
 from remat_lint.analysis.sites import RematSite
-from remat_lint.apis import CHECKPOINT_NAME, PolicyInfo, policy_info
+from remat_lint.apis import CHECKPOINT_NAME, PARTIAL, PolicyInfo, policy_info
 
 # What a literal name does in each name-based factory (save_anything_except_these_names ignores
 # its names: it saves everything).
@@ -178,9 +178,14 @@ def declared_names(model: SemanticModel, exclude: set[int], mentions_checkpoint_
     result = DeclaredNames(set(), set(), False)
     called: set[int] = set()
     for call in model.calls:
-        if not _is_checkpoint_name(model, call.func):
+        tagger = call.func
+        if model.qualified_name(call.func) in PARTIAL and call.args and call.args[0].keyword is None:
+            tagger = call.args[0].value  # partial(checkpoint_name, name="q"): declares "q" when it is a literal
+            if not _is_checkpoint_name(model, tagger) or any(a.keyword is None for a in call.args[1:]):
+                continue
+        elif not _is_checkpoint_name(model, call.func):
             continue
-        called.add(id(call.func))
+        called.add(id(tagger))
         name = _name_argument(call)
         if isinstance(name, cst.SimpleString) and isinstance(name.evaluated_value, str):
             result.declared.add(name.evaluated_value)
