@@ -32,8 +32,9 @@ EFFECT = {
 # Operations after the stage whose gradient does not need its output (under grad, the forward
 # pass of the stage is then dead code); ``*`` and ``/`` may be either.
 _LINEAR = frozenset({"+", "-", "mean", "sum", "astype", "reshape", "squeeze", "transpose", "ravel", "flatten",
-                     "stop_gradient", "pmean", "psum", "tuple", "dict", "get", "float"})
-_MAYBE_LINEAR = frozenset({"*", "/"})
+                     "stop_gradient", "pmean", "psum", "tuple", "dict", "get", "float", "add", "subtract",
+                     "negative", "take", "take_along_axis", "concatenate", "stack", "expand_dims", "swapaxes"})
+_MAYBE_LINEAR = frozenset({"*", "/", "multiply", "divide", "true_divide", "where"})
 
 
 class CheckpointLastStage(Rule):
