@@ -7,7 +7,8 @@ whose body runs when it is called.
     functools.partial(loss, batch=b)          whatever ``loss`` denotes (``jax.jit(loss)`` too)
     jax.checkpoint(f) if remat else f         either (``conditional``)
     lambda p: loss(p, x)                      the lambda (``wrapped``: the sites of ``loss``)
-    self.loss  (in a method)                  the class's ``def loss`` (a plain one, when certain)
+    self.loss  (in a method)                  the class's ``def loss`` (a plain one, when certain), or
+                                              the value of its one ``self.loss = ...``
 
 Names are resolved flow-sensitively: ``semantic.SemanticModel`` gives up on a name bound twice,
 yet ``loss = jax.checkpoint(loss)`` is how whole functions are checkpointed. The binding that
@@ -24,7 +25,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from remat_lint.analysis.bodies import method, receiver_class, statement_of
+from remat_lint.analysis.bodies import method, positional_params, receiver_class, statement_of
 from remat_lint.analysis.semantic import Binding, SemanticModel, child_nodes
 from remat_lint.analysis.sites import RematSite
 from remat_lint.apis import PARTIAL
@@ -67,6 +68,7 @@ class Callables:
     def __init__(self, model: SemanticModel, sites: list[RematSite]) -> None:
         self.model = model
         self._site_of = {id(site.node): site for site in sites}
+        self._attributes: dict[tuple[int, str], cst.BaseExpression | None] = {}
 
     def site_of(self, node: cst.CSTNode) -> RematSite | None:
         """The site whose node is ``node`` (a remat call, or a decorator)."""
@@ -97,9 +99,26 @@ class Callables:
             return _either(found)
         if isinstance(expr, cst.Attribute):  # self.loss in a method: the class's own def
             cls = receiver_class(model, expr.value)
-            found_method = method(model, cls, expr.attr.value) if cls is not None else None
-            return self._def(found_method) if found_method is not None else Denoted()
+            if cls is None:
+                return Denoted()
+            found_method = method(model, cls, expr.attr.value)
+            if found_method is not None:
+                return self._def(found_method)
+            value = self._instance_attribute(cls, expr.attr.value)  # self.loss = jax.checkpoint(...)
+            return self.denote(value, depth + 1) if value is not None else Denoted()
         return Denoted()
+
+    def _instance_attribute(self, cls: cst.ClassDef, name: str) -> cst.BaseExpression | None:
+        """The value of ``self.<name> = value`` when it is the only write to that attribute in the
+        class's methods."""
+        key = (id(cls), name)
+        if key not in self._attributes:
+            writes: list[cst.BaseExpression | None] = []
+            for info in self.model.functions.values():
+                if info.class_node is cls and isinstance(info.node, cst.FunctionDef):
+                    writes += _self_writes(self.model, info.node, name)
+            self._attributes[key] = writes[0] if len(writes) == 1 else None
+        return self._attributes[key]
 
     def _binding(self, binding: Binding, depth: int) -> Denoted:
         if binding.kind == "def":
@@ -111,6 +130,33 @@ class Callables:
     def _def(self, node: cst.FunctionDef) -> Denoted:
         sites = [site for d in node.decorators if (site := self.site_of(d)) is not None]
         return Denoted(sites, node)
+
+
+def _self_writes(model: SemanticModel, function: cst.FunctionDef, name: str) -> list[cst.BaseExpression | None]:
+    """The values ``function`` (a method) writes to ``self.<name>``; None for a write whose value is
+    not a plain assignment's (augmented, a tuple target, a ``for`` target...)."""
+    params = positional_params(function)
+    if not params:
+        return []
+    receiver = params[0].name.value
+    found: list[cst.BaseExpression | None] = []
+    stack: list[cst.CSTNode] = [function.body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Attribute) and node.attr.value == name and isinstance(node.value, cst.Name):
+            if node.value.value == receiver and _is_write(model, node):
+                parent = model.parent(model.parent(node))
+                plain = isinstance(parent, cst.Assign) and len(parent.targets) == 1 and parent.targets[0].target is node
+                found.append(parent.value if plain else None)  # type: ignore[union-attr]
+        stack.extend(child_nodes(node))
+    return found
+
+
+def _is_write(model: SemanticModel, node: cst.Attribute) -> bool:
+    parent = model.parent(node)
+    return isinstance(parent, (cst.AssignTarget, cst.AugAssign, cst.AnnAssign, cst.For, cst.WithItem, cst.AsName)) or (
+        isinstance(parent, (cst.Tuple, cst.List, cst.Element, cst.StarredElement))
+    )
 
 
 def reaching_bindings(model: SemanticModel, name: cst.Name) -> tuple[list[Binding], bool]:
