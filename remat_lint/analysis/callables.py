@@ -25,7 +25,12 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from remat_lint.analysis.bodies import method, positional_params, receiver_class, statement_of
+from remat_lint.analysis.bodies import (
+    method,
+    positional_params,
+    receiver_class,
+    statement_of,
+)
 from remat_lint.analysis.semantic import Binding, SemanticModel, child_nodes
 from remat_lint.analysis.sites import RematSite
 from remat_lint.apis import PARTIAL
@@ -143,20 +148,28 @@ def _self_writes(model: SemanticModel, function: cst.FunctionDef, name: str) -> 
     stack: list[cst.CSTNode] = [function.body]
     while stack:
         node = stack.pop()
-        if isinstance(node, cst.Attribute) and node.attr.value == name and isinstance(node.value, cst.Name):
-            if node.value.value == receiver and _is_write(model, node):
-                parent = model.parent(model.parent(node))
-                plain = isinstance(parent, cst.Assign) and len(parent.targets) == 1 and parent.targets[0].target is node
-                found.append(parent.value if plain else None)  # type: ignore[union-attr]
+        if (
+            isinstance(node, cst.Attribute)
+            and node.attr.value == name
+            and isinstance(node.value, cst.Name)
+            and node.value.value == receiver
+            and _is_write(model, node)
+        ):
+            parent = model.parent(model.parent(node))
+            plain = isinstance(parent, cst.Assign) and len(parent.targets) == 1 and parent.targets[0].target is node
+            found.append(parent.value if plain else None)  # type: ignore[union-attr]
         stack.extend(child_nodes(node))
     return found
 
 
+# Where an attribute may be written (a tuple element may be a read too: counted, to stay certain).
+_WRITE_PARENTS = (
+    cst.AssignTarget, cst.AugAssign, cst.AnnAssign, cst.For, cst.WithItem, cst.AsName, cst.Element, cst.StarredElement,
+)
+
+
 def _is_write(model: SemanticModel, node: cst.Attribute) -> bool:
-    parent = model.parent(node)
-    return isinstance(parent, (cst.AssignTarget, cst.AugAssign, cst.AnnAssign, cst.For, cst.WithItem, cst.AsName)) or (
-        isinstance(parent, (cst.Tuple, cst.List, cst.Element, cst.StarredElement))
-    )
+    return isinstance(model.parent(node), _WRITE_PARENTS)
 
 
 def reaching_bindings(model: SemanticModel, name: cst.Name) -> tuple[list[Binding], bool]:

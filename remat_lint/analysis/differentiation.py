@@ -175,9 +175,9 @@ def _with_aux(api: DiffApi, transform: cst.CSTNode) -> DiffApi:
         return api
     while isinstance(transform, cst.Call):  # the call's own keywords, then partial(...)/factory calls
         for arg in transform.args:
-            if arg.keyword is not None and arg.keyword.value == "has_aux":
-                if not (isinstance(arg.value, cst.Name) and arg.value.value == "False"):
-                    return DiffApi(api.qname, "value_and_grad", api.target_param)
+            is_false = isinstance(arg.value, cst.Name) and arg.value.value == "False"
+            if arg.keyword is not None and arg.keyword.value == "has_aux" and not is_false:
+                return DiffApi(api.qname, "value_and_grad", api.target_param)
         transform = transform.func
     return api
 

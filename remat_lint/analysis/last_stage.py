@@ -87,9 +87,9 @@ def _in_tail(model: SemanticModel, callables: Callables, tail: list[cst.CSTNode]
 
 def _unbatched(model: SemanticModel, func: cst.BaseExpression) -> cst.BaseExpression:
     """``f`` for ``jax.vmap(f)`` (the batched stage is checkpointed just the same), else ``func``."""
-    if isinstance(func, cst.Call) and model.qualified_name(func.func) in VMAP_APIS:
-        if func.args and not func.args[0].keyword:
-            return func.args[0].value
+    vmapped = isinstance(func, cst.Call) and model.qualified_name(func.func) in VMAP_APIS
+    if vmapped and func.args and not func.args[0].keyword:  # type: ignore[union-attr]
+        return func.args[0].value  # type: ignore[union-attr]
     return func
 
 
