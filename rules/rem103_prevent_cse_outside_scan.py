@@ -110,9 +110,10 @@ class PreventCseOutsideScan(Rule):
                 continue
             self.report(
                 site.node,
-                "`prevent_cse=False` on a checkpoint that runs outside any loop: XLA merges the recomputation "
-                "back into the forward pass, so the checkpoint saves no memory (measured: the same temp as no "
-                "checkpoint) and still costs extra FLOPs; drop it (it only helps inside a `scan`/`fori_loop` body)",
+                "`prevent_cse=False` on a checkpoint that runs outside any `scan`/`fori_loop` body (a Python loop "
+                "is unrolled): XLA merges the recomputation back into the forward pass, so the checkpoint saves no "
+                "memory (measured: the same temp as no checkpoint) and still costs extra FLOPs; drop it (it only "
+                "helps inside such a body)",
                 fix=self._fix(site, arg),
             )
 
