@@ -93,6 +93,9 @@ def main():
         "last stage value_and_grad": [vag, cost(jax.value_and_grad(with_last_stage(ck(loss))), ps, x)],
         # the same, with the squared mean outside the checkpoint: its gradient needs the stage's output
         "last stage grad, tail outside": [grad, cost(jax.grad(with_last_stage(lambda ps, x: jnp.mean(ck(stack)(ps, x) ** 2))), ps, x)],
+        "last stage value_and_grad, tail outside": [
+            vag, cost(jax.value_and_grad(with_last_stage(lambda ps, x: jnp.mean(ck(stack)(ps, x) ** 2))), ps, x)
+        ],
         # [no checkpoint, per-layer checkpoint, the same with prevent_cse=False]
         "per layer": [grad, cost(jax.grad(per_layer(True)), ps, x), cost(jax.grad(per_layer(False)), ps, x)],
         # [scan body without a checkpoint, with one, with one and prevent_cse=False]
