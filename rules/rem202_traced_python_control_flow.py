@@ -2,10 +2,13 @@ from __future__ import annotations
 
 from remat_lint.analysis.bodies import CheckpointedFunction
 from remat_lint.analysis.control_flow import ControlUse, control_uses
+from remat_lint.analysis.guards import only_where_error_expected
 from remat_lint.analysis.static_args import index_of
 from remat_lint.analysis.tracing import traced_params
 from remat_lint.findings import Severity
 from remat_lint.rule import Invalid, Rule
+
+_ERRORS = frozenset({"TracerBoolConversionError", "TracerIntegerConversionError", "ConcretizationTypeError"})
 
 _EFFECT = {
     "truth": "`bool()` of a tracer raises `TracerBoolConversionError`",
@@ -84,6 +87,11 @@ class TracedPythonControlFlow(Rule):
     severity = Severity.ERROR
 
     VALID = [
+        (  # a test of the very error: the function only runs where the error is expected
+            "import jax\nimport pytest\ndef test_traced_branch_fails():\n    @jax.checkpoint\n    def f(x):\n"
+            "        if x > 0:\n            return x\n        return -x\n"
+            "    with pytest.raises(jax.errors.TracerBoolConversionError):\n        f(3.0)"
+        ),
         "import jax\n@jax.checkpoint\ndef f(x, mask):\n    if mask is None:\n        return x\n    return x * mask",
         "import functools, jax\n@functools.partial(jax.checkpoint, static_argnums=(1,))\ndef f(x, training):\n    return x * 2 if training else x",
         "import jax\n@jax.checkpoint\ndef f(x, training=False):\n    return x * 2 if training else x\ny = f(x)",
@@ -119,7 +127,8 @@ class TracedPythonControlFlow(Rule):
                 continue
             params = {name: p for name, p in params.items() if name not in ignored_names}
             for use in control_uses(model, self.ctx.bodies.nodes(fn.node), params):
-                self.report(use.statement, self._message(fn, use))
+                if not only_where_error_expected(model, use.statement, _ERRORS):  # not a test of the error
+                    self.report(use.statement, self._message(fn, use))
 
     def _message(self, fn: CheckpointedFunction, use: ControlUse) -> str:
         name = use.param.name.value

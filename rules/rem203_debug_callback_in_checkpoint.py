@@ -21,8 +21,9 @@ TWICE = (
 )
 IO_FAILS = (
     "JAX cannot partially evaluate an `io_callback` inside a checkpoint: the first `grad`/`vjp` raises "
-    "`NotImplementedError: Effects not supported in partial-eval of checkpoint/remat`; call it outside "
-    "the checkpointed function"
+    "`NotImplementedError: Effects not supported in partial-eval of checkpoint/remat` (or, when its operand "
+    "depends on a differentiated value, `ValueError: IO callbacks do not support JVP`, checkpoint or not); "
+    "call it outside the checkpointed function"
 )
 
 

@@ -11,6 +11,7 @@ import runpy
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 jax = pytest.importorskip("jax")
@@ -331,6 +332,16 @@ def test_io_callback_in_a_checkpoint_fails_under_grad_only():
     jax.jit(checkpointed)(X, 1)
     with pytest.raises(NotImplementedError, match="Effects not supported in partial-eval of `checkpoint`/`remat`"):
         jax.grad(checkpointed)(X, 1)
+
+
+def test_io_callback_of_a_differentiated_value_fails_with_or_without_a_checkpoint():
+    def body(x):
+        y = io_callback(lambda v: np.asarray(v), jax.ShapeDtypeStruct(x.shape, x.dtype), x)
+        return jnp.sum(jnp.sin(x) * y)
+
+    for fun in (body, jax.checkpoint(body)):
+        with pytest.raises(ValueError, match="IO callbacks do not support JVP"):
+            jax.grad(fun)(X)
 
 
 def test_rem203_fixture_linen_block_prints_twice(capfd):
