@@ -68,25 +68,30 @@ def project_codes(codes: frozenset[str]) -> frozenset[str]:
 
 
 def project_phase(results: list[FileResult], project: Project, codes: frozenset[str]) -> None:
-    """Let the project-wide rules among ``codes`` decide their findings in ``results`` with the
-    whole project in view (``Rule.check_project``). Only rules with candidates (``pending``)
-    are imported: their other findings are final. A rule that fails here loses its candidates in that file,
-    which gets a REM000 finding; the other findings stay."""
+    """Let the project-wide rules among ``codes`` decide their candidates (``pending``) in
+    ``results`` with the whole project in view: each file's candidates of a rule go to its
+    ``Rule.check_project`` with the file's module; what it returns is reported, the other
+    candidates are dropped. Every other finding is final and kept here. Only rules with candidates
+    are imported. A rule that fails here loses its candidates in that file, which gets a REM000
+    finding."""
     from remat_lint.registry import rule_class
 
     fired = {f.code for r in results for f in r.findings if f.data.get("pending")} & project_codes(codes)
     for rule in map(rule_class, sorted(fired)):
         for result in results:
-            mine = [f for f in result.findings if f.code == rule.code]
-            if not mine:
+            candidates = [f for f in result.findings if f.code == rule.code and f.data.get("pending")]
+            if not candidates:
                 continue
             try:
-                kept = {id(f) for f in rule.check_project(mine, project)}
+                confirmed = rule.check_project(candidates, project.module_of(result.path), project)
             except Exception as exc:  # a bug in one rule must not hide the others' findings
-                kept = {id(f) for f in mine if not f.data.get("pending")}
+                confirmed = []
                 error = f"internal error in {rule.code} (project phase), please report it: {type(exc).__name__}: {exc}"
                 result.findings.append(diagnostic(result.path, error))
-            result.findings = [f for f in result.findings if f.code != rule.code or id(f) in kept]
+            for finding in confirmed:
+                finding.data.pop("pending", None)
+            dropped = {id(f) for f in candidates} - {id(f) for f in confirmed}
+            result.findings = [f for f in result.findings if id(f) not in dropped]
 
 
 def build_project(root: str | None, results: Iterable[FileResult]) -> Project:

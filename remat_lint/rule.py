@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     import libcst as cst
 
     from remat_lint.context import LintContext
-    from remat_lint.project.model import Project
+    from remat_lint.project.model import Project, ProjectModule
 
 DOCS_URL = "https://github.com/remat-lint/remat-lint/blob/main/docs/rules.md#{code}"
 
@@ -111,17 +111,18 @@ class Rule:
         self.ctx.raw_findings.append(RawFinding(type(self), node, message, fix, data))
 
     @classmethod
-    def check_project(cls, findings: list[Finding], project: Project) -> list[Finding]:
+    def check_project(cls, candidates: list[Finding], module: ProjectModule | None, project: Project) -> list[Finding]:
         """The project phase of a project-wide rule, after every file was linted: of this rule's
-        findings in one file, those to report (reworded in place where the project tells more).
+        candidates in one file (``module`` in ``project``; None when the file has no summary), those
+        it confirms, reworded in place where the project tells more.
 
         A rule creates findings here by reporting candidates in ``check`` with ``pending=True``
         (located, fixed and ``noqa``-checked like any finding) that only the project confirms;
         unconfirmed candidates are dropped. A finding reported without ``pending`` is final: the
-        project phase runs only for rules with candidates. ``symbols=[...]`` in a finding's data names what the
+        project phase keeps it and never shows it to the rule. ``symbols=[...]`` in a candidate's data names what the
         decision needs (``loss_fn``, ``Block``): files that mention them are read for the project
         although the prefilter rejects them (a ``train.py`` that only imports the loss)."""
-        return [f for f in findings if not f.data.get("pending")]
+        return []
 
     @staticmethod
     def collect_facts(ctx: LintContext) -> dict[str, Any] | None:

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     import libcst as cst
 
     from remat_lint.analysis.values import Value, Values
-    from remat_lint.project.model import Project
+    from remat_lint.project.model import Project, ProjectModule
 
 # libcst and the value layer are imported where a file is checked: the project phase
 # (check_project), often all a warm run does, needs neither.
@@ -143,16 +143,17 @@ class PolicyNotCallable(Rule):
         self.report(node, "", pending=True, symbols=symbols, values=plain, policy=self.ctx.code(value))
 
     @classmethod
-    def check_project(cls, findings: list[Finding], project: Project) -> list[Finding]:
+    def check_project(cls, candidates: list[Finding], module: ProjectModule | None, project: Project) -> list[Finding]:
         """Confirm the candidates whose imported values are all strings (or one bool or number)."""
-        kept = [f for f in findings if not f.data.get("pending")]
-        module = project.module_of(findings[0].path)
-        for finding in findings:
-            resolved = project.values(module, finding.data["values"]) if module and finding.data.get("pending") else None
+        if module is None:
+            return []
+        kept = []
+        for finding in candidates:
+            resolved = project.values(module, finding.data["values"])
             found = problem(resolved[0]) if resolved is not None else None
             if resolved is None or found is None:
                 continue
-            where = ", ".join(sorted({os.path.relpath(m.path, os.path.dirname(module.path)) for m in resolved[1]}))  # type: ignore[union-attr]
+            where = ", ".join(sorted({os.path.relpath(m.path, os.path.dirname(module.path)) for m in resolved[1]}))
             finding.message = f"`policy={finding.data['policy']}` (from {where}) {found}"
             finding.data = {"from": where}
             kept.append(finding)

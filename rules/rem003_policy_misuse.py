@@ -15,7 +15,7 @@ from remat_lint.rule import FixAvailability, FixSpec, Invalid, Rule
 
 if TYPE_CHECKING:
     from remat_lint.context import LintContext
-    from remat_lint.project.model import Project
+    from remat_lint.project.model import Project, ProjectModule
 
 # What calling a plain policy with no arguments gives (measured on jax 0.10.2).
 CALLED_PLAIN = {
@@ -282,16 +282,15 @@ class PolicyMisuse(Rule):
         return {"lookups": lookups} if lookups else None
 
     @classmethod
-    def check_project(cls, findings: list[Finding], project: Project) -> list[Finding]:
+    def check_project(cls, candidates: list[Finding], module: ProjectModule | None, project: Project) -> list[Finding]:
         """Confirm the uncalled factories in module-level tables (pending) that another module
         reads by key; the first such lookup is named."""
         from remat_lint.project.model import place
 
-        kept = [f for f in findings if not f.data.get("pending")]
-        module = project.module_of(findings[0].path)
-        for finding in findings if module is not None else ():
-            if not finding.data.get("pending"):
-                continue
+        if module is None:
+            return []
+        kept = []
+        for finding in candidates:
             symbol = (module.name, str(finding.data["symbols"][0]))
             reads = sorted(
                 (other.path, row, other) for other, facts in project.facts(cls.code) if other.name != symbol[0]

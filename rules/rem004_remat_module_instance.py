@@ -14,7 +14,7 @@ from remat_lint.project.modules import LOCAL
 from remat_lint.rule import FixAvailability, FixSpec, Invalid, Rule
 
 if TYPE_CHECKING:
-    from remat_lint.project.model import Project
+    from remat_lint.project.model import Project, ProjectModule
 
 # What the mistakes raise; code that only runs where these are expected is a test of them.
 _TARGET_ERROR = frozenset({"TransformTargetError"})
@@ -170,12 +170,13 @@ class RematModuleInstance(Rule):
         self.report(site.node, "", self._fix(site, constructor), pending=True, symbols=[ref[1].rsplit(".", 1)[-1]], **data)  # type: ignore[arg-type]
 
     @classmethod
-    def check_project(cls, findings: list[Finding], project: Project) -> list[Finding]:
+    def check_project(cls, candidates: list[Finding], module: ProjectModule | None, project: Project) -> list[Finding]:
         """Confirm the candidates whose class is a linen Module of the project."""
-        kept = [f for f in findings if not f.data.get("pending")]
-        module = project.module_of(findings[0].path)
-        for finding in findings if module is not None else ():
-            symbol = project.resolve(module, tuple(finding.data["ref"])) if finding.data.get("pending") else None  # type: ignore[arg-type]
+        if module is None:
+            return []
+        kept = []
+        for finding in candidates:
+            symbol = project.resolve(module, tuple(finding.data["ref"]))  # type: ignore[arg-type]
             if symbol is not None and project.base_names(symbol) & LINEN_MODULE_CLASSES:
                 finding.message = _instance_message(finding.data["api"], finding.data["target"], finding.data["cls"])
                 finding.data = {"class": symbol[1]}

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 
     from remat_lint.analysis.policies import DeclaredNames, PolicyName
     from remat_lint.context import LintContext
-    from remat_lint.project.model import Project
+    from remat_lint.project.model import Project, ProjectModule
 
 # What an undeclared name does in each role (measured on jax 0.10.2: tests/test_jax_claims_policies.py).
 EFFECT = {
@@ -184,7 +184,7 @@ class UnknownCheckpointName(Rule):
                 "unknown": unknown}
 
     @classmethod
-    def check_project(cls, findings: list[Finding], project: Project) -> list[Finding]:
+    def check_project(cls, candidates: list[Finding], module: ProjectModule | None, project: Project) -> list[Finding]:
         """Keep names that no file of the project declares (nor builds, nor mentions), when the
         project declares some; the sources that cannot be known are named in the message."""
         facts = list(project.facts(cls.code))
@@ -193,13 +193,13 @@ class UnknownCheckpointName(Rule):
         if not declared and not patterns:
             return []  # the names come from another package or a library
         known = declared.union(*(f["strings"] for _, f in facts))
-        here = os.path.dirname(findings[0].path)
+        here = os.path.dirname(candidates[0].path)
         unknown = [f"`{code}` in {os.path.relpath(m.path, here)}" for m, f in facts for code in f["unknown"]]
         kept = []
-        for finding in findings:
+        for finding in candidates:
             remaining = [name for name in finding.data["names"] if not _known(name, known, patterns)]
             if remaining:
-                finding.data = {**{k: v for k, v in finding.data.items() if k != "pending"}, "names": remaining}
+                finding.data["names"] = remaining
                 data = {key: finding.data[key] for key in ("names", "factory", "role", "via")}
                 finding.message = message(declared, unknown=unknown, **data)  # suggest from the whole project
                 if unknown:  # one of them may give the name after all (real-world trap T10)

@@ -18,7 +18,7 @@ from remat_lint.project.modules import LOCAL
 from remat_lint.rule import FixAvailability, FixSpec, Invalid, Rule
 
 if TYPE_CHECKING:
-    from remat_lint.project.model import Project
+    from remat_lint.project.model import Project, ProjectModule
     from remat_lint.project.summary import Signature
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -204,12 +204,13 @@ class BadStaticArgnums(Rule):
             self.report(site.node, "", pending=True, symbols=[ref[1].rsplit(".", 1)[-1]], **data)
 
     @classmethod
-    def check_project(cls, findings: list[Finding], project: Project) -> list[Finding]:
+    def check_project(cls, candidates: list[Finding], module: ProjectModule | None, project: Project) -> list[Finding]:
         """Judge the candidates against the imported class's ``__call__`` signature."""
-        kept = [f for f in findings if not f.data.get("pending")]
-        module = project.module_of(findings[0].path)
-        for finding in findings if module is not None else ():
-            found = project.resolve(module, tuple(finding.data["ref"])) if finding.data.get("pending") else None
+        if module is None:
+            return []
+        kept = []
+        for finding in candidates:
+            found = project.resolve(module, tuple(finding.data["ref"]))
             signature = project.modules[found[0]].summary.signatures.get(found[1]) if found else None
             if signature is None or signature.star_args:
                 continue

@@ -9,7 +9,7 @@ if TYPE_CHECKING:
     import libcst as cst
 
     from remat_lint.analysis.bodies import CheckpointedFunction
-    from remat_lint.project.model import Project
+    from remat_lint.project.model import Project, ProjectModule
 
 # libcst and the analyses are imported where a file is checked: the project phase
 # (check_project), often all a warm run does, needs neither.
@@ -154,17 +154,16 @@ class StaticArgNotPositional(Rule):
                         shift=shift, display=fn.site.api.display, enabled=enabled)
 
     @classmethod
-    def check_project(cls, findings: list[Finding], project: Project) -> list[Finding]:
+    def check_project(cls, candidates: list[Finding], module: ProjectModule | None, project: Project) -> list[Finding]:
         """Confirm the exported wraps (pending) that another module calls with a static argument
         by keyword or not at all; the first such call is named."""
         from remat_lint.project.model import call_row, place
 
-        kept = [f for f in findings if not f.data.get("pending")]
-        module = project.module_of(findings[0].path)
-        for finding in findings if module is not None else ():
+        if module is None:
+            return []
+        kept = []
+        for finding in candidates:
             data = finding.data
-            if not data.get("pending"):
-                continue
             symbol = (module.name, str(data["symbols"][0]))
             for other, call in project.calls_of(symbol, instance=bool(data["instance"])):
                 missed = next(((i, p) for i, p in data["static"] if p in call.keywords or i - data["shift"] >= call.positional), None)

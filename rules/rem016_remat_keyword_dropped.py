@@ -9,7 +9,7 @@ if TYPE_CHECKING:
     import libcst as cst
 
     from remat_lint.analysis.bodies import CheckpointedFunction
-    from remat_lint.project.model import Project
+    from remat_lint.project.model import Project, ProjectModule
 
 # libcst and the analyses are imported where a file is checked: the project phase
 # (check_project), often all a warm run does, needs neither.
@@ -117,16 +117,15 @@ class RematKeywordDropped(Rule):
             return
 
     @classmethod
-    def check_project(cls, findings: list[Finding], project: Project) -> list[Finding]:
+    def check_project(cls, candidates: list[Finding], module: ProjectModule | None, project: Project) -> list[Finding]:
         """Confirm the exported wraps (pending) whose instances another module calls with a
         keyword of their ``__call__``; the first such call is named."""
         from remat_lint.project.model import call_row, place
 
-        kept = [f for f in findings if not f.data.get("pending")]
-        module = project.module_of(findings[0].path)
-        for finding in findings if module is not None else ():
-            if not finding.data.get("pending"):
-                continue
+        if module is None:
+            return []
+        kept = []
+        for finding in candidates:
             symbol, params = (module.name, str(finding.data["symbols"][0])), finding.data["params"]
             for other, call in project.calls_of(symbol, instance=True):
                 name = next((k for k in call.keywords if k in params), None)

@@ -10,7 +10,7 @@ if TYPE_CHECKING:
 
     from remat_lint.analysis.differentiation import Differentiation
     from remat_lint.analysis.sites import RematSite
-    from remat_lint.project.model import Project
+    from remat_lint.project.model import Project, ProjectModule
 
 # libcst and the analyses are imported where a file is checked: the project phase (check_project),
 # often all a warm run does, needs neither (tests/test_scale.py).
@@ -214,18 +214,17 @@ class CheckpointWholeLoss(Rule):
                 yield site, name
 
     @classmethod
-    def check_project(cls, findings: list[Finding], project: Project) -> list[Finding]:
+    def check_project(cls, candidates: list[Finding], module: ProjectModule | None, project: Project) -> list[Finding]:
         """Confirm the exported checkpoints (pending) that another module differentiates whole."""
         from remat_lint.project.model import place
 
-        kept = [f for f in findings if not f.data.get("pending")]
-        module = project.module_of(findings[0].path)
         if module is None:
-            return kept
+            return []
+        kept = []
         bodies = project.loop_bodies()
-        for finding in findings:
-            symbol = (module.name, str(finding.data.get("symbols", [""])[0]))
-            if not finding.data.get("pending") or any(project.reaches(body, symbol) for body in bodies):
+        for finding in candidates:
+            symbol = (module.name, str(finding.data["symbols"][0]))
+            if any(project.reaches(body, symbol) for body in bodies):
                 continue  # a loop body (or what one calls) somewhere: the checkpoint does its job there
             uses = [(m, d) for m, d in project.differentiations_of(symbol) if d.via is None]  # itself, whole
             if uses:

@@ -17,7 +17,7 @@ from remat_lint.findings import Finding, Severity
 from remat_lint.rule import Invalid, Rule
 
 if TYPE_CHECKING:
-    from remat_lint.project.model import Project
+    from remat_lint.project.model import Project, ProjectModule
 
 # Measured on jax 0.10.2 (tests/test_jax_claims_grad.py): the last 2 of 6 residual-MLP blocks
 # checkpointed, barriers kept.
@@ -202,22 +202,21 @@ class CheckpointLastStage(Rule):
             self.report(stage.call, "", pending=True, symbols=list(of), called=self.ctx.code(stage.call.func), of=of)
 
     @classmethod
-    def check_project(cls, findings: list[Finding], project: Project) -> list[Finding]:
+    def check_project(cls, candidates: list[Finding], module: ProjectModule | None, project: Project) -> list[Finding]:
         """Confirm the candidates whose function another module differentiates (reverse mode)."""
-        kept = [f for f in findings if not f.data.get("pending")]
-        module = project.module_of(findings[0].path)
-        for finding in findings if module is not None else ():
-            if not finding.data.get("pending"):
-                continue
+        if module is None:
+            return []
+        kept = []
+        for finding in candidates:
             uses = [
                 (name, m, d)
                 for name in finding.data["symbols"]
-                for m, d in project.differentiations_of((module.name, name))  # type: ignore[union-attr]
+                for m, d in project.differentiations_of((module.name, name))
                 if d.kind in _WORST_FIRST
             ]
             if uses:
                 name, other, d = min(uses, key=lambda use: (_WORST_FIRST.index(use[2].kind), use[1].path, use[2].row))
-                where = f"{os.path.relpath(other.path, os.path.dirname(module.path))}:{d.row}"  # type: ignore[union-attr]
+                where = f"{os.path.relpath(other.path, os.path.dirname(module.path))}:{d.row}"
                 stage = finding.data["of"][name]
                 after = [*stage["after"], *d.after]
                 # Differentiated itself, or called last by the differentiated function ``d.via``.

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from remat_lint.analysis.semantic import SemanticModel
     from remat_lint.analysis.sites import RematSite
     from remat_lint.context import LintContext
-    from remat_lint.project.model import Project
+    from remat_lint.project.model import Project, ProjectModule
 
 # libcst and the analyses are imported where a file is checked: the project phase (check_project),
 # often all a warm run does, needs neither.
@@ -161,17 +161,14 @@ class PreventCseOutsideScan(Rule):
         return facts
 
     @classmethod
-    def check_project(cls, findings: list[Finding], project: Project) -> list[Finding]:
+    def check_project(cls, candidates: list[Finding], module: ProjectModule | None, project: Project) -> list[Finding]:
         """Confirm a helper's checkpoint when the project calls the helper and only calls the
         results directly, in no function that a loop body reaches."""
-        kept = [f for f in findings if not f.data.get("pending")]
-        module = project.module_of(findings[0].path)
         if module is None:
-            return kept
+            return []
+        kept = []
         bodies = project.loop_bodies()
-        for finding in findings:
-            if not finding.data.get("pending"):
-                continue
+        for finding in candidates:
             symbol = (module.name, str(finding.data["symbols"][0]))
             uses = [(m, fact) for m, facts in project.facts(cls.code) for fact in facts if project.resolve(m, fact[:2]) == symbol]
             if not uses or not all(fact[2] for _, fact in uses):

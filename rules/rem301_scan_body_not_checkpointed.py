@@ -13,7 +13,7 @@ from remat_lint.rule import Invalid, Rule
 
 if TYPE_CHECKING:
     from remat_lint.context import LintContext
-    from remat_lint.project.model import Project
+    from remat_lint.project.model import Project, ProjectModule
 
 _LAYER_WORDS = ("layer", "block", "param", "weight")
 _LINEN_SCANS = frozenset({"flax.linen.scan", "flax.linen.transforms.scan"})
@@ -171,15 +171,13 @@ class ScanBodyNotCheckpointed(Rule):
         return facts
 
     @classmethod
-    def check_project(cls, findings: list[Finding], project: Project) -> list[Finding]:
+    def check_project(cls, candidates: list[Finding], module: ProjectModule | None, project: Project) -> list[Finding]:
         """Confirm a scanning function (pending) that a grad in another module reaches."""
         from remat_lint.project.model import place
 
-        kept = [f for f in findings if not f.data.get("pending")]
-        module = project.module_of(findings[0].path)
         if module is None:
-            return kept
-        pending = [f for f in findings if f.data.get("pending")]
+            return []
+        kept = []
         grads = [
             (other, transform, row, start)
             for other, facts in project.facts(cls.code)
@@ -187,7 +185,7 @@ class ScanBodyNotCheckpointed(Rule):
             for level, name, transform, row in facts
             if (start := project.resolve(other, (level, name))) is not None
         ]
-        for finding in pending:
+        for finding in candidates:
             symbol = (module.name, str(finding.data["symbols"][0]))
             reaching = sorted((other.path, row, other, transform) for other, transform, row, start in grads if project.reaches(start, symbol))
             if reaching:

@@ -219,7 +219,7 @@ def test_a_warm_project_phase_imports_no_libcst(tmp_path, monkeypatch):
 def test_a_failing_project_phase_is_a_rem000_finding_not_a_crash(tmp_path, capsys, monkeypatch):
     from remat_lint.rules.rem101_checkpoint_whole_loss import CheckpointWholeLoss
 
-    def broken(cls, findings, project):
+    def broken(cls, candidates, module, project):
         raise KeyError("boom")
 
     make_project(tmp_path, train_with("from .losses import loss_fn", "loss_fn"))
