@@ -11,6 +11,7 @@ from remat_lint.analysis.bodies import Bodies
 from remat_lint.analysis.callables import Callables
 from remat_lint.analysis.differentiation import Differentiations
 from remat_lint.analysis.loops import Loops
+from remat_lint.analysis.policies import NamedCheckpoints, named_checkpoints
 from remat_lint.analysis.semantic import SemanticModel
 from remat_lint.analysis.sites import RematSite, find_sites
 from remat_lint.analysis.values import Values
@@ -61,6 +62,11 @@ class LintContext:
     def values(self) -> Values:
         """What expressions can hold: literals, constants, lookups, helpers, config fields, flags."""
         return Values(self.model)
+
+    @cached_property
+    def named_checkpoints(self) -> NamedCheckpoints:
+        """The checkpoint names the name-based policies use, and those ``checkpoint_name`` declares."""
+        return named_checkpoints(self.model, self.values, "checkpoint_name" in self.source)
 
     @cached_property
     def positions(self) -> Positions:

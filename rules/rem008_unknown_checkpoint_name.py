@@ -3,7 +3,6 @@ from __future__ import annotations
 import difflib
 import os
 import re
-import weakref
 from typing import TYPE_CHECKING, Any
 
 from remat_lint.findings import Finding, Severity
@@ -12,7 +11,7 @@ from remat_lint.rule import Invalid, Rule
 if TYPE_CHECKING:
     import libcst as cst
 
-    from remat_lint.analysis.policies import DeclaredNames, PolicyName
+    from remat_lint.analysis.policies import PolicyName
     from remat_lint.context import LintContext
     from remat_lint.project.model import Project, ProjectModule
 
@@ -22,9 +21,6 @@ EFFECT = {
     "offloaded": "so nothing is offloaded under it (the values are recomputed)",
     "excluded": "so it excludes nothing: every named value is still saved",
 }
-_NAMED_FACTORIES = frozenset({"save_only_these_names", "save_any_names_but_these", "save_and_offload_only_these_names"})
-# One analysis per linted file, shared by check() and collect_facts() (which the engine calls in turn).
-_ANALYSES: weakref.WeakKeyDictionary[LintContext, tuple[list[PolicyName], DeclaredNames]] = weakref.WeakKeyDictionary()
 
 
 class UnknownCheckpointName(Rule):
@@ -164,7 +160,7 @@ class UnknownCheckpointName(Rule):
     ]
 
     def check(self) -> None:
-        uses, names = _analyse(self.ctx)
+        uses, names = self.ctx.named_checkpoints.uses, self.ctx.named_checkpoints.declared
         unknown: dict[int, list[PolicyName]] = {}  # by report node: names from one constant share it
         for use in uses:
             if not _known(use.name, names.declared | names.strings, names.patterns):
@@ -178,7 +174,7 @@ class UnknownCheckpointName(Rule):
 
     @staticmethod
     def collect_facts(ctx: LintContext) -> dict[str, Any]:
-        _, names = _analyse(ctx)
+        names = ctx.named_checkpoints.declared
         unknown = sorted({_describe(ctx, node) for node in names.unknown})
         return {"declared": sorted(names.declared), "patterns": sorted(names.patterns), "strings": sorted(names.strings),
                 "unknown": unknown}
@@ -206,22 +202,6 @@ class UnknownCheckpointName(Rule):
                     finding.severity = Severity.INFO
                 kept.append(finding)
         return kept
-
-
-def _analyse(ctx: LintContext) -> tuple[list[PolicyName], DeclaredNames]:
-    # Imported here: the project phase (check_project), often all a warm run does, needs no libcst.
-    from remat_lint.analysis.checkpoint_names import CheckpointNames
-    from remat_lint.analysis.policies import declared_names, factory_call, policy_names
-
-    if ctx not in _ANALYSES:
-        uses: list[PolicyName] = []
-        for call in ctx.model.calls:
-            found = factory_call(ctx.model, call)
-            if found is not None and found[1].name in _NAMED_FACTORIES:
-                uses.extend(policy_names(ctx.model, *found))
-        names = CheckpointNames(ctx.model, ctx.values)
-        _ANALYSES[ctx] = uses, declared_names(ctx.model, names, {id(use.string) for use in uses}, "checkpoint_name" in ctx.source)
-    return _ANALYSES[ctx]
 
 
 def _known(name: str, known: set[str], patterns: set[str]) -> bool:

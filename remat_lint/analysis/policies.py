@@ -15,7 +15,7 @@ import libcst as cst
 from remat_lint.analysis.checkpoint_names import CheckpointNames
 from remat_lint.analysis.semantic import SemanticModel, child_nodes
 from remat_lint.analysis.sites import RematSite
-from remat_lint.analysis.values import function_returns
+from remat_lint.analysis.values import Values, function_returns
 from remat_lint.apis import CHECKPOINT_NAME, PARTIAL, PolicyInfo, policy_info
 
 # What a literal name does in each name-based factory (save_anything_except_these_names ignores
@@ -214,3 +214,26 @@ def _scan(model: SemanticModel, node: cst.CSTNode, exclude: set[int], called: se
                 _scan(model, child.value, exclude, called, result)
             continue
         _scan(model, child, exclude, called, result)
+
+
+# The factories whose names select what is saved or offloaded (``save_anything_except_these_names``
+# ignores its names: it saves everything).
+NAMED_FACTORIES = frozenset({"save_only_these_names", "save_any_names_but_these", "save_and_offload_only_these_names"})
+
+
+@dataclass(frozen=True)
+class NamedCheckpoints:
+    """A module's checkpoint names: those its name-based policies use, and what it declares."""
+
+    uses: list[PolicyName]
+    declared: DeclaredNames
+
+
+def named_checkpoints(model: SemanticModel, values: Values, mentions_checkpoint_name: bool) -> NamedCheckpoints:
+    uses: list[PolicyName] = []
+    for call in model.calls:
+        found = factory_call(model, call)
+        if found is not None and found[1].name in NAMED_FACTORIES:
+            uses.extend(policy_names(model, *found))
+    declared = declared_names(model, CheckpointNames(model, values), {id(use.string) for use in uses}, mentions_checkpoint_name)
+    return NamedCheckpoints(uses, declared)
