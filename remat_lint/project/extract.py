@@ -67,7 +67,7 @@ def summarize(ctx: LintContext) -> ModuleSummary:
         signature = _call_signature(model, bodies, statement)
         if signature is not None:
             summary.signatures[statement.name.value] = signature
-        fields = {name: (plain(default), plain(instance)) for name, (default, instance) in values.config_fields(statement).items()}
+        fields = {name: (plain(default), plain(instance)) for name, (default, instance) in values.config.fields(statement).items()}
         if fields:
             summary.config_fields[statement.name.value] = fields
     return summary
