@@ -1,6 +1,9 @@
 """How the fixture tests run the fixtures: every fixture through the CLI (JSON and ``--diff``) and
 through real flake8, once per test session.
 
+The CLI runs in the test process (``cli.main``), so that a mutation run (docs/mutation-testing.md)
+sees the snapshot tests fail on a mutant; flake8 is a program of its own and runs in a subprocess.
+
 The CLI lints all fixtures in one run, so project-wide rules (REM008) see every fixture's names.
 A fixture whose findings depend on the whole project says ``# fixture-group: NAME``: the fixtures
 of one group are linted in a run of their own. flake8 sees one file at a time.
@@ -8,6 +11,8 @@ of one group are linted in a run of their own. flake8 sees one file at a time.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import re
 import subprocess
@@ -16,6 +21,8 @@ from itertools import pairwise
 from pathlib import Path
 
 import pytest
+
+from remat_lint import cli
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = sorted(p for p in (ROOT / "fixtures").rglob("*.py"))
@@ -36,13 +43,13 @@ def groups() -> list[list[Path]]:
     return [paths for _, paths in sorted(named.items())]
 
 
-def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run(
-        [sys.executable, "-m", "remat_lint", "--select", "ALL", "--no-cache", *args],
-        capture_output=True, text=True, cwd=ROOT,
-    )
-    assert proc.returncode in (0, 1), proc.stderr
-    return proc
+def _cli(*args: str) -> str:
+    """What ``remat-lint --select ALL --no-cache ARGS`` prints on stdout, run from the repository root."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.chdir(ROOT), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = cli.main(["--select", "ALL", "--no-cache", "-j", "1", *args])
+    assert code in (0, 1), err.getvalue()
+    return out.getvalue()
 
 
 @pytest.fixture(scope="session")
@@ -50,7 +57,7 @@ def cli_results() -> dict[str, list[dict]]:
     """Per fixture path: the CLI's JSON findings."""
     by_file: dict[str, list[dict]] = {}
     for group in groups():
-        for item in json.loads(_cli("--output-format", "json", *map(str, group)).stdout):
+        for item in json.loads(_cli("--output-format", "json", *map(str, group))):
             by_file.setdefault(str((ROOT / item["filename"]).resolve()), []).append(item)
     return by_file
 
@@ -60,7 +67,7 @@ def cli_diffs() -> dict[str, str]:
     """Per fixture path: what ``--diff --unsafe-fixes`` prints for it (every fix, safe and unsafe)."""
     by_file: dict[str, str] = {}
     for group in groups():
-        text = _cli("--diff", "--unsafe-fixes", *(str(p.relative_to(ROOT)) for p in group)).stdout
+        text = _cli("--diff", "--unsafe-fixes", *(str(p.relative_to(ROOT)) for p in group))
         bounds = [match.start() for match in DIFF_HEADER.finditer(text)] + [len(text)]
         for start, end in pairwise(bounds):
             path = DIFF_HEADER.match(text, start).group("path")  # type: ignore[union-attr]
