@@ -111,14 +111,20 @@ def test_api_groups_are_what_the_analysis_resolves():
     assert {g for rule in all_rules() for g in rule.prefilter_apis} <= API_GROUPS.keys()
 
 
-# Files with the word "scan" that REM301's prefilter rejects: no scan the
-# semantic model could resolve.
+# Files with the word "scan" that REM301's prefilter rejects: no scan the semantic model could
+# resolve, or none that REM301 could judge to run over layers (layer_scans.py).
 SCAN_REJECTED = [
     "def scan(f, init, xs):\n    return f(init, xs)\nimport jax\ng = jax.grad(lambda ps: scan(layer, 0., ps['layers']))\n",
     "from jax._src.lax.control_flow import scan\nfrom jax._src.api import grad\n"
     "g = grad(lambda ps: scan(layer, 0., ps['layers'])[0])\n",  # JAX's internals
     '"""Use jax.lax.scan over layers and jax.grad."""\nimport numpy as np\nparams = np.ones(3)\n',  # words in a docstring
     "import jax\ndef f(scan, params):\n    return scan(params['layers'])\ng = jax.grad(f)\n",  # a parameter
+    "import haiku as hk\nscan = hk.scan\ng = hk.grad(loss)\n",  # never called
+    # Over time steps: the layer words are in no argument REM301 reads (here: ``length``).
+    "import jax\ndef cell(h, x):\n    return h * x, h\ndef rnn(p, xs):\n    return jax.lax.scan(cell, p, xs)[0].sum()\ng = jax.grad(rnn)\n",
+    "from jax import lax\ndef run(eqn, body, init, xs):\n    return lax.scan(body, init, xs=xs, length=eqn.params['length'])\n",
+    "from flax import linen as nn\nclass R(nn.Module):\n    @nn.compact\n    def __call__(self, x):\n"
+    "        return nn.scan(Cell, variable_broadcast='params', split_rngs={'params': False})()(x, x)\n",
 ]
 # ... and files it keeps: a scan, however spelled, with or without a differentiation (a grad in
 # another module may reach it).
@@ -129,12 +135,23 @@ SCAN_KEPT = [
     "import jax.lax as L\nimport equinox as eqx\ndef f(m, ps, x):\n    return L.scan(layer, x, ps['blocks'])[0].sum()\n"
     "g = eqx.filter_grad(f)\n",
     "from jax import *\ndef f(ps, x):\n    return lax.scan(layer, x, ps['layers'])[0].sum()\ng = grad(f)\n",
-    "import haiku as hk\nscan = hk.scan\ng = hk.grad(loss)\n",
+    "from flax import linen as nn\nclass S(nn.Module):\n    @nn.compact\n    def __call__(self, x):\n"
+    "        return nn.scan(Block, variable_axes={'params': 0}, split_rngs={'params': True}, length=4)()(x, None)\n",
     *(FIRES := [  # REM301 fires here: files without a remat API that only its own prefilter keeps
         "import jax\ndef layer(c, p):\n    return c @ p, None\n"
         "def f(ps, x):\n    return jax.lax.scan(layer, x, ps['layers'])[0].sum()\ng = jax.grad(f)\n",
         "from jax import lax, value_and_grad as vg\ndef block(c, w):\n    return c * w, None\n"
         "def loss(ws, x):\n    return lax.scan(block, x, ws)[0].sum()\nstep = vg(loss)\n",
+        # The layer word only in a comment inside the brackets around xs (libcst's code of xs holds it).
+        "import jax\ndef step(c, p):\n    return c @ p, None\n"
+        "def f(ps, x):\n    return jax.lax.scan(step, x, (  # the layers\n        ps))[0].sum()\ng = jax.grad(f)\n",
+        # The body's def named through an assignment, an alias of the scan, a decorator.
+        "import functools, jax\ndef block_fn(cfg, c, p):\n    return c @ p, None\ndef f(ps, x, cfg):\n"
+        "    body = functools.partial(block_fn, cfg)\n    return jax.lax.scan(body, x, ps)[0].sum()\ng = jax.grad(f)\n",
+        "import jax\nS = jax.lax.scan\ndef layer(c, p):\n    return c @ p, None\n"
+        "def f(ps, x):\n    return S(layer, x, ps)[0].sum()\ng = jax.grad(f)\n",
+        "from flax import nnx\nimport jax\n@nnx.scan(in_axes=(nnx.Carry, 0))\ndef layer_step(x, w):\n    return x @ w, None\n"
+        "def f(ws, x):\n    return layer_step(x, ws)[0].sum()\ng = jax.grad(f)\n",
     ]),
 ]
 
