@@ -8,41 +8,14 @@ from pathlib import Path
 import pytest
 
 from remat_lint.trace.inputs import (
-    InputError,
-    Shape,
     inline_targets,
     jaxtyping_shape,
     parameter_examples,
     parse_inline,
-    parse_shape,
     parse_targets,
     suggestion,
 )
-
-
-@pytest.mark.parametrize(
-    "text, shape",
-    [
-        ("f32[8,8]", Shape("float32", (8, 8))),
-        ("bf16[2, 3]", Shape("bfloat16", (2, 3))),
-        ("bool[]", Shape("bool", ())),
-        ("int32[4]", Shape("int32", (4,))),
-        (" u8[1,2,3] ", Shape("uint8", (1, 2, 3))),
-    ],
-)
-def test_parse_shape(text, shape):
-    assert parse_shape(text) == shape
-
-
-def test_shape_prints_in_print_saved_residuals_notation():
-    assert str(parse_shape("float32[8,128]")) == "f32[8,128]"
-    assert str(parse_shape("bool[]")) == "bool[]"
-
-
-@pytest.mark.parametrize("text", ["f32(8)", "f32[8.5]", "[8]", "q32[8]", "f32[-1]"])
-def test_bad_shape_strings_say_what_is_expected(text):
-    with pytest.raises(InputError, match="shape string|unknown dtype"):
-        parse_shape(text)
+from remat_lint.trace.shapes import Shape
 
 
 def test_inline_spec_mixes_shapes_literals_and_pytrees():

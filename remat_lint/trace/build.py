@@ -23,18 +23,17 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
-from jax._src.core import ShapedArray
 
 from remat_lint.trace.inputs import (
     FLAG_NAMES,
     RNG_NAMES,
     CallSpec,
-    Shape,
     TargetSpec,
     jaxtyping_shape,
     map_leaves,
 )
 from remat_lint.trace.recorder import Recorded
+from remat_lint.trace.shapes import Shape, format_shape
 
 # Shape hypotheses for a parameter without declared inputs, cheapest first.
 SEARCH_SHAPES = ((8,), (8, 8), (4, 8, 8), (2, 4, 8, 8), ())
@@ -99,7 +98,7 @@ def abstract(value: Any) -> Any:
 def describe(args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
     def one(v: Any) -> str:
         if isinstance(v, jax.ShapeDtypeStruct):
-            return _short(v)
+            return format_shape(v.dtype.name, v.shape)
         leaves = jax.tree_util.tree_leaves(v)
         containers = (dict, list, tuple)
         if len(leaves) > 3 and (isinstance(v, containers) or all(isinstance(x, jax.ShapeDtypeStruct) for x in leaves)):
@@ -114,13 +113,6 @@ def describe(args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
         return shown if "\n" not in shown and len(shown) <= 40 else f"<{type(v).__name__}>"
 
     return ", ".join([*(one(a) for a in args), *(f"{k}={one(v)}" for k, v in kwargs.items())])
-
-
-def _short(s: jax.ShapeDtypeStruct) -> str:
-    try:
-        return ShapedArray(s.shape, s.dtype).str_short(short_dtypes=True)
-    except Exception:  # PRNG key dtypes have no short name
-        return f"{s.dtype}[{','.join(map(str, s.shape))}]"
 
 
 def _inexact(value: Any) -> bool:

@@ -2,8 +2,7 @@
 inline ``# remat-lint: trace(f32[8,8], bool[])`` comment above a ``def``, jaxtyping annotations.
 
 This module only parses: it never imports JAX, so the main process can validate configuration
-cheaply. Shape strings use the notation ``print_saved_residuals`` prints (``aval.str_short``):
-``f32[8,8]``, ``bf16[2,3]``, ``bool[]``, ``i32[4]``. The worker turns a ``Shape`` into a
+cheaply. Shape strings (``f32[8,8]``) are read by ``shapes.py``; the worker turns a ``Shape`` into a
 ``jax.ShapeDtypeStruct``.
 """
 
@@ -17,69 +16,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-SHORT_DTYPES = {
-    "bool": "bool",
-    "pred": "bool",
-    "bf16": "bfloat16",
-    "f16": "float16",
-    "f32": "float32",
-    "f64": "float64",
-    "i8": "int8",
-    "i16": "int16",
-    "i32": "int32",
-    "i64": "int64",
-    "u8": "uint8",
-    "u16": "uint16",
-    "u32": "uint32",
-    "u64": "uint64",
-    "c64": "complex64",
-    "c128": "complex128",
-}
-LONG_DTYPES = frozenset(SHORT_DTYPES.values())
-SHAPE_RE = re.compile(r"^\s*(?P<dtype>[a-z][a-z0-9_]*)\[(?P<dims>[0-9,\s]*)\]\s*$")
-# A shape token inside an inline comment (dtype names never start with a digit or quote).
-SHAPE_TOKEN = re.compile(r"(?<![\w'\"])([a-z][a-z0-9_]*)\[([0-9,\s]*)\]")
-LOOKS_LIKE_SHAPE = re.compile(r"^\s*[a-z][a-z0-9_]*\[")
+from remat_lint.trace.shapes import LONG_DTYPES, LOOKS_LIKE_SHAPE, SHAPE_TOKEN, Shape, ShapeError, is_shape, parse_shape
+
 INLINE_RE = re.compile(r"#\s*remat-lint:\s*trace\((?P<args>.*)\)\s*$")
 _MARK = "\x00shape:"
 
 
 class InputError(ValueError):
-    """A shape string or target specification that cannot be used."""
-
-
-@dataclass(frozen=True)
-class Shape:
-    dtype: str  # numpy name: float32, bfloat16, bool...
-    dims: tuple[int, ...]
-
-    def __str__(self) -> str:
-        short = {v: k for k, v in SHORT_DTYPES.items() if k != "pred"}.get(self.dtype, self.dtype)
-        return f"{short}[{','.join(map(str, self.dims))}]"
-
-    @property
-    def size(self) -> int:
-        n = 1
-        for d in self.dims:
-            n *= d
-        return n
-
-
-def parse_shape(text: str) -> Shape:
-    """``"f32[8,8]"`` -> Shape("float32", (8, 8)); raises InputError."""
-    match = SHAPE_RE.match(text)
-    if not match:
-        raise InputError(f"not a shape string: {text!r} (expected e.g. 'f32[8,128]' or 'bool[]')")
-    name = match.group("dtype")
-    dtype = SHORT_DTYPES.get(name, name if name in LONG_DTYPES else None)
-    if dtype is None:
-        raise InputError(f"unknown dtype {name!r} in {text!r} (use one of {', '.join(sorted(SHORT_DTYPES))})")
-    dims = tuple(int(d) for d in match.group("dims").replace(" ", "").split(",") if d)
-    return Shape(dtype, dims)
-
-
-def is_shape(text: str) -> bool:
-    return bool(SHAPE_RE.match(text))
+    """A target specification that cannot be used (a bad shape string raises ``ShapeError``)."""
 
 
 def map_leaves(fn: Callable[[Any], Any], value: Any) -> Any:
@@ -162,7 +106,7 @@ def inline_targets(source: str) -> list[InlineTarget]:
             if match:
                 try:
                     found.append(InlineTarget(node.name, node.lineno, row, parse_inline(match.group("args"))))
-                except InputError as exc:
+                except (InputError, ShapeError) as exc:
                     found.append(InlineTarget(node.name, node.lineno, row, None, str(exc)))
                 break
             row -= 1
@@ -229,7 +173,7 @@ def parse_targets(table: dict[str, Any], root: Path) -> tuple[list[TargetSpec], 
     for index, entry in enumerate(entries):
         try:
             specs.append(_target(entry, root))
-        except InputError as exc:
+        except (InputError, ShapeError) as exc:
             problems.append(f"[[tool.remat-lint.trace.targets]] #{index + 1}: {exc}")
     return specs, problems
 
