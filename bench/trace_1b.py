@@ -3,11 +3,12 @@
 A decoder-only transformer (Flax linen; 24 layers, d_model 2048, 16 heads, ffn 8192, vocab 32k,
 untied embeddings) with ``nn.remat`` per layer. The weights are never allocated: the parameters come
 from ``jax.eval_shape(model.init, ...)`` and the tokens are a ``jax.ShapeDtypeStruct``. Runs
-``site_report`` (residual table and the five-policy comparison) and one ``memory_evidence`` (as
-written vs the checkpoint removed, under value_and_grad; a checkpoint called per layer gets no grad-mode
-programs) on one shared trace, where the code as written is the ``nothing_saveable`` row and the fix
-the ``none`` row (5 distinct compiles, at LLVM opt level 0 on CPU: ``costs.fast_compile_options``),
-and prints wall times, peak RSS and the numbers. The floor, measured first in the same run, is one
+one ``memory_evidence`` (as written vs the checkpoint removed, under value_and_grad; a checkpoint called per
+layer gets no grad-mode programs) and then ``site_report`` (residual table and the five-policy comparison:
+residual bytes of every row from the jaxpr, compiled temp and FLOPs only for the rows the recommendation
+compares and those the verdict compiled) on one shared trace, in the worker's order; the code as written
+is the ``nothing_saveable`` row and the fix the ``none`` row (compiled at LLVM opt level 0 on CPU:
+``costs.fast_compile_options``), and prints wall times, peak RSS and the numbers. The floor, measured first in the same run, is one
 ``jit(value_and_grad(loss))`` trace+lower+compile of the same model (default options); the last line is
 ``total_s=<seconds> floor_s=<seconds>``.
 
@@ -81,18 +82,18 @@ def main() -> None:
         logits = model.apply(params, tokens)
         return -jnp.mean(jnp.take_along_axis(jax.nn.log_softmax(logits), tokens[..., None], -1))
 
-    t1 = time.perf_counter()
+    t1, c1 = time.perf_counter(), time.process_time()
     init_s = t1 - t0
     jax.jit(jax.value_and_grad(loss)).lower(params, tokens).compile()
-    floor = time.perf_counter() - t1
+    floor, floor_cpu = time.perf_counter() - t1, time.process_time() - c1
     args, kwargs = (params, tokens), {}  # the same objects: the report, the check and the plan share one traced program
-    t1 = time.perf_counter()
-    report = site_report(loss, args, kwargs, code=code, site_lines=[site_line])
+    t1, c1 = time.perf_counter(), time.process_time()
+    evidence = memory_evidence(code, loss, args, kwargs, site_line, claim="recompute-for-nothing")  # verdicts first, as the worker
     t2 = time.perf_counter()
-    evidence = memory_evidence(code, loss, args, kwargs, site_line, claim="recompute-for-nothing")
+    report = site_report(loss, args, kwargs, code=code, site_lines=[site_line])
     t3 = time.perf_counter()
     plan = Search(traced(loss, args, kwargs), [site_line]).choose(parse_budget(a.memory_budget)) if a.memory_budget else None
-    t4 = time.perf_counter()
+    t4, c4 = time.perf_counter(), time.process_time()
 
     print(f"jax {jax.__version__} backend={jax.default_backend()} XLA_FLAGS={os.environ.get('XLA_FLAGS')}")
     print(f"machine: {platform.machine()} {platform.processor() or ''} cores={os.cpu_count()} python {platform.python_version()}")
@@ -107,7 +108,10 @@ def main() -> None:
         print(f"site line {site['line']} ({site['function']}, {site['calls']} calls, policy {site['policy']}): "
               f"{len(res)} residuals, {sum(r['bytes'] for r in res) / 2**30:.2f} GiB; e.g. {res[0]['shape']} {res[0]['source']}")
         for row in site["policies"]:
-            print(f"  {row['policy']:34s} temp {row['temp_bytes'] / 2**30:8.2f} GiB  {row['flops'] / 1e12:8.2f} TFLOP")
+            measured = (f"temp {row['temp_bytes'] / 2**30:8.2f} GiB  {row['flops'] / 1e12:8.2f} TFLOP" if row["compiled"]
+                        else "not compiled")
+            print(f"  {row['policy']:34s} residuals {row['residual_bytes'] / 2**30:6.2f} GiB  {measured}")
+        print(f"  {site['compile_note']}")
         print(f"  recommendation: {site['recommendation']}")
     print(f"memory_evidence (REM102 on the per-layer site): {evidence['status']}: {evidence['reason']}")
     if plan is not None:
@@ -116,8 +120,10 @@ def main() -> None:
               f"{' '.join(s['chosen'] for s in plan['sites'])}: temp {picked['temp_bytes'] / 2**30:.2f} GiB, "
               f"{picked['flops'] / 1e12:.2f} TFLOP (today {plan['today']['temp_bytes'] / 2**30:.2f} GiB, "
               f"{plan['today']['flops'] / 1e12:.2f} TFLOP); {plan['compiles']} programs, {t4 - t3:.1f}s beyond the report")
-    print(f"wall: eval_shape(init) {init_s:.1f}s, site_report {t2 - t1:.1f}s, memory_evidence {t3 - t2:.1f}s, "
-          f"floor (one jit(value_and_grad) compile) {floor:.1f}s")
+    print(f"wall: eval_shape(init) {init_s:.1f}s, memory_evidence {t2 - t1:.1f}s, site_report {t3 - t2:.1f}s, "
+          f"floor (one jit(value_and_grad) compile) {floor:.1f}s; {traced(loss, args, kwargs).compiles} programs compiled "
+          f"for the report")
+    print(f"cpu_s={c4 - c1:.1f} floor_cpu_s={floor_cpu:.1f} (process CPU time: the machine may be shared)")
     print(f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")
     print(f"total_s={t4 - t1:.1f} floor_s={floor:.1f}")
 

@@ -100,6 +100,7 @@ CHILD = """
 import importlib.util, json, sys
 import jax, jax.numpy as jnp
 from remat_lint.trace.costs import Program, fast_compile_options, memory_evidence, traced
+from remat_lint.trace import residuals
 from remat_lint.trace.residuals import site_report
 
 path, sites = sys.argv[1], json.loads(sys.argv[2])
@@ -121,11 +122,18 @@ def default_and_fast(fun, args):
 
 out = {
     "fast_compile": [default_and_fast(flax_loss, (variables, x)), default_and_fast(m.deep_loss, deep)],
+    # the verdict first, then the table, as the worker runs them
+    "mlp_evidence": memory_evidence(code, m.mlp_loss, mlp, {}, sites["MLP_SITE"], claim="recompute-for-nothing"),
     "mlp_report": site_report(m.mlp_loss, mlp, {}, code=code, site_lines=[sites["MLP_SITE"]]),
     "mlp_location": Program.trace(m.mlp_loss, mlp, {}).sites[0].location,
-    "mlp_evidence": memory_evidence(code, m.mlp_loss, mlp, {}, sites["MLP_SITE"], claim="recompute-for-nothing"),
-    "mlp_compiles": len(traced(m.mlp_loss, mlp, {})._cache),
+    "mlp_compiles": traced(m.mlp_loss, mlp, {}).compiles,
     "flax_report": site_report(flax_loss, (variables, x), {}, code=code, site_lines=[sites["FLAX_SITE"]]),
+}
+residuals.SMALL_PROGRAM = 0  # the flax model as if it were large; a new args tuple: a new Program, nothing compiled
+large = (variables, x)
+out.update({
+    "flax_large": site_report(flax_loss, large, {}, code=code, site_lines=[sites["FLAX_SITE"]]),
+    "flax_large_compiles": traced(flax_loss, large, {}).compiles,
     "REM101": memory_evidence(code, m.whole_loss, deep, {}, sites["WHOLE_SITE"]),
     "REM101_wrapped": memory_evidence(code, m.plain_loss, deep, {}, sites["WHOLE_SITE"], claim="recompute-for-nothing"),
     "REM103": memory_evidence(code, m.nocse_loss, deep, {}, sites["NOCSE_SITE"], claim="cse-lost"),
@@ -133,7 +141,7 @@ out = {
     "REM102_per_layer": memory_evidence(code, m.deep_loss, deep, {}, sites["DEEP_SITE"], claim="recompute-for-nothing"),
     "not_a_site": memory_evidence(code, m.deep_loss, deep, {}, 1),
     "not_scalar": memory_evidence(code, lambda ps, x: m.block_ckpt(ps[0], x), deep, {}, sites["DEEP_SITE"]),
-}
+})
 print(json.dumps(out))
 """
 
@@ -187,6 +195,33 @@ def test_flax_remat_site_report(results: dict[str, Any]) -> None:
     assert table["nothing_saveable"]["temp_bytes"] < table["none"]["temp_bytes"]
     assert table["everything_saveable"]["temp_bytes"] > table["nothing_saveable"]["temp_bytes"]
     assert site["recommendation"].startswith("policy=")
+
+
+def test_residual_bytes_of_a_row_are_those_the_site_table_lists(results: dict[str, Any]) -> None:
+    # the as-written row: every residual of the program (the site's and those outside checkpoints) but its arguments
+    listed = sum(r["bytes"] for s in results["flax_report"] for r in s["residuals"] if not r["source"].startswith("from the argument"))
+    site = next(s for s in results["flax_report"] if not s.get("outside"))
+    assert policies(site)["nothing_saveable"]["residual_bytes"] == listed > 0
+    assert policies(site)["none"]["residual_bytes"] > policies(site)["dots_saveable"]["residual_bytes"] > listed
+
+
+def test_a_large_program_compiles_only_the_rows_within_the_slack_of_the_lowest_temp(results: dict[str, Any]) -> None:
+    small_site = next(s for s in results["flax_report"] if not s.get("outside"))
+    small = policies(small_site)
+    site = next(s for s in results["flax_large"] if not s.get("outside"))
+    large = policies(site)
+    assert results["flax_large_compiles"] == 1  # the code as written, which is the nothing_saveable row
+    assert {k: large["nothing_saveable"][k] for k in ("temp_bytes", "flops")} == {k: small["nothing_saveable"][k] for k in ("temp_bytes", "flops")}
+    skipped = [name for name, row in large.items() if not row["compiled"]]
+    assert skipped == ["none", "dots_with_no_batch_dims_saveable", "dots_saveable", "everything_saveable"]
+    for name in skipped:  # residual bytes for every row, never a temp or FLOP estimate
+        assert large[name] == {"policy": name, "residual_bytes": small[name]["residual_bytes"], "compiled": False}
+        assert large[name]["residual_bytes"] > small["nothing_saveable"]["temp_bytes"] * 1.1
+    assert site["compile_note"].startswith("none, dots_with_no_batch_dims_saveable, dots_saveable, everything_saveable: not compiled")
+    assert site["recommendation"].startswith("policy=nothing_saveable: the fewest FLOPs among the compiled variants")
+    # the small program compiled every row: dots_with_no_batch_dims_saveable has the temp of nothing_saveable and
+    # fewer FLOPs, which residual bytes (5x) did not foresee; the large-program rule leaves it out
+    assert small_site["recommendation"].startswith("policy=dots_with_no_batch_dims_saveable: the fewest FLOPs among the variants")
 
 
 def test_whole_loss_checkpoint_is_confirmed_under_value_and_grad(results: dict[str, Any]) -> None:
@@ -247,5 +282,6 @@ def test_no_program_is_compiled_twice(results: dict[str, Any]) -> None:
     assert evidence["as_written"] == {k: rows["nothing_saveable"][k] for k in ("temp_bytes", "flops")}
     assert evidence["with_fix"] == {k: rows["none"][k] for k in ("temp_bytes", "flops")}
     assert rows["dots_saveable"] == {**rows["dots_with_no_batch_dims_saveable"], "policy": "dots_saveable"}
+    assert all(row["compiled"] for row in rows.values())  # a small program: every row
     assert site["calls"] > 1 and "grad" not in evidence
     assert results["mlp_compiles"] == 4

@@ -42,8 +42,9 @@ def test_site_report_text():
     report = {
         "line": 12,
         "residuals": [{"shape": "f32[16,64]", "dtype": "float32", "bytes": 4096, "source": "from the argument x"}],
-        "policies": [{"policy": "none", "temp_bytes": 135782, "flops": 12600000.0},
-                     {"policy": "dots_saveable", "temp_bytes": 512, "flops": 12700000.0}],
+        "policies": [{"policy": "none", "residual_bytes": 40960, "compiled": False},
+                     {"policy": "dots_saveable", "residual_bytes": 8192, "temp_bytes": 512, "flops": 12700000.0, "compiled": True}],
+        "compile_note": "none: not compiled (no temp or FLOPs measured)",
         "recommendation": "policy=dots_saveable",
     }
     outcome = driver.TraceOutcome(sites=[driver.SiteReport("/nowhere/model.py", "loss(f32[16,64])", report)])
@@ -51,9 +52,10 @@ def test_site_report_text():
         "/nowhere/model.py:12: checkpoint site (traced as loss(f32[16,64]))",
         "  residuals saved for the backward pass: 1",
         "    f32[16,64]       float32      4.0 KiB  from the argument x",
-        "  policy                                   temp        FLOPs",
-        "  none                                132.6 KiB     1.26e+07",
-        "  dots_saveable                           512 B     1.27e+07",
+        "  policy                              residuals       temp        FLOPs",
+        "  none                                 40.0 KiB            not compiled",
+        "  dots_saveable                         8.0 KiB      512 B     1.27e+07",
+        "  none: not compiled (no temp or FLOPs measured)",
         "  recommendation: policy=dots_saveable",
         "",
     ]

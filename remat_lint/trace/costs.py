@@ -22,6 +22,7 @@ Verdicts (``TOLERANCE`` = 1 %, changes smaller than that count as equal), per cl
 from __future__ import annotations
 
 import ast
+import hashlib
 import math
 import os
 from collections.abc import Callable, Sequence
@@ -34,6 +35,7 @@ from jax._src.interpreters import partial_eval as pe
 
 from remat_lint.trace.jaxpr_rewrite import Edit, Unsupported, rewrite, walk
 from remat_lint.trace.jaxpr_sites import Site, calls_at, find_sites, sites_at, target_at
+from remat_lint.trace.shapes import format_shape
 from remat_lint.trace.units import byte_size, flop_count
 
 TOLERANCE = 0.01
@@ -63,7 +65,10 @@ class Program:
     argnums: int | tuple[int, ...]
     has_aux: bool
     sites: list[Site]
-    _cache: dict[Any, Costs] = field(default_factory=dict)
+    _cache: dict[Any, Costs] = field(default_factory=dict)  # by variant key (``_key``)
+    _by_text: dict[bytes, Costs] = field(default_factory=dict)  # by digest of the lowered program's text
+    _residuals: dict[Any, int] = field(default_factory=dict)  # by variant key
+    compiles: int = 0
 
     @classmethod
     def trace(cls, fun: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], argnums: int | Sequence[int] = 0) -> Program:
@@ -92,20 +97,50 @@ class Program:
 
     def costs(self, edits: dict[int, Edit], mode: str = "value_and_grad") -> Costs:
         """Compiled temp bytes and FLOPs of the differentiated variant. Variants that are the same
-        program share one compile: a site table's row for the policy as written is the code as
-        written, its ``none`` row a checkpoint-removing fix."""
-        effective = self.effective(edits)
-        key = (tuple(sorted((k, self._edit_key(k, e)) for k, e in effective.items())), mode)
+        program share one compile: first by their edits (a site table's row for the policy as written
+        is the code as written, its ``none`` row a checkpoint-removing fix), then by the text of the
+        lowered program (a rewrite that lowers to what another did)."""
+        key = (self._key(edits), mode)
         if key not in self._cache:
-            g = self.function(self.variant(effective))
+            g = self.function(self.variant(self.effective(edits)))
             transform = jax.value_and_grad if mode == "value_and_grad" else jax.grad
             lowered = jax.jit(transform(g, argnums=self.argnums, has_aux=self.has_aux)).lower(*self.args, **self.kwargs)
-            compiled = lowered.compile(compiler_options=fast_compile_options())
-            analysis = compiled.cost_analysis()  # a dict in jax 0.10.2, a list of dicts in older versions
-            analysis = (analysis[0] if analysis else {}) if isinstance(analysis, (list, tuple)) else (analysis or {})
-            temp = compiled.memory_analysis().temp_size_in_bytes
-            self._cache[key] = {"temp_bytes": int(temp), "flops": float(analysis.get("flops", math.nan))}
+            text = hashlib.sha256(lowered.as_text().encode()).digest()  # no locations: equal programs, equal text
+            if text not in self._by_text:
+                compiled = lowered.compile(compiler_options=fast_compile_options())
+                self.compiles += 1
+                analysis = compiled.cost_analysis()  # a dict in jax 0.10.2, a list of dicts in older versions
+                analysis = (analysis[0] if analysis else {}) if isinstance(analysis, (list, tuple)) else (analysis or {})
+                temp = compiled.memory_analysis().temp_size_in_bytes
+                self._by_text[text] = {"temp_bytes": int(temp), "flops": float(analysis.get("flops", math.nan))}
+            self._cache[key] = self._by_text[text]
         return self._cache[key]
+
+    def compiled(self, edits: dict[int, Edit], mode: str = "value_and_grad") -> Costs | None:
+        """``costs`` when that variant was already compiled (for a verdict, a table or a plan), else None."""
+        return self._cache.get((self._key(edits), mode))
+
+    def residual_bytes(self, edits: dict[int, Edit]) -> int:
+        """Bytes of the residuals ``jax.vjp`` of the variant saves for the backward pass, its
+        arguments excluded (they are in memory anyway), differentiated in all inputs as the site
+        tables' residual lists are: exact, from the jaxpr, no compile. XLA may still drop a residual
+        the backward pass never reads, so this is what JAX saves, not the compiled temp."""
+        key = self._key(edits)
+        if key not in self._residuals:
+            g = self.function(self.variant(self.effective(edits)))
+            leaves, tree = jax.tree_util.tree_flatten((self.args, self.kwargs))
+
+            def flat(*xs: Any) -> Any:
+                a, k = jax.tree_util.tree_unflatten(tree, xs)
+                return g(*a, **k)
+
+            jaxpr = jax.make_jaxpr(lambda *xs: jax.vjp(flat, *xs)[1])(*leaves).jaxpr
+            arguments = set(jaxpr.invars)
+            self._residuals[key] = sum(aval_bytes(v.aval) for v in jaxpr.outvars if not (isinstance(v, core.Var) and v in arguments))
+        return self._residuals[key]
+
+    def _key(self, edits: dict[int, Edit]) -> tuple[Any, ...]:
+        return tuple(sorted((k, self._edit_key(k, e)) for k, e in self.effective(edits).items()))
 
     def effective(self, edits: dict[int, Edit]) -> dict[int, Edit]:
         """``edits`` without those that set a checkpoint's params to what it has (a policy that
@@ -161,12 +196,17 @@ def traced(fun: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any
     return program
 
 
+def aval_bytes(aval: Any) -> int:
+    """Bytes of an abstract value; a numpy dtype or an extended one (a PRNG key: ``key<fry>``, 8 bytes)."""
+    return int(aval.size * aval.dtype.itemsize)
+
+
 def _has_aux(out_shape: Any) -> bool:
     if _is_scalar(out_shape):
         return False
     if isinstance(out_shape, (tuple, list)) and len(out_shape) == 2 and _is_scalar(out_shape[0]):
         return True
-    shapes = jax.tree_util.tree_map(lambda s: core.ShapedArray(s.shape, s.dtype).str_short(short_dtypes=True), out_shape)
+    shapes = jax.tree_util.tree_map(lambda s: format_shape(s.dtype.name, s.shape), out_shape)
     raise NotDifferentiable(f"the target returns {shapes}, not a scalar loss")
 
 

@@ -412,9 +412,13 @@ def format_sites(outcome: TraceOutcome) -> str:
             out.append(f"    {r.get('shape', '')!s:<16} {r.get('dtype', '')!s:<9} {byte_size(r.get('bytes')):>10}  {r.get('source', '')}")
         policies = rep.get("policies") or []
         if policies:
-            out.append(f"  {'policy':<34} {'temp':>10} {'FLOPs':>12}")
+            out.append(f"  {'policy':<34} {'residuals':>10} {'temp':>10} {'FLOPs':>12}")
             for p in policies:
-                out.append(f"  {p.get('policy')!s:<34} {byte_size(p.get('temp_bytes')):>10} {flop_number(p.get('flops')):>12}")
+                measured = (f"{byte_size(p.get('temp_bytes')):>10} {flop_number(p.get('flops')):>12}" if p.get("compiled", True)
+                            else f"{'not compiled':>23}")
+                out.append(f"  {p.get('policy')!s:<34} {byte_size(p.get('residual_bytes')):>10} {measured}")
+        if rep.get("compile_note"):
+            out.append(f"  {rep['compile_note']}")
         if rep.get("flops_note"):
             out.append(f"  FLOPs: {rep['flops_note']}")
         if rep.get("recommendation"):

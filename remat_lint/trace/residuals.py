@@ -6,9 +6,17 @@ with every site's equations under a named scope (``remat_lint_site<i>``), which 
 carries onto the equations that compute the saved values. Values computed outside any checkpoint
 (arguments, constants, un-checkpointed layers) go to one extra entry with ``"outside": True``.
 
-The policy comparison compiles the differentiated target (``value_and_grad``) once per policy with
-only that site's checkpoints changed (``none`` removes the checkpoint; a ``prevent_cse=False`` site
-also gets a ``prevent_cse=True`` row). The recommendation is the
+The policy comparison has a row per policy with only that site's checkpoints changed (``none``
+removes the checkpoint; a ``prevent_cse=False`` site also gets a ``prevent_cse=True`` row). Every row
+has the bytes of the residuals ``jax.vjp`` saves (arguments excluded; exact, from the jaxpr, no
+compile). Compiling a row (``value_and_grad``) costs about as much as compiling the training step. A
+program of up to ``SMALL_PROGRAM`` equations compiles every row. A larger one compiles the code as
+written (the verdicts' program) and then, visiting the rows from the fewest residual bytes, each row
+whose residual bytes are within ``MEMORY_SLACK`` of the lowest temp compiled so far; a row already
+compiled (a verdict's fix) shows its numbers too. The others say they were not compiled (no estimate
+stands in for a compiled number). Residual bytes do not bound temp (XLA drops residuals the backward
+pass never reads and recomputes fused elementwise ones), so a row left out could in principle have
+compiled within the slack: the text says which rows were left out. The recommendation is the compiled
 policy with the fewest FLOPs among those whose temp memory is within ``MEMORY_SLACK`` of the lowest.
 """
 
@@ -22,8 +30,8 @@ import jax
 from jax._src import api_util, core, source_info_util
 from jax._src.lax import lax as lax_internal
 
-from remat_lint.trace.costs import Program, edits_for, traced
-from remat_lint.trace.jaxpr_rewrite import Edit, Unsupported
+from remat_lint.trace.costs import Program, aval_bytes, edits_for, traced
+from remat_lint.trace.jaxpr_rewrite import Edit, Unsupported, walk
 from remat_lint.trace.jaxpr_sites import (
     POLICIES,
     Site,
@@ -33,6 +41,10 @@ from remat_lint.trace.jaxpr_sites import (
 )
 
 MEMORY_SLACK = 0.10
+# equations, nested ones counted per call (bench/trace_1b.py: 211 at 2 layers, 2015 at 24): a program this small
+# compiles every row, as its compiles are cheap and residual bytes say little about its temp (a 3-layer MLP's `none`
+# row saves 224 KiB of residuals and compiles to the lowest temp, 64 KiB)
+SMALL_PROGRAM = 1000
 LOOP_FLOPS = "the site runs in a scan/while loop: XLA's cost analysis counts the loop body once, not per iteration"
 _TAG = "remat_lint_site"
 _TAG_RE = re.compile(_TAG + r"(\d+)")
@@ -78,6 +90,7 @@ def site_report(
                 "residuals": by_site.get(i, []),
                 "policies": policies,
                 "recommendation": _recommend(site, policies),
+                "compile_note": _not_compiled(policies),
                 "flops_note": LOOP_FLOPS if any(p in ("scan", "while") for p in site.path) else "",
             }
         )
@@ -88,31 +101,48 @@ def site_report(
 
 
 def _policies(program: Program, site: Site) -> list[dict[str, Any]]:
+    """Every row's residual bytes; compiled temp and FLOPs for the rows the recommendation compares
+    (see the module doc) and for those already compiled (a verdict's fix)."""
     if site.opaque:
         return []
-    rows = []
     variants = VARIANTS if site.prevent_cse else {**VARIANTS, "prevent_cse=True": Edit(params={"prevent_cse": True})}
-    for name, edit in variants.items():
-        try:
-            costs = program.costs(edits_for([site], edit))
-        except Unsupported:
-            return []
-        rows.append({"policy": name, **costs})
-    return rows
+    try:
+        edits = {name: edits_for([site], edit) for name, edit in variants.items()}
+        rows = {name: {"policy": name, "residual_bytes": program.residual_bytes(e)} for name, e in edits.items()}
+        lowest = program.costs({})["temp_bytes"]  # as written: what the verdicts compile
+        small = sum(1 for _ in walk(program.closed.jaxpr)) <= SMALL_PROGRAM
+        for name in sorted(rows, key=lambda n: rows[n]["residual_bytes"]):
+            costs = program.compiled(edits[name])
+            if costs is None and (small or rows[name]["residual_bytes"] <= lowest * (1 + MEMORY_SLACK)):
+                costs = program.costs(edits[name])
+            rows[name].update({**(costs or {}), "compiled": costs is not None})
+            lowest = min(lowest, costs["temp_bytes"]) if costs else lowest
+    except Unsupported:
+        return []
+    return list(rows.values())
 
 
 def _recommend(site: Site, rows: list[dict[str, Any]]) -> str:
     if not rows:
         return "no comparison: the checkpoint is inside a custom_vjp/custom_jvp rule"
-    lowest = min(r["temp_bytes"] for r in rows)
-    within = [r for r in rows if r["temp_bytes"] <= lowest * (1 + MEMORY_SLACK)]
+    compiled = [r for r in rows if r["compiled"]]
+    lowest = min(r["temp_bytes"] for r in compiled)
+    within = [r for r in compiled if r["temp_bytes"] <= lowest * (1 + MEMORY_SLACK)]
     best = min(within, key=lambda r: (r["flops"], r["temp_bytes"]))
-    rule = f"the fewest FLOPs among the variants within {MEMORY_SLACK:.0%} of the lowest temp memory ({lowest} bytes)"
+    among = "the compiled variants" if len(compiled) < len(rows) else "the variants"
+    rule = f"the fewest FLOPs among {among} within {MEMORY_SLACK:.0%} of the lowest temp memory ({lowest} bytes)"
     cse = "" if site.prevent_cse else " (the policies measured with this site's prevent_cse=False, as written)"
     if best["policy"] == "none":
         return f"remove the checkpoint: {rule}{cse}; the checkpoint saves no memory here"
     choice = best["policy"] if best["policy"] == "prevent_cse=True" else f"policy={best['policy']}"
     return f"{choice}: {rule}{cse}"
+
+
+def _not_compiled(rows: list[dict[str, Any]]) -> str:
+    skipped = [r["policy"] for r in rows if not r["compiled"]]
+    return (f"{', '.join(skipped)}: not compiled (no temp or FLOPs measured): the residuals JAX saves for "
+            f"{'it' if len(skipped) == 1 else 'each'} exceed the lowest compiled temp by more than {MEMORY_SLACK:.0%}"
+            if skipped else "")
 
 
 # --- residuals ------------------------------------------------------------------------------------
@@ -162,8 +192,7 @@ def _arg_names(fun: Callable[..., Any], program: Program, n: int) -> list[str]:
 
 
 def _entry(aval: Any, source: str) -> dict[str, Any]:
-    dtype = aval.dtype  # numpy's, or an extended one (a PRNG key: key<fry>, 8 bytes): both have name and itemsize
-    return {"shape": aval.str_short(short_dtypes=True), "dtype": dtype.name, "bytes": int(aval.size * dtype.itemsize), "source": source}
+    return {"shape": aval.str_short(short_dtypes=True), "dtype": aval.dtype.name, "bytes": aval_bytes(aval), "source": source}
 
 
 def _describe(eqn: core.JaxprEqn) -> str:
