@@ -9,13 +9,13 @@ from remat_lint.analysis.loops import SCANS, LoopBody, body_argument
 from remat_lint.analysis.semantic import SemanticModel
 from remat_lint.analysis.smoke_tests import in_smoke_test
 from remat_lint.findings import Finding, Severity
+from remat_lint.layer_scans import LAYER_WORDS
 from remat_lint.rule import Invalid, Rule
 
 if TYPE_CHECKING:
     from remat_lint.context import LintContext
     from remat_lint.project.model import Project, ProjectModule
 
-_LAYER_WORDS = ("layer", "block", "param", "weight")
 _LINEN_SCANS = frozenset({"flax.linen.scan", "flax.linen.transforms.scan"})
 
 
@@ -27,10 +27,12 @@ class ScanBodyNotCheckpointed(Rule):
     differentiated: the function handed to `jax.grad` (and the same-module functions it calls),
     or a Flax linen Module scanned over its `params` in a module that differentiates something.
 
-    Across modules: a module-level function that scans such a body, in a module that
-    differentiates nothing, is reported when a grad in another module of the project reaches it
-    (up to three calls away); the message names the place (`differentiated by jax.grad at
-    train.py:12`).
+    Across modules: a module-level function that scans such a body outside the code its module
+    differentiates, or a module-level Flax linen Module class whose methods (`__call__`, `setup`)
+    `nn.scan` an un-checkpointed layer in a module that differentiates nothing, is reported when a
+    grad in another module of the project reaches it (up to three calls away; a class is reached
+    where that code builds it, `Decoder().apply(...)`); the message names the place
+    (`differentiated by jax.grad at train.py:12`).
 
     "Over layers" means: `nn.scan` with `variable_axes={"params": ...}`, or a `scan` whose
     `xs` or body name mentions layers, blocks, params or weights (`lax.scan(layer, x,
@@ -127,7 +129,6 @@ class ScanBodyNotCheckpointed(Rule):
         from remat_lint.project.extract import top_level_function
 
         differentiated = self.ctx.differentiations.under_grad(self.ctx.bodies, lambda d: in_smoke_test(model, d.node))
-        differentiates = bool(self.ctx.differentiations.all)
         for body in scans:
             if body.api not in SCANS or body.kind != "loop" or body.denoted.sites:
                 continue
@@ -138,15 +139,15 @@ class ScanBodyNotCheckpointed(Rule):
                 continue
             # Linen Modules are differentiated through `apply` elsewhere: ask for some grad here.
             in_grad = bool(differentiated) if linen else self._inside(body.call, differentiated)
-            # In a module that differentiates nothing, another module's grad may reach the function.
-            function = None if linen or differentiates else top_level_function(model, body.call)
-            if not (in_grad or function) or not self._remat_free(body):
+            # Not differentiated here: another module's grad may reach the function (the Module class).
+            symbol = None if in_grad else (_top_level_class if linen else top_level_function)(model, body.call)
+            if not (in_grad or symbol) or not self._remat_free(body):
                 continue
             scan = self.ctx.code(body.call.func)
             if in_grad:
                 self.report(body.call, message(scan))
             else:  # the project phase decides (check_project)
-                self.report(body.call, "", pending=True, symbols=[function], scan=scan)
+                self.report(body.call, "", pending=True, symbols=[symbol], scan=scan)
 
     @staticmethod
     def collect_facts(ctx: LintContext) -> list[tuple[int, str, str, int]] | None:
@@ -172,7 +173,7 @@ class ScanBodyNotCheckpointed(Rule):
 
     @classmethod
     def check_project(cls, candidates: list[Finding], module: ProjectModule | None, project: Project) -> list[Finding]:
-        """Confirm a scanning function (pending) that a grad in another module reaches."""
+        """Confirm a scanning function or Flax Module class (pending) that a grad in another module reaches."""
         from remat_lint.project.model import place
 
         if module is None:
@@ -206,7 +207,7 @@ class ScanBodyNotCheckpointed(Rule):
             spelled.append(body.denoted.function.name.value)
         if isinstance(body.expr, cst.Name):  # not `partial(step, params)`: bound params are no layers
             spelled.append(body.expr.value)
-        return any(word in text.lower() for text in spelled for word in _LAYER_WORDS)
+        return any(word in text.lower() for text in spelled for word in LAYER_WORDS)
 
     def _scans_params(self, body: LoopBody) -> bool:
         axes = body_argument(body.call, 1, "variable_axes")
@@ -260,3 +261,9 @@ def message(scan: str, differentiated_by: str | None = None) -> str:
 
 def _within(model: SemanticModel, node: cst.CSTNode, scope: cst.CSTNode) -> bool:
     return any(a is scope for a in model.ancestors(node))
+
+
+def _top_level_class(model: SemanticModel, node: cst.CSTNode) -> str | None:
+    """The name of the module-level class that ``node`` is in (a method of a Flax Module)."""
+    outermost = next((a for a in reversed(list(model.ancestors(node))) if isinstance(a, cst.ClassDef)), None)
+    return outermost.name.value if outermost is not None and model.parent(outermost) is model.module else None
