@@ -19,7 +19,9 @@ comment or string) names one of the APIs in ``apis.py``:
    (assigned, or brought in by ``import *``). Names bound only to other imports
    (``from jax._src.interpreters import remat``), parameters, defs and builtins cannot.
    The semantic model resolves a name only through the imports of its own file, so what this
-   finds there is all it can resolve.
+   finds there is all it can resolve. Most rejections need no parse: ``text_references.py``
+   reaches them from the text (on jax+flax, 27 of the 31 files stage 3 rejects; 37k of their
+   42k lines are no longer parsed), as an over-approximation that leaves every doubt to ``ast``.
 
 Measured on the installed jax/flax/haiku/equinox (926 files, 409k lines): ``remat|checkpoint``
 occurs in 77 files (82k lines), stage 2 keeps 55 (64k lines), stage 3 15 (16k lines). Linting,
@@ -32,7 +34,8 @@ gave no REM301 finding, candidate or not, nor did the 317 such files of MaxText 
 public JAX repositories (where the files kept for a scan alone went from 52 to 7).
 tests/test_prefilter.py does the same on the fixtures and synthetic files.
 A kept file that ``ast`` cannot parse goes to libcst,
-which reports the error, unless Python hit a nesting limit (see ``check``).
+which reports the error, unless Python hit a nesting limit (see ``check``). A file rejected from
+the text is not parsed, so an error in it goes unreported, as in a file without the words.
 """
 
 from __future__ import annotations
