@@ -63,8 +63,10 @@ class CheckpointWholeLoss(Rule):
     Across modules: a checkpoint that a module defines at module level (`@jax.checkpoint def
     loss`, `loss = jax.checkpoint(f)`) and another module of the project imports and
     differentiates whole is reported at the checkpoint, where the fix goes, and the message names
-    the place of the differentiation (`differentiated by jax.value_and_grad at train.py:14`);
-    quiet when a loop body anywhere in the project calls it (up to three calls away).
+    the place of the differentiation (`differentiated by jax.value_and_grad at train.py:14`),
+    also through one-line wrappers in other modules (`def objective(params, batch): return
+    loss_fn(params, batch)`, up to three); quiet when a loop body anywhere in the project calls it
+    (up to three calls away).
 
     Not reported when:
     - the gradient may itself be differentiated (forces from `grad(checkpoint(energy))` that a
@@ -226,12 +228,14 @@ class CheckpointWholeLoss(Rule):
             symbol = (module.name, str(finding.data["symbols"][0]))
             if any(project.reaches(body, symbol) for body in bodies):
                 continue  # a loop body (or what one calls) somewhere: the checkpoint does its job there
-            uses = [(m, d) for m, d in project.differentiations_of(symbol) if d.via is None]  # itself, whole
+            uses = [reach for reach in project.differentiations_reaching(symbol) if reach.whole]  # itself, or a wrapper
             if uses:
-                other, d = min(uses, key=lambda use: (_WORST_FIRST.index(use[1].kind), use[0].path, use[1].row))
-                where = place(other, d.row, module)
+                reach = min(uses, key=lambda r: r.rank(_WORST_FIRST))
+                d = reach.differentiation
+                where = place(reach.module, d.row, module)
                 effect = "grad has_aux" if d.kind != DIFF_APIS[d.qname].kind else d.kind
-                finding.message = message(d.transform, effect, where=where)
+                wrappers = f" through {', '.join(f'`{f}`' for f in reach.path)}" if reach.path else ""
+                finding.message = message(d.transform, effect, where=where + wrappers)
                 finding.data = {"symbol": symbol[1], "differentiated_at": where}
                 kept.append(finding)
         return kept

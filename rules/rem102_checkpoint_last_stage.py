@@ -61,7 +61,9 @@ class CheckpointLastStage(Rule):
     Across modules: the last stage of a module-level function that another module of the project
     differentiates (`jax.value_and_grad(loss_fn)` in `train.py`), or calls last in a function it
     differentiates (`return forward(params, x).mean()`), is reported too, and the message names
-    the place of the differentiation.
+    the place of the differentiation. So is one a grad reaches through other modules' cheap tails,
+    up to three calls away: `train.py` differentiates `loss` of `model.py`, which ends with
+    `head(params, h)` of `layers.py`, whose last stage is a checkpointed call.
 
     ## Why is this bad?
     A checkpoint saves memory only when something runs between its forward pass and its backward
@@ -209,18 +211,20 @@ class CheckpointLastStage(Rule):
         kept = []
         for finding in candidates:
             uses = [
-                (name, m, d)
+                (name, reach)
                 for name in finding.data["symbols"]
-                for m, d in project.differentiations_of((module.name, name))
-                if d.kind in _WORST_FIRST
+                for reach in project.differentiations_reaching((module.name, name))
+                if reach.differentiation.kind in _WORST_FIRST
             ]
             if uses:
-                name, other, d = min(uses, key=lambda use: (_WORST_FIRST.index(use[2].kind), use[1].path, use[2].row))
-                where = f"{os.path.relpath(other.path, os.path.dirname(module.path))}:{d.row}"
+                name, reach = min(uses, key=lambda use: use[1].rank(_WORST_FIRST))
+                d = reach.differentiation
+                where = f"{os.path.relpath(reach.module.path, os.path.dirname(module.path))}:{d.row}"
                 stage = finding.data["of"][name]
-                after = [*stage["after"], *d.after]
-                # Differentiated itself, or called last by the differentiated function ``d.via``.
-                differentiated, through = (d.via, (name, *stage["through"])) if d.via else (name, tuple(stage["through"]))
+                after = [*stage["after"], *reach.after]
+                # Differentiated itself, or called last by the differentiated function (through other tails).
+                through = (*reach.path[1:], name, *stage["through"]) if reach.path else tuple(stage["through"])
+                differentiated = reach.path[0] if reach.path else name
                 effect = EFFECT[_effect_of(d.kind, after)].format(t=d.transform)
                 finding.message = message(finding.data["called"], f"`{differentiated}`", after, effect, through, where)
                 finding.data = {"symbol": name, "differentiated_at": where}

@@ -23,6 +23,7 @@ from remat_lint.project.summary import (
     ModuleSummary,
     Param,
     Signature,
+    TailCall,
 )
 
 if TYPE_CHECKING:
@@ -35,7 +36,7 @@ _SIGNATURE_KEEPING = frozenset({"flax.linen.compact", "flax.linen.module.compact
 
 def summarize(ctx: LintContext) -> ModuleSummary:
     model, loops, bodies = ctx.model, ctx.loops, ctx.bodies
-    summary = ModuleSummary(differentiated=_differentiated(ctx))
+    summary = ModuleSummary(differentiated=_differentiated(ctx), tail_calls=_tail_calls(ctx))
     summary.imported_calls = _imported_calls(ctx)
     values = Values(model, imported=deferred)
     for name, bindings in model.module_scope.bindings.items():
@@ -124,6 +125,42 @@ def _differentiated(ctx: LintContext) -> list[Differentiated]:
 _LIBRARIES = frozenset({"jax", "flax", "numpy", "haiku", "equinox", "optax", "functools", "math", "os", "typing"})
 
 
+def _tail_calls(ctx: LintContext) -> dict[str, list[TailCall]]:
+    """What each undecorated module-level function ends with from another module of the project
+    (``return head(params, h).mean()``): a grad of the function may reach a last stage there."""
+    if ctx.is_test_file:
+        return {}  # their grads are left out too (``_differentiated``)
+    model, found = ctx.model, {}
+    for function in model.module.body:
+        if not isinstance(function, cst.FunctionDef) or function.decorators:
+            continue
+        calls = [
+            TailCall(ref, tuple(after), _only_returns(function, call))
+            for call, after in tail_calls(model, ctx.callables, function)
+            if (ref := ref_of(model, call.func)) is not None and _from_project(ref)
+        ]
+        if calls:
+            found[function.name.value] = calls
+    return found
+
+
+def _only_returns(function: cst.FunctionDef, call: cst.Call) -> bool:
+    """``function`` is ``return call(<names>)`` and nothing else (a docstring aside)."""
+    lines = list(function.body.body) if isinstance(function.body, cst.IndentedBlock) else [function.body]
+    first = lines[0] if lines else None
+    if isinstance(first, cst.SimpleStatementLine) and isinstance(first.body[0], cst.Expr) and isinstance(first.body[0].value, cst.SimpleString):
+        lines = lines[1:]
+    if len(lines) != 1 or not isinstance(lines[0], (cst.SimpleStatementLine, cst.SimpleStatementSuite)) or len(lines[0].body) != 1:
+        return False
+    returned = lines[0].body[0]
+    return isinstance(returned, cst.Return) and returned.value is call and all(isinstance(a.value, cst.Name) and not a.star for a in call.args)
+
+
+def _from_project(ref: Ref) -> bool:
+    """``ref`` may name another module of the project (not this one's, not a known library's)."""
+    return ref[0] != LOCAL and not (ref[0] == 0 and ref[1].split(".", 1)[0] in _LIBRARIES)
+
+
 def _imported_calls(ctx: LintContext) -> list[ImportedCall]:
     """The calls of names imported from the project's other modules (``scale(x, twice=True)``)
     and of the instances they build (``RematBlock()(x, deterministic=True)``), for the rules that
@@ -133,7 +170,7 @@ def _imported_calls(ctx: LintContext) -> list[ImportedCall]:
     model, found = ctx.model, []
     for call in model.calls:
         ref = ref_of(model, call.func)
-        if ref is None or ref[0] == LOCAL or (ref[0] == 0 and ref[1].split(".", 1)[0] in _LIBRARIES):
+        if ref is None or not _from_project(ref):
             continue
         for instance, use in ((False, call), *((True, c) for c in calls_of(model, call))):
             if any(a.star for a in use.args) or in_smoke_test(model, use):

@@ -29,6 +29,23 @@ class ProjectModule:
         return is_package(self.path)
 
 
+@dataclass(frozen=True)
+class Reach:
+    """A differentiation (in ``module``) that reaches a function of another module."""
+
+    module: ProjectModule
+    differentiation: Differentiated
+    # The functions from the differentiated one to the reached one, which is not among them;
+    # empty when the reached function is the differentiated one.
+    path: tuple[str, ...]
+    after: tuple[str, ...]  # the cheap work after the reached function's result, up to the differentiated one's return
+    whole: bool  # the differentiated function is the reached one, or only returns its call (through one-line wrappers)
+
+    def rank(self, worst_first: tuple[str, ...]) -> tuple[int, str, int]:
+        """The worst transform first (``kind`` in ``worst_first``), then by place."""
+        return worst_first.index(self.differentiation.kind), self.module.path, self.differentiation.row
+
+
 class Project:
     def __init__(self, root: str | None) -> None:
         self.root = root
@@ -127,15 +144,32 @@ class Project:
                 names |= self.base_names(base, depth + 1)
         return names
 
-    def differentiations_of(self, symbol: Symbol) -> list[tuple[ProjectModule, Differentiated]]:
-        """Where other modules differentiate the module-level function ``symbol``."""
-        return [
-            (module, d)
-            for module in self.by_path.values()
-            if module.name != symbol[0]
-            for d in module.summary.differentiated
-            if self.resolve(module, d.ref) == symbol
-        ]
+    def differentiations_reaching(self, symbol: Symbol) -> list[Reach]:
+        """The differentiations in other modules that reach the module-level function ``symbol``:
+        of ``symbol`` itself, or of a function that returns what ``symbol`` returns with only cheap
+        work after it, through tail calls across modules (``train.py`` differentiates ``loss`` of
+        ``model.py``, which ends with ``head`` of ``layers.py``), at most ``CALL_DEPTH`` calls."""
+        found = []
+        for module in self.by_path.values():
+            for d in module.summary.differentiated:
+                start = self.resolve(module, d.ref)
+                if start is None:
+                    continue
+                path = (d.via,) if d.via else ()
+                frontier, seen = [(start, path, d.after, d.via is None)], {start}
+                for _ in range(CALL_DEPTH + 1):
+                    following = []
+                    for function, path, after, whole in frontier:
+                        if function == symbol and module.name != symbol[0]:
+                            found.append(Reach(module, d, path, after, whole))
+                        owner = self.modules[function[0]]
+                        for tail in owner.summary.tail_calls.get(function[1], ()):
+                            callee = self.resolve(owner, tail.ref)
+                            if callee is not None and callee not in seen:
+                                seen.add(callee)
+                                following.append((callee, (*path, function[1]), (*tail.after, *after), whole and tail.whole))
+                    frontier = following
+        return found
 
     def calls_of(self, symbol: Symbol, *, instance: bool) -> list[tuple[ProjectModule, ImportedCall]]:
         """Where other modules call the module-level name ``symbol`` (``instance``: call what

@@ -1,6 +1,7 @@
 """What a module offers the others, as plain data: its imports, its top-level names, the calls its
-top-level functions make, what it hands to loop bodies, what of other modules it differentiates, its classes' bases and
-``__call__`` signatures, its constants and config classes' fields.
+top-level functions make (and those they end with), what it hands to loop bodies, what of other
+modules it differentiates, its classes' bases and ``__call__`` signatures, its constants and config
+classes' fields.
 Extracted once per file content (``extract.py``); the result cache stores it with the file's
 findings. Free of libcst, so a warm run never imports it."""
 
@@ -46,6 +47,18 @@ class Differentiated:
 
 
 @dataclass(frozen=True)
+class TailCall:
+    """A call of another module's function whose result a module-level function of this one
+    returns with only cheap work after it (``after``): that function's last stage may be there.
+    ``whole``: the function is only ``return callee(<names>)``, so differentiating it
+    differentiates the callee whole."""
+
+    ref: Ref
+    after: tuple[str, ...]
+    whole: bool
+
+
+@dataclass(frozen=True)
 class ImportedCall:
     """A call of another module's name, outside test code and without ``*``/``**`` arguments:
     ``scale(x, twice=True)``, or of what calling it builds (``instance``: a Flax Module,
@@ -81,6 +94,7 @@ class ModuleSummary:
     signatures: dict[str, Signature] = field(default_factory=dict)  # module-level class -> its __call__
     bases: dict[str, list[Ref]] = field(default_factory=dict)  # module-level class -> its base classes
     differentiated: list[Differentiated] = field(default_factory=list)
+    tail_calls: dict[str, list[TailCall]] = field(default_factory=dict)  # top-level def -> its tail calls
     imported_calls: list[ImportedCall] = field(default_factory=list)
     constants: dict[str, Constants] = field(default_factory=dict)  # module-level name bound once -> its values
     # config class -> field -> (its default's values, any instance's values); None: unknown
