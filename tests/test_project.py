@@ -230,6 +230,22 @@ def test_a_failing_project_phase_is_a_rem000_finding_not_a_crash(tmp_path, capsy
     assert message.startswith("REM000 internal error in REM101 (project phase), please report it: KeyError")
 
 
+def test_a_failing_project_phase_keeps_the_findings_the_file_decided_alone(tmp_path, capsys, monkeypatch):
+    from remat_lint.rules.rem101_checkpoint_whole_loss import CheckpointWholeLoss
+
+    def broken(cls, candidates, module, project):
+        raise KeyError("boom")
+
+    local = LOSSES + "\n\ndef head(params, x):\n    return jnp.sum(x @ params)\n\n\nhead_grad = jax.grad(jax.checkpoint(head))\n"
+    make_project(tmp_path, train_with("from .losses import loss_fn", "loss_fn"), losses=local)
+    monkeypatch.chdir(tmp_path)
+    found = [(row, message.split(" ", 1)[0]) for _, row, message in cli(capsys, "--no-cache", ".")]
+    assert found == [(6, "REM101"), (15, "REM101")]  # the candidate confirmed by train.py, and the local grad
+    monkeypatch.setattr(CheckpointWholeLoss, "check_project", classmethod(broken))
+    found = [(row, message.split(" ", 1)[0]) for _, row, message in cli(capsys, "--no-cache", ".")]
+    assert found == [(1, "REM000"), (15, "REM101")]
+
+
 def test_a_checkpoint_re_exported_under_another_name_is_followed(tmp_path, capsys, monkeypatch):
     make_project(tmp_path, train_with("import pkg", "pkg.objective"), init="from .losses import loss_fn as objective\n")
     monkeypatch.chdir(tmp_path)
