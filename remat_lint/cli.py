@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import collections
 import contextlib
+import gc
 import os
 import sys
 from pathlib import Path
@@ -119,7 +120,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
+    # A lint allocates millions of short-lived ast and libcst nodes: at the default threshold (700)
+    # the cycle collector took 15 % of a cold run's CPU on jax+flax; at 100,000, peak RSS +4 %.
+    previous = gc.get_threshold()
+    gc.set_threshold(100_000, 10, 10)
+    try:
+        return _main(list(sys.argv[1:] if argv is None else argv))
+    finally:
+        gc.set_threshold(*previous)
+
+
+def _main(argv: list[str]) -> int:
     try:
         if argv[:1] == ["rule"]:
             return rule_command(argv[1:])

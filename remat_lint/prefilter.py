@@ -125,7 +125,7 @@ class Prefilter:
         as an error, where libcst's native parser overflows its stack and kills the process
         (measured: 3,000 nested brackets) or takes minutes (10,000 chained ``+``)."""
         textual = self.textual(source)
-        if textual is False or (textual is None and tree is None and self._rejected_by_text(source)):
+        if textual is False or (textual is None and tree is None and self.rejected_by_text(source)):
             return Verdict(False)
         if tree is None:
             try:
@@ -151,8 +151,9 @@ class Prefilter:
         except RecursionError:
             return Verdict(True, tree)
 
-    def _rejected_by_text(self, source: str) -> bool:
-        """Stage 3 without a parse, where the text tells (text_references.py: most rejections)."""
+    def rejected_by_text(self, source: str) -> bool:
+        """Stage 3 without a parse, where the text tells (text_references.py: most rejections),
+        for a file that stages 1-2 leave to stage 3 (``textual`` is None)."""
         from remat_lint.text_references import TextReferences
 
         refs = TextReferences(source)

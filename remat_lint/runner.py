@@ -2,9 +2,9 @@
 worker pool and the project pass.
 
 Reading problems (unreadable, undecodable files) become REM000 findings; linting goes on. The
-main process reads every file and runs the textual prefilter stages and the cache lookup (all
-cheap); only files that may need a libcst parse reach the engine, in worker processes when there
-is enough of them. libcst is imported only then.
+main process reads every file and runs the textual prefilter stages (stage 3 too, where the text
+tells) and the cache lookup (all cheap); only files that may need a parse reach the engine, in
+worker processes when there is enough of them. libcst is imported only then.
 """
 
 from __future__ import annotations
@@ -139,7 +139,11 @@ def _lint(
         facts = project_codes(settings.enabled_codes())  # of every file, whatever its per-file ignores
         wanted = codes | facts
         named = bool(words) and Prefilter(words).textual(source.text) is True
-        if not wanted or (prefilter_for(wanted).textual(source.text) is False and not named):
+        if not wanted:
+            continue
+        prefilter = prefilter_for(wanted)
+        textual = prefilter.textual(source.text)
+        if textual is False and not named:
             continue
         is_test = settings.is_test_file(path)
         key = cache.key(data, codes, is_test, facts) if cache is not None else None  # type: ignore[arg-type]
@@ -148,6 +152,11 @@ def _lint(
             results[index] = cached
             if texts is not None and cached.findings:
                 texts[path] = source.text
+        elif textual is None and not named and prefilter.rejected_by_text(source.text):
+            # What the engine would return, here: no libcst import or worker for it (the engine's
+            # rules are these or fewer, so its prefilter rejects the file too).
+            if cache is not None and key is not None:
+                cache.put(key, results[index])
         else:
             tasks.append(_Task(index, path, source.text, codes, facts, is_test, key, words if named else frozenset()))
     for task, result in _lint_tasks(tasks, jobs):
