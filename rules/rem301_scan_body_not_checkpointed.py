@@ -31,7 +31,8 @@ class ScanBodyNotCheckpointed(Rule):
     differentiates, or a module-level Flax linen Module class whose methods (`__call__`, `setup`)
     `nn.scan` an un-checkpointed layer in a module that differentiates nothing, is reported when a
     grad in another module of the project reaches it (up to three calls away; a class is reached
-    where that code builds it, `Decoder().apply(...)`); the message names the place
+    where that code builds it, `Decoder().apply(...)`, or a class of its module that builds it,
+    a Transformer whose `setup` builds the Decoder); the message names the place
     (`differentiated by jax.grad at train.py:12`).
 
     "Over layers" means: `nn.scan` with `variable_axes={"params": ...}`, or a `scan` whose
@@ -126,8 +127,6 @@ class ScanBodyNotCheckpointed(Rule):
         scans = [b for b in self.ctx.loops.bodies if b.api in SCANS]
         if not scans:
             return
-        from remat_lint.project.extract import top_level_function
-
         differentiated = self.ctx.differentiations.under_grad(self.ctx.bodies, lambda d: in_smoke_test(model, d.node))
         for body in scans:
             if body.api not in SCANS or body.kind != "loop" or body.denoted.sites:
@@ -140,14 +139,14 @@ class ScanBodyNotCheckpointed(Rule):
             # Linen Modules are differentiated through `apply` elsewhere: ask for some grad here.
             in_grad = bool(differentiated) if linen else self._inside(body.call, differentiated)
             # Not differentiated here: another module's grad may reach the function (the Module class).
-            symbol = None if in_grad else (_top_level_class if linen else top_level_function)(model, body.call)
-            if not (in_grad or symbol) or not self._remat_free(body):
+            symbols = [] if in_grad else self._reachable_as(body.call, linen)
+            if not (in_grad or symbols) or not self._remat_free(body):
                 continue
             scan = self.ctx.code(body.call.func)
             if in_grad:
                 self.report(body.call, message(scan))
             else:  # the project phase decides (check_project)
-                self.report(body.call, "", pending=True, symbols=[symbol], scan=scan)
+                self.report(body.call, "", pending=True, symbols=symbols, scan=scan)
 
     @staticmethod
     def collect_facts(ctx: LintContext) -> list[tuple[int, str, str, int]] | None:
@@ -187,15 +186,45 @@ class ScanBodyNotCheckpointed(Rule):
             if (start := project.resolve(other, (level, name))) is not None
         ]
         for finding in candidates:
-            symbol = (module.name, str(finding.data["symbols"][0]))
-            reaching = sorted((other.path, row, other, transform) for other, transform, row, start in grads if project.reaches(start, symbol))
+            symbols = [(module.name, str(name)) for name in finding.data["symbols"]]
+            reaching = sorted(
+                (other.path, row, other, transform)
+                for other, transform, row, start in grads
+                if any(project.reaches(start, symbol) for symbol in symbols)
+            )
             if reaching:
                 _, row, other, transform = reaching[0]
                 where = place(other, row, module)
                 finding.message = message(str(finding.data["scan"]), f"`{transform}` at {where}")
-                finding.data = {"symbol": symbol[1], "differentiated_at": where}
+                finding.data = {"symbol": symbols[0][1], "differentiated_at": where}
                 kept.append(finding)
         return kept
+
+    def _reachable_as(self, scan: cst.Call | cst.Decorator, linen: bool) -> list[str]:
+        """The module-level names through which another module's grad may reach ``scan``: the
+        function it is in; for ``nn.scan``, the Module class it is in and the classes of this
+        module that build that one (a Transformer whose ``setup`` builds the scanning Decoder),
+        up to three levels."""
+        from remat_lint.project.extract import top_level_function
+        from remat_lint.project.model import CALL_DEPTH
+
+        model = self.ctx.model
+        if not linen:
+            function = top_level_function(model, scan)
+            return [function] if function else []
+        found = [cls] if (cls := _module_class(model, scan)) is not None else []
+        frontier = found
+        for _ in range(CALL_DEPTH):
+            builders = {
+                id(builder): builder
+                for call in model.calls
+                if any(model.definition(call.func) is built for built in frontier)
+                and (builder := _module_class(model, call)) is not None
+                and all(builder is not known for known in found)
+            }
+            frontier = list(builders.values())
+            found += frontier
+        return [cls.name.value for cls in found]
 
     def _inside(self, node: cst.CSTNode, functions: set[int]) -> bool:
         return any(id(a) in functions for a in self.ctx.model.ancestors(node))
@@ -263,7 +292,7 @@ def _within(model: SemanticModel, node: cst.CSTNode, scope: cst.CSTNode) -> bool
     return any(a is scope for a in model.ancestors(node))
 
 
-def _top_level_class(model: SemanticModel, node: cst.CSTNode) -> str | None:
-    """The name of the module-level class that ``node`` is in (a method of a Flax Module)."""
+def _module_class(model: SemanticModel, node: cst.CSTNode) -> cst.ClassDef | None:
+    """The module-level class that ``node`` is in (a method of a Flax Module)."""
     outermost = next((a for a in reversed(list(model.ancestors(node))) if isinstance(a, cst.ClassDef)), None)
-    return outermost.name.value if outermost is not None and model.parent(outermost) is model.module else None
+    return outermost if outermost is not None and model.parent(outermost) is model.module else None
