@@ -122,7 +122,7 @@ def main() -> None:
               f"{plan['today']['flops'] / 1e12:.2f} TFLOP); {plan['compiles']} programs, {t4 - t3:.1f}s beyond the report")
     print(f"wall: eval_shape(init) {init_s:.1f}s, memory_evidence {t2 - t1:.1f}s, site_report {t3 - t2:.1f}s, "
           f"floor (one jit(value_and_grad) compile) {floor:.1f}s; {traced(loss, args, kwargs).compiles} programs compiled "
-          f"for the report")
+          f"(the plan's included)")
     print(f"cpu_s={c4 - c1:.1f} floor_cpu_s={floor_cpu:.1f} (process CPU time: the machine may be shared)")
     print(f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")
     print(f"total_s={t4 - t1:.1f} floor_s={floor:.1f}")

@@ -14,9 +14,9 @@ program of up to ``SMALL_PROGRAM`` equations compiles every row. A larger one co
 written (the verdicts' program) and then, visiting the rows from the fewest residual bytes, each row
 whose residual bytes are within ``MEMORY_SLACK`` of the lowest temp compiled so far; a row already
 compiled (a verdict's fix) shows its numbers too. The others say they were not compiled (no estimate
-stands in for a compiled number). Residual bytes do not bound temp (XLA drops residuals the backward
-pass never reads and recomputes fused elementwise ones), so a row left out could in principle have
-compiled within the slack: the text says which rows were left out. The recommendation is the compiled
+stands in for a compiled number). Residual bytes do not bound temp (see ``SMALL_PROGRAM``: the
+backward pass reads every residual there, yet temp is lower), so a row left out could have compiled
+within the slack: the text says which rows were left out. The recommendation is the compiled
 policy with the fewest FLOPs among those whose temp memory is within ``MEMORY_SLACK`` of the lowest.
 """
 
