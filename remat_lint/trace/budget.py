@@ -2,15 +2,19 @@
 
 Per checkpoint site the candidates are: no checkpoint, ``nothing_saveable``, ``dots_saveable``,
 ``dots_with_no_batch_dims_saveable``, ``save_only_these_names`` over the names the site's body declares
-with ``checkpoint_name``, and ``prevent_cse=True`` at a ``prevent_cse=False`` site. Each candidate is
-compiled once with only its site changed (``value_and_grad``, as the policy table does: the same cache
-entries). An assignment of one candidate per site is then predicted by adding each site's change in
-compiled temp bytes and FLOPs to the program as written; the assignment with the fewest predicted
-FLOPs whose predicted temp fits is compiled to confirm it; when it does not fit or lands more than
-``PREDICTION_TOLERANCE`` from its prediction (sites that interact: nested checkpoints), the next ones
-are compiled too, up to ``CONFIRMATIONS``, and the cheapest compiled fit is kept. Where nothing fits,
-the smallest peak compiled is reported. Residual bytes saved per site are exact: the residuals of
-``jax.vjp`` of the program with that site changed, from its jaxpr (no compile).
+with ``checkpoint_name``, ``save_and_offload_only_these_names`` offloading those names where the
+backend has host memory apart from the device's (not XLA:CPU: ``host_memory``), and ``prevent_cse=True``
+at a ``prevent_cse=False`` site. Each candidate is compiled once with only its site changed
+(``value_and_grad``, as the policy table does: the same cache entries). An assignment of one candidate
+per site is then predicted by adding each site's change in compiled temp bytes and FLOPs to the
+program as written. Sites that interact (a checkpoint nested in another's body) make that prediction
+miss in either direction, so every assignment compiled (today's, each single change, no checkpoint at
+all, each confirmation) is kept with its exact costs and its prediction error, and the search
+confirms, up to ``CONFIRMATIONS`` compiles, the assignments that could still beat the cheapest
+compiled fit: predicted to fit within the largest error measured so far, predicted fits first, fewest
+predicted FLOPs first. The cheapest compiled fit is chosen; where nothing fits, the smallest peak
+compiled is reported. Residual bytes saved per site are exact: the residuals of ``jax.vjp`` of the
+program with that site changed, from its jaxpr (no compile).
 
 ``parse_budget`` and ``format_plans`` run in the main process: this module imports JAX only inside
 the functions the worker calls.
@@ -30,8 +34,8 @@ if TYPE_CHECKING:
     from remat_lint.trace.jaxpr_sites import Site
 
 EXHAUSTIVE_LIMIT = 20_000  # assignments enumerated; above this, a greedy search
-CONFIRMATIONS = 3  # compiles spent confirming predicted choices
-PREDICTION_TOLERANCE = 0.01  # a confirmation this close to its prediction ends the search
+CONFIRMATIONS = 3  # compiles spent confirming predicted choices, per budget
+PREDICTION_TOLERANCE = 0.01  # an assignment must be able to beat the cheapest compiled fit by more than this
 AS_WRITTEN = "as written"
 _UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
           "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
@@ -76,8 +80,30 @@ class Candidate:
     edit: Edit | None  # None: the site as written
 
 
-def candidates(site: Site) -> list[Candidate]:
-    """What a site may become; the candidate equal to the site as written is ``edit=None``."""
+def host_memory() -> str | None:
+    """The memory kind to offload residuals to: ``pinned_host`` where the backend's device has it
+    apart from its own memory. XLA:CPU lists ``pinned_host`` too, but its device memory is host
+    memory: an offloaded residual compiles to the program that saves it (measured on jax 0.10.2:
+    the temp bytes of ``save_only_these_names``, no host temp), so the saving cannot be measured."""
+    import jax
+
+    if jax.default_backend() == "cpu":
+        return None
+    return "pinned_host" if any(m.kind == "pinned_host" for m in jax.devices()[0].addressable_memories()) else None
+
+
+def offload_note(backend: str) -> str:
+    """Why ``save_and_offload_only_these_names`` was not a candidate (``host_memory()`` is None)."""
+    if backend == "cpu":
+        return ("save_and_offload_only_these_names was not considered: on XLA:CPU device memory is host memory and an "
+                "offloaded residual compiles as saved (the temp bytes of save_only_these_names), so what offloading "
+                "frees on a GPU/TPU cannot be measured here")
+    return f"save_and_offload_only_these_names was not considered: the {backend} device has no pinned_host memory"
+
+
+def candidates(site: Site, offload_to: str | None = None) -> list[Candidate]:
+    """What a site may become; the candidate equal to the site as written is ``edit=None``. With
+    ``offload_to`` (``host_memory()``), a site declaring names may also offload them all there."""
     import jax
 
     from remat_lint.trace.jaxpr_rewrite import Edit
@@ -94,6 +120,13 @@ def candidates(site: Site) -> list[Candidate]:
         args = ", ".join(repr(n) for n in names)
         out.append(Candidate(f"save_only_these_names({args})", f"jax.checkpoint_policies.save_only_these_names({args})",
                              Edit(params={"policy": cp.save_only_these_names(*names)})))
+    if names and offload_to:
+        listed = "[" + ", ".join(repr(n) for n in names) + "]"
+        keywords = f"names_which_can_be_saved=[], names_which_can_be_offloaded={listed}, offload_src='device', offload_dst={offload_to!r}"
+        policy = cp.save_and_offload_only_these_names(names_which_can_be_saved=[], names_which_can_be_offloaded=names,
+                                                      offload_src="device", offload_dst=offload_to)
+        out.append(Candidate(f"save_and_offload_only_these_names({', '.join(repr(n) for n in names)})",
+                             f"jax.checkpoint_policies.save_and_offload_only_these_names({keywords})", Edit(params={"policy": policy})))
     if not site.prevent_cse:
         out.append(Candidate("prevent_cse=True", None, Edit(params={"prevent_cse": True})))
     return out
@@ -132,21 +165,29 @@ class Search:
         kept = [i for i, s in enumerate(program.sites) if not s.opaque]  # a custom_vjp rule's cannot be rewritten
         self.sites = [program.sites[i] for i in kept]
         self.lines = [lines[i] for i in kept]
-        self.measured: set[tuple[str, ...]] = set()  # assignments compiled (by candidate names)
+        self.host_memory = host_memory()
+        self.programs: set[int] = set()  # the programs compiled, by identity of their costs (one per compile, shared)
         self.today = self.measure(())
         self.today_residuals = residual_bytes(program, {})
         self.options: list[list[_Option]] = []  # per site; the first is the site as written
         for i, site in enumerate(self.sites):
             row = []
-            for c in candidates(site):
+            for c in candidates(site, self.host_memory):
                 if c.edit is None:
                     row.append(_Option(i, c, self.today, self.today_residuals))
                     continue
                 change = (_Option(i, c, self.today, 0),)
                 row.append(_Option(i, c, self.measure(change), residual_bytes(program, self.edits(change))))
             self.options.append(row)
+        # every assignment compiled, by its candidates' names: today's, each single-site change, no checkpoint at all
+        self.known: dict[tuple[str, ...], tuple[Assignment, Costs]] = {}
+        for row in self.options:
+            for o in row:
+                choice = tuple(o if r is row else r[0] for r in self.options)
+                self.known[_names(choice)] = (choice, o.costs)
         removed = tuple(next(o for o in row if o.candidate.name == "none") for row in self.options)
-        self.no_checkpoint = self.measure(removed)
+        self.confirm(removed)
+        self.no_checkpoint = self.known[_names(removed)][1]
 
     def edits(self, choice: Assignment) -> dict[int, Edit]:
         from remat_lint.trace.costs import edits_for
@@ -158,11 +199,39 @@ class Search:
         return out
 
     def measure(self, choice: Assignment) -> Costs:
-        names = [AS_WRITTEN] * len(self.sites)
-        for o in choice:
-            names[o.site] = o.candidate.name
-        self.measured.add(tuple(names))
-        return self.program.costs(self.edits(choice))
+        """The compiled costs of the program with ``choice``'s sites changed (the others as written)."""
+        costs = self.program.costs(self.edits(choice))
+        self.programs.add(id(costs))  # the program's cache returns one dict per compiled program
+        return costs
+
+    def confirm(self, choice: Assignment) -> int:
+        """Compile a whole assignment (one candidate per site); 1 if that took a new compile, 0 if
+        the assignment, or another that is the same program, was compiled before."""
+        if _names(choice) in self.known:
+            return 0
+        before = len(self.programs)
+        self.known[_names(choice)] = (choice, self.measure(choice))
+        return len(self.programs) - before
+
+    def prediction_error(self) -> Costs:
+        """The largest error of the additive prediction over the assignments compiled: sites that
+        interact (a checkpoint nested in another's body) make it miss in either direction."""
+        errors = [{k: abs(costs[k] - self.predict(choice)[k]) for k in ("temp_bytes", "flops")} for choice, costs in self.known.values()]
+        return {k: max(e[k] for e in errors) for k in ("temp_bytes", "flops")}
+
+    def next_to_confirm(self, considered: list[tuple[Assignment, Costs]], limit: int) -> Assignment | None:
+        """The next assignment worth compiling: not compiled, and predicted to fit within the largest
+        prediction error measured so far. First those that, within that error, could beat the
+        cheapest compiled fit by more than ``PREDICTION_TOLERANCE``, predicted fits before near
+        misses; then the others (an error measured on a few assignments can understate another's);
+        each group by fewest predicted FLOPs. None when no such assignment is left."""
+        error = self.prediction_error()
+        best = min((c["flops"] for _, c in self.known.values() if c["temp_bytes"] <= limit), default=math.inf)
+        open_ = [(a, p) for a, p in considered if p["temp_bytes"] - error["temp_bytes"] <= limit and _names(a) not in self.known]
+        if not open_:
+            return None
+        return min(open_, key=lambda t: (t[1]["flops"] - error["flops"] >= best * (1 - PREDICTION_TOLERANCE),
+                                         t[1]["temp_bytes"] > limit, t[1]["flops"]))[0]
 
     def predict(self, choice: Assignment) -> Costs:
         """Today's costs plus each site's own change (sites measured one at a time)."""
@@ -188,20 +257,17 @@ class Search:
 
         limit = budget.limit(self.no_checkpoint["temp_bytes"])
         considered = self.assignments()
-        fitting = sorted((a for a in considered if a[1]["temp_bytes"] <= limit), key=lambda a: (a[1]["flops"], a[1]["temp_bytes"]))
-        tried: list[tuple[Assignment, Costs]] = []
-        for choice, predicted in fitting[:CONFIRMATIONS]:
-            tried.append((choice, self.measure(choice)))
-            if tried[-1][1]["temp_bytes"] <= limit and _close(tried[-1][1], predicted):
-                break  # confirmed as predicted; a miss (sites that interact, nested ones) tries the next
-        fit = [t for t in tried if t[1]["temp_bytes"] <= limit]
-        if not tried:  # nothing predicted to fit: confirm the assignment predicted smallest
+        compiles = 0
+        while compiles < CONFIRMATIONS and (choice := self.next_to_confirm(considered, limit)) is not None:
+            compiles += self.confirm(choice)
+        fit = [k for k in self.known.values() if k[1]["temp_bytes"] <= limit]
+        if not fit:  # confirm the assignment predicted smallest, which may beat every one compiled
             smallest = min(considered, key=lambda a: (a[1]["temp_bytes"], a[1]["flops"]))[0]
-            tried.append((smallest, self.measure(smallest)))
-        # the cheapest compiled fit; else the smallest peak compiled (one site changed, or a confirmation)
-        singles = [(tuple(o if r is row else r[0] for r in self.options), o.costs) for row in self.options for o in row]
-        choice, got = min(fit, key=lambda t: (t[1]["flops"], t[1]["temp_bytes"])) if fit else \
-            min(tried + singles, key=lambda t: (t[1]["temp_bytes"], t[1]["flops"]))
+            self.confirm(smallest)
+            fit = [k for k in self.known.values() if k[1]["temp_bytes"] <= limit]
+        # the cheapest compiled fit; else the smallest peak compiled
+        choice, got = min(fit, key=lambda k: (k[1]["flops"], k[1]["temp_bytes"])) if fit else \
+            min(self.known.values(), key=lambda k: (k[1]["temp_bytes"], k[1]["flops"]))
         fits = bool(fit)
         return {
             "budget": budget.text,
@@ -211,9 +277,11 @@ class Search:
             "no_checkpoint": self.no_checkpoint,
             "chosen" if fits else "smallest": got,
             "predicted": self.predict(choice),
-            "compiles": len(self.measured),
+            "compiles": len(self.programs),
             "candidates": sum(len(row) - 1 for row in self.options),
             "backend": jax.default_backend(),
+            # only where a site declares names, which offloading would move
+            "offload_note": "" if self.host_memory or not any(declared_names(s) for s in self.sites) else offload_note(jax.default_backend()),
             "sites": [self.site_row(o) for o in choice],
             "site_options": [  # every candidate of every site, measured with only that site changed
                 {"line": self.lines[i], "function": site.function,
@@ -238,8 +306,8 @@ class Search:
         }
 
 
-def _close(measured: Costs, predicted: Costs) -> bool:
-    return all(abs(measured[k] - predicted[k]) <= PREDICTION_TOLERANCE * max(abs(predicted[k]), 1) for k in ("temp_bytes", "flops"))
+def _names(choice: Assignment) -> tuple[str, ...]:
+    return tuple(o.candidate.name for o in choice)
 
 
 def pareto_front(points: list[tuple[Assignment, Costs]]) -> list[tuple[Assignment, Costs]]:
@@ -303,6 +371,8 @@ def format_plans(plans: list[Any], xla_flags: str) -> str:
             out.append(f"  nothing fits {byte_size(budget)}: the smallest peak temp reached is {byte_size(rep['smallest']['temp_bytes'])}")
         confirmed = "the choice was compiled to confirm it" if rep["fits"] else "the smallest was compiled to measure it"
         out.append(f"  {rep['compiles']} programs compiled for {rep['candidates']} candidates over {len(rep['sites'])} site(s); {confirmed}")
+        if rep.get("offload_note"):
+            out.append(f"  {rep['offload_note']}")
         if rep.get("backend") == "cpu":
             flag = f" with {CPU_XLA_FLAGS}" if CPU_XLA_FLAGS in xla_flags else ""
             out.append(f"  numbers from XLA:CPU{flag}: a GPU/TPU compiles other fusions and buffers; its peak temp differs")
