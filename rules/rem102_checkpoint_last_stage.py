@@ -3,21 +3,19 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
-import libcst as cst
-
-from remat_lint.analysis.differentiation import (
-    Differentiation,
-    default_policy,
-    pullback_deferred,
-)
-from remat_lint.analysis.last_stage import LastStage, last_stages
-from remat_lint.analysis.sites import RematSite
-from remat_lint.analysis.smoke_tests import in_smoke_test
 from remat_lint.findings import Finding, Severity
 from remat_lint.rule import Invalid, Rule
 
 if TYPE_CHECKING:
+    import libcst as cst
+
+    from remat_lint.analysis.differentiation import Differentiation
+    from remat_lint.analysis.last_stage import LastStage
+    from remat_lint.analysis.sites import RematSite
     from remat_lint.project.model import Project, ProjectModule
+
+# libcst and the analyses are imported where a file is checked: the project phase (check_project),
+# often all a warm run does, needs neither (tests/test_scale.py).
 
 # Measured on jax 0.10.2 (tests/test_jax_claims_grad.py): the last 2 of 6 residual-MLP blocks
 # checkpointed, barriers kept.
@@ -63,7 +61,9 @@ class CheckpointLastStage(Rule):
     differentiates (`return forward(params, x).mean()`), is reported too, and the message names
     the place of the differentiation. So is one a grad reaches through other modules' cheap tails,
     up to three calls away: `train.py` differentiates `loss` of `model.py`, which ends with
-    `head(params, h)` of `layers.py`, whose last stage is a checkpointed call.
+    `head(params, h)` of `layers.py`, whose last stage is a checkpointed call, or which is itself
+    a checkpoint (`@jax.checkpoint def head`, `head = jax.checkpoint(f)`: reported there, unless a
+    grad differentiates it whole, REM101's case, or a loop body in the project calls it).
 
     ## Why is this bad?
     A checkpoint saves memory only when something runs between its forward pass and its backward
@@ -166,6 +166,12 @@ class CheckpointLastStage(Rule):
     ]
 
     def check(self) -> None:
+        import libcst as cst
+
+        from remat_lint.analysis.differentiation import pullback_deferred
+        from remat_lint.analysis.last_stage import last_stages
+        from remat_lint.analysis.smoke_tests import in_smoke_test
+
         ctx = self.ctx
         if not ctx.sites:
             return
@@ -189,11 +195,28 @@ class CheckpointLastStage(Rule):
             if isinstance(s, cst.FunctionDef) and id(s) not in differentiated
             and not any(ctx.callables.site_of(d) for d in s.decorators)  # a whole checkpoint is REM101's
         ])
+        self._exported_checkpoints({id(s) for d in ctx.differentiations.all for s in (d.denoted.sites or d.denoted.wrapped)})
+
+    def _exported_checkpoints(self, differentiated: set[int]) -> None:
+        """The checkpoints other modules can import under a name (``@jax.checkpoint def head``,
+        ``head = jax.checkpoint(f)``) and this one does not differentiate whole (REM101's case,
+        which also makes these candidates): a function of another module may end with a call of
+        one, which is then its last stage."""
+        from remat_lint.analysis.exports import exported_name
+
+        for site in self.ctx.sites:
+            skip = id(site) in differentiated or self._exempt(site)
+            name = exported_name(self.ctx.model, site) if not skip else None
+            if name is not None:
+                of = {name: {"after": [], "through": []}}
+                self.report(site.node, "", pending=True, symbols=[name], called=name, of=of, checkpoint=True)
 
     def _exported(self, functions: list[cst.FunctionDef]) -> None:
         """The last stages of module-level functions that another module may differentiate: the
         project phase decides (check_project). One candidate per stage, with every function
         whose last stage it is."""
+        from remat_lint.analysis.last_stage import last_stages
+
         stages: dict[int, tuple[LastStage, dict[str, dict[str, Any]]]] = {}
         for function in functions:
             for stage in last_stages(self.ctx.model, self.ctx.callables, function):
@@ -209,21 +232,29 @@ class CheckpointLastStage(Rule):
         if module is None:
             return []
         kept = []
+        bodies = project.loop_bodies()
         for finding in candidates:
-            uses = [
+            checkpoint = bool(finding.data.get("checkpoint"))  # the symbol is the checkpoint itself
+            reaches = [
                 (name, reach)
                 for name in finding.data["symbols"]
                 for reach in project.differentiations_reaching((module.name, name))
                 if reach.differentiation.kind in _WORST_FIRST
             ]
-            if uses:
-                name, reach = min(uses, key=lambda use: use[1].rank(_WORST_FIRST))
+            if checkpoint and (
+                any(reach.whole for _, reach in reaches)  # differentiated whole: REM101's
+                or any(project.reaches(body, (module.name, finding.data["symbols"][0])) for body in bodies)
+            ):
+                continue  # a loop body somewhere calls it: the checkpoint does its job there
+            if reaches:
+                name, reach = min(reaches, key=lambda use: use[1].rank(_WORST_FIRST))
                 d = reach.differentiation
                 where = f"{os.path.relpath(reach.module.path, os.path.dirname(module.path))}:{d.row}"
                 stage = finding.data["of"][name]
                 after = [*stage["after"], *reach.after]
                 # Differentiated itself, or called last by the differentiated function (through other tails).
-                through = (*reach.path[1:], name, *stage["through"]) if reach.path else tuple(stage["through"])
+                on_way = () if checkpoint else (name,)
+                through = (*reach.path[1:], *on_way, *stage["through"]) if reach.path else tuple(stage["through"])
                 differentiated = reach.path[0] if reach.path else name
                 effect = EFFECT[_effect_of(d.kind, after)].format(t=d.transform)
                 finding.message = message(finding.data["called"], f"`{differentiated}`", after, effect, through, where)
@@ -234,11 +265,15 @@ class CheckpointLastStage(Rule):
     def _exempt(self, site: RematSite) -> bool:
         """A checkpoint with a policy that saves something, one made for a loop body, or a linen
         remat (calling its result constructs a Module)."""
+        from remat_lint.analysis.differentiation import default_policy
+
         if site.api.family == "flax":
             return True
         return not default_policy(self.ctx.model, site) or self.ctx.loops.is_loop_body(site)
 
     def _message(self, d: Differentiation, function: cst.FunctionDef | cst.Lambda, stage: LastStage) -> str:
+        import libcst as cst
+
         ctx = self.ctx
         name = f"`{function.name.value}`" if isinstance(function, cst.FunctionDef) else "the differentiated lambda"
         transform = ctx.code(d.node.func if isinstance(d.node, cst.Call) else d.node.decorator)

@@ -26,6 +26,19 @@ def loss_without_checkpoint(params, batch):
     return jnp.mean((layers._project(params[-1], model._trunk(params, x)) - y) ** 2)
 
 
+def readout_loss_without_checkpoint(params, batch):
+    """model.readout_loss with layers.readout not checkpointed."""
+    x, y = batch
+    return jnp.mean((layers.readout.__wrapped__(params[-1], model._trunk(params, x)) - y) ** 2)
+
+
+def stacked_loss_without_checkpoint(stacked, batch):
+    """model.stacked_loss with layers.layer not checkpointed."""
+    x, y = batch
+    h, _ = jax.lax.scan(lambda h, w: (layers.layer.__wrapped__(w, h), None), x, stacked[:-1])
+    return jnp.mean((layers.layer.__wrapped__(stacked[-1], h) - y) ** 2)
+
+
 def accumulated_without_checkpoint(params, microbatches):
     """objectives.accumulated with losses.microbatch_loss not checkpointed."""
     loss = losses.microbatch_loss.__wrapped__
@@ -49,10 +62,12 @@ def main():
     vag = jax.value_and_grad
     costs = {  # [without the checkpoint, with it (as train.py differentiates it)]
         "REM102 loss": [cost(vag(loss_without_checkpoint), params, batch), cost(train.step, params, batch)],
+        "REM102 readout_loss": [cost(vag(readout_loss_without_checkpoint), params, batch), cost(train.readout_step, params, batch)],
         "REM101 objective": [cost(vag(losses.loss_fn.__wrapped__), params, batch), cost(train.wrapper_step, params, batch)],
         "quiet accumulated": [cost(vag(accumulated_without_checkpoint), params, microbatches),
                               cost(train.accumulated_step, params, microbatches)],
         "quiet scan": [cost(jax.grad(scan_loss_without_checkpoint), stacked, batch), cost(train.scan_step, stacked, batch)],
+        "quiet stacked": [cost(vag(stacked_loss_without_checkpoint), stacked, batch), cost(train.stacked_step, stacked, batch)],
     }
     json.dump(costs, sys.stdout)
 

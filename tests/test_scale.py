@@ -79,7 +79,8 @@ def test_flake8_plugin_imports_libcst_only_for_a_file_that_needs_a_parse(tmp_pat
 
 def test_warm_run_with_a_project_wide_finding_imports_no_libcst(tmp_path):
     """REM101 confirmed in the project phase (another module differentiates the checkpoint): a warm
-    run imports that rule only, not libcst or the analyses its per-file check needs."""
+    run imports the rules with candidates there only (REM102 asks whether a grad reaches the
+    checkpoint as a last stage), not libcst or the analyses their per-file checks need."""
     (tmp_path / "pyproject.toml").write_text("")
     (tmp_path / "model.py").write_text("import jax\n\n\n@jax.checkpoint\ndef loss(p, x):\n    return (p * x).sum()\n")
     (tmp_path / "train.py").write_text("import jax\n\nfrom model import loss\n\ngrads = jax.grad(loss)\n")
@@ -88,4 +89,5 @@ def test_warm_run_with_a_project_wide_finding_imports_no_libcst(tmp_path):
     assert "libcst" in cold and "REM101" in cold_out
     warm_out, warm = _modules_after(args, tmp_path)
     assert warm_out == cold_out
-    assert warm == ["remat_lint.rules.rem101_checkpoint_whole_loss", "remat_lint.reporters.text"]
+    assert warm == ["remat_lint.rules.rem101_checkpoint_whole_loss", "remat_lint.rules.rem102_checkpoint_last_stage",
+                    "remat_lint.reporters.text"]
