@@ -91,6 +91,18 @@ class Program:
 
         return g
 
+    def flat(self, closed: core.ClosedJaxpr) -> tuple[Callable[..., Any], list[Any]]:
+        """``closed`` as a function of the flattened arguments, and those arguments (what ``jax.vjp``
+        differentiates in all inputs)."""
+        g = self.function(closed)
+        leaves, tree = jax.tree_util.tree_flatten((self.args, self.kwargs))
+
+        def flat(*xs: Any) -> Any:
+            a, k = jax.tree_util.tree_unflatten(tree, xs)
+            return g(*a, **k)
+
+        return flat, leaves
+
     def variant(self, edits: dict[int, Edit]) -> core.ClosedJaxpr:
         """The program with the equations whose ``id`` is in ``edits`` rewritten."""
         return rewrite(self.closed, lambda eqn: edits.get(id(eqn))) if edits else self.closed
@@ -127,13 +139,7 @@ class Program:
         the backward pass never reads, so this is what JAX saves, not the compiled temp."""
         key = self._key(edits)
         if key not in self._residuals:
-            g = self.function(self.variant(self.effective(edits)))
-            leaves, tree = jax.tree_util.tree_flatten((self.args, self.kwargs))
-
-            def flat(*xs: Any) -> Any:
-                a, k = jax.tree_util.tree_unflatten(tree, xs)
-                return g(*a, **k)
-
+            flat, leaves = self.flat(self.variant(self.effective(edits)))
             jaxpr = jax.make_jaxpr(lambda *xs: jax.vjp(flat, *xs)[1])(*leaves).jaxpr
             arguments = set(jaxpr.invars)
             self._residuals[key] = sum(aval_bytes(v.aval) for v in jaxpr.outvars if not (isinstance(v, core.Var) and v in arguments))

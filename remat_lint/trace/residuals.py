@@ -152,13 +152,7 @@ def attributed_residuals(fun: Callable[..., Any], program: Program, sites: Seque
     """``print_saved_residuals``'s entries for the target, each with the index of the site that
     computed it (None: outside checkpoints)."""
     tagged = {id(eqn): Edit(scope=f"{_TAG}{i}") for i, site in enumerate(sites) if not site.opaque for eqn in site.eqns}
-    g = program.function(program.variant(tagged))
-    leaves, in_tree = jax.tree_util.tree_flatten((program.args, program.kwargs))
-
-    def flat(*xs: Any) -> Any:
-        a, k = jax.tree_util.tree_unflatten(in_tree, xs)
-        return g(*a, **k)
-
+    flat, leaves = program.flat(program.variant(tagged))
     closed, out_shape = jax.make_jaxpr(lambda *xs: jax.vjp(flat, *xs), return_shape=True)(*leaves)
     jaxpr = closed.jaxpr
     n_res = len(jax.tree_util.tree_leaves(out_shape[1]))
