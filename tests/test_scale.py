@@ -91,3 +91,18 @@ def test_warm_run_with_a_project_wide_finding_imports_no_libcst(tmp_path):
     assert warm_out == cold_out
     assert warm == ["remat_lint.rules.rem101_checkpoint_whole_loss", "remat_lint.rules.rem102_checkpoint_last_stage",
                     "remat_lint.reporters.text"]
+
+
+def test_cold_run_on_remat_words_outside_the_code_imports_no_libcst(tmp_path):
+    """Stage 3 from the text (remat_lint/text_references.py) rejects, in the main process, a file
+    whose remat words sit in a docstring, a comment, a string or on a module holding no API: a
+    cold run parses nothing, so it imports no libcst and starts no worker."""
+    (tmp_path / "io.py").write_text(
+        '"""Save a checkpoint of the model (jax.checkpoint is unrelated)."""\nimport orbax.checkpoint as ocp\n\n'
+        "# remat later\nocp.save('checkpoint', 1)\n"
+    )
+    (tmp_path / "model.py").write_text(BAD)
+    out, imported = _modules_after(["--no-cache", "--output-format", "concise", "io.py"], tmp_path)
+    assert out == "" and imported == ["remat_lint.reporters.text"]
+    out, imported = _modules_after(["--no-cache", "--output-format", "concise", "io.py", "model.py"], tmp_path)
+    assert "REM001" in out and "libcst" in imported  # the same run with a file to parse: the check above can fail
