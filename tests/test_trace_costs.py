@@ -78,6 +78,11 @@ MODEL = textwrap.dedent(
     whole_loss = jax.checkpoint(plain_loss)  # WHOLE_SITE
 
 
+    def dead_loss(ps, x):
+        block_ckpt(ps[0], x)  # its value never reaches the loss: every variant lowers to one program
+        return plain_loss(ps, x)
+
+
     class Block(nn.Module):
         @nn.compact
         def __call__(self, x):
@@ -99,7 +104,7 @@ SITES = {m: n for n, line in enumerate(MODEL.splitlines(), 1) for m in MARKERS i
 CHILD = """
 import importlib.util, json, sys
 import jax, jax.numpy as jnp
-from remat_lint.trace.costs import Program, fast_compile_options, memory_evidence, traced
+from remat_lint.trace.costs import Program, edits_for, fast_compile_options, memory_evidence, traced
 from remat_lint.trace import residuals
 from remat_lint.trace.residuals import site_report
 
@@ -142,6 +147,9 @@ out.update({
     "not_a_site": memory_evidence(code, m.deep_loss, deep, {}, 1),
     "not_scalar": memory_evidence(code, lambda ps, x: m.block_ckpt(ps[0], x), deep, {}, sites["DEEP_SITE"]),
 })
+dead = Program.trace(m.dead_loss, deep, {})
+out["dead_rows"] = [dead.costs(edits_for(dead.sites, edit)) for edit in residuals.VARIANTS.values()]
+out["dead_compiles"] = dead.compiles
 print(json.dumps(out))
 """
 
@@ -222,6 +230,12 @@ def test_a_large_program_compiles_only_the_rows_within_the_slack_of_the_lowest_t
     # the small program compiled every row: dots_with_no_batch_dims_saveable has the temp of nothing_saveable and
     # fewer FLOPs, which residual bytes (5x) did not foresee; the large-program rule leaves it out
     assert small_site["recommendation"].startswith("policy=dots_with_no_batch_dims_saveable: the fewest FLOPs among the variants")
+
+
+def test_variants_that_lower_to_one_program_share_one_compile(results: dict[str, Any]) -> None:
+    # five rows with different edits (so different cache keys) for a checkpoint whose value is dead code
+    assert len(results["dead_rows"]) == 5 and all(row == results["dead_rows"][0] for row in results["dead_rows"])
+    assert results["dead_compiles"] == 1
 
 
 def test_whole_loss_checkpoint_is_confirmed_under_value_and_grad(results: dict[str, Any]) -> None:
