@@ -52,6 +52,7 @@ class Project:
         self.modules: dict[str, ProjectModule] = {}
         self.by_path: dict[str, ProjectModule] = {}
         self._loop_bodies: set[Symbol] | None = None  # computed once, for every file's project phase
+        self._reached: dict[Symbol, list[Reach]] | None = None  # the same
 
     def add(self, path: str, summary: ModuleSummary, facts: dict[str, Any]) -> None:
         """Index a file; outside the root (or without one) it is named as a top-level module, the
@@ -64,7 +65,7 @@ class Project:
         for name in names:
             self.modules.setdefault(name, module)
         self.by_path[os.path.realpath(path)] = module
-        self._loop_bodies = None
+        self._loop_bodies = self._reached = None
 
     def module_of(self, path: str) -> ProjectModule | None:
         return self.by_path.get(os.path.realpath(path))
@@ -148,28 +149,34 @@ class Project:
         """The differentiations in other modules that reach the module-level function ``symbol``:
         of ``symbol`` itself, or of a function that returns what ``symbol`` returns with only cheap
         work after it, through tail calls across modules (``train.py`` differentiates ``loss`` of
-        ``model.py``, which ends with ``head`` of ``layers.py``), at most ``CALL_DEPTH`` calls."""
-        found = []
-        for module in self.by_path.values():
-            for d in module.summary.differentiated:
-                start = self.resolve(module, d.ref)
-                if start is None:
-                    continue
-                path = (d.via,) if d.via else ()
-                frontier, seen = [(start, path, d.after, d.via is None)], {start}
-                for _ in range(CALL_DEPTH + 1):
-                    following = []
-                    for function, path, after, whole in frontier:
-                        if function == symbol and module.name != symbol[0]:
-                            found.append(Reach(module, d, path, after, whole))
-                        owner = self.modules[function[0]]
-                        for tail in owner.summary.tail_calls.get(function[1], ()):
-                            callee = self.resolve(owner, tail.ref)
-                            if callee is not None and callee not in seen:
-                                seen.add(callee)
-                                following.append((callee, (*path, function[1]), (*tail.after, *after), whole and tail.whole))
-                    frontier = following
-        return found
+        ``model.py``, which ends with ``head`` of ``layers.py``), at most ``CALL_DEPTH`` calls.
+        Computed once for every function, for every file's project phase."""
+        if self._reached is None:
+            self._reached = {}
+            for module in self.by_path.values():
+                for d in module.summary.differentiated:
+                    for function, reach in self._tails_from(module, d):
+                        if function[0] != module.name:
+                            self._reached.setdefault(function, []).append(reach)
+        return self._reached.get(symbol, [])
+
+    def _tails_from(self, module: ProjectModule, d: Differentiated) -> Iterator[tuple[Symbol, Reach]]:
+        """The function ``d`` differentiates, and those its cheap tails call, across modules."""
+        start = self.resolve(module, d.ref)
+        if start is None:
+            return
+        frontier, seen = [(start, (d.via,) if d.via else (), d.after, d.via is None)], {start}
+        for _ in range(CALL_DEPTH + 1):
+            following = []
+            for function, path, after, whole in frontier:
+                yield function, Reach(module, d, path, after, whole)
+                owner = self.modules[function[0]]
+                for tail in owner.summary.tail_calls.get(function[1], ()):
+                    callee = self.resolve(owner, tail.ref)
+                    if callee is not None and callee not in seen:
+                        seen.add(callee)
+                        following.append((callee, (*path, function[1]), (*tail.after, *after), whole and tail.whole))
+            frontier = following
 
     def calls_of(self, symbol: Symbol, *, instance: bool) -> list[tuple[ProjectModule, ImportedCall]]:
         """Where other modules call the module-level name ``symbol`` (``instance``: call what
