@@ -223,11 +223,10 @@ class CheckpointWholeLoss(Rule):
         if module is None:
             return []
         kept = []
-        bodies = project.loop_bodies()
         for finding in candidates:
             symbol = (module.name, str(finding.data["symbols"][0]))
-            if any(project.reaches(body, symbol) for body in bodies):
-                continue  # a loop body (or what one calls) somewhere: the checkpoint does its job there
+            if project.in_loop_body(symbol):
+                continue
             uses = [reach for reach in project.differentiations_reaching(symbol) if reach.whole]  # itself, or a wrapper
             if uses:
                 reach = min(uses, key=lambda r: r.rank(_WORST_FIRST))

@@ -232,7 +232,6 @@ class CheckpointLastStage(Rule):
         if module is None:
             return []
         kept = []
-        bodies = project.loop_bodies()
         for finding in candidates:
             checkpoint = bool(finding.data.get("checkpoint"))  # the symbol is the checkpoint itself
             reaches = [
@@ -243,9 +242,9 @@ class CheckpointLastStage(Rule):
             ]
             if checkpoint and (
                 any(reach.whole for _, reach in reaches)  # differentiated whole: REM101's
-                or any(project.reaches(body, (module.name, finding.data["symbols"][0])) for body in bodies)
+                or project.in_loop_body((module.name, finding.data["symbols"][0]))
             ):
-                continue  # a loop body somewhere calls it: the checkpoint does its job there
+                continue
             if reaches:
                 name, reach = min(reaches, key=lambda use: use[1].rank(_WORST_FIRST))
                 d = reach.differentiation

@@ -167,13 +167,12 @@ class PreventCseOutsideScan(Rule):
         if module is None:
             return []
         kept = []
-        bodies = project.loop_bodies()
         for finding in candidates:
             symbol = (module.name, str(finding.data["symbols"][0]))
             uses = [(m, fact) for m, facts in project.facts(cls.code) for fact in facts if project.resolve(m, fact[:2]) == symbol]
             if not uses or not all(fact[2] for _, fact in uses):
                 continue  # a library's public API (its users may scan it), or a result used otherwise
-            if any(fact[3] and project.reaches(body, (m.name, fact[3])) for m, fact in uses for body in bodies):
+            if any(fact[3] and project.in_loop_body((m.name, fact[3])) for m, fact in uses):
                 continue  # called inside a loop body somewhere in the project
             other, fact = min(uses, key=lambda use: (use[0].path, use[1][3] or ""))
             where = os.path.relpath(other.path, os.path.dirname(module.path)) + (f", in `{fact[3]}`" if fact[3] else "")

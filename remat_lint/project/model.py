@@ -203,6 +203,11 @@ class Project:
             }
         return self._loop_bodies
 
+    def in_loop_body(self, symbol: Symbol) -> bool:
+        """A scan or loop body of the project is ``symbol`` or calls it (up to ``CALL_DEPTH`` calls):
+        a checkpoint there does its job."""
+        return any(self.reaches(body, symbol) for body in self.loop_bodies())
+
     def reaches(self, start: Symbol, goal: Symbol, depth: int = CALL_DEPTH) -> bool:
         """``start`` is ``goal`` or calls it, at most ``depth`` calls away, across modules."""
         frontier, seen = [start], {start}
