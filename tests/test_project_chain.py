@@ -94,3 +94,26 @@ def test_rem101_the_forward_runs_twice_and_no_memory_is_saved(costs):
 def test_the_quiet_twins_checkpoints_save_memory(costs, twin):
     without, checkpointed = costs[twin]
     assert checkpointed["temp"] < 0.5 * without["temp"], costs[twin]  # measured -91 %, -71 % and -58 %
+
+
+LAYERS = "import jax\n\n\n@jax.checkpoint\ndef head(w, h):\n    return jax.nn.gelu(h @ w)\n"
+
+
+@pytest.mark.parametrize(
+    ("model", "expected"),
+    [
+        # the grad's module ends its loss with the imported checkpoint: its last stage
+        ("def loss(w, x):\n    return jnp.mean(head(w, x) ** 2)\n\n\ngrads = jax.value_and_grad(loss)\n",
+         "REM102 `head(...)` is the last stage of `loss`: checkpointing it saves little or no memory"),
+        # differentiated whole: REM101's finding, and no REM102 beside it
+        ("grads = jax.value_and_grad(head)\n",
+         "REM101 The whole function differentiated by `jax.value_and_grad` at model.py:6 is checkpointed"),
+    ],
+)
+def test_an_imported_checkpoint_called_last_is_the_last_stage(tmp_path, capsys, monkeypatch, model, expected):
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "layers.py").write_text(LAYERS)
+    (tmp_path / "model.py").write_text("import jax\nimport jax.numpy as jnp\n\nfrom layers import head\n\n" + model)
+    monkeypatch.chdir(tmp_path)
+    main(["--no-cache", "--output-format", "concise", "layers.py"])
+    assert [line.split(": ", 1)[1] for line in capsys.readouterr().out.splitlines() if ": REM" in line] == [expected]
