@@ -11,7 +11,8 @@ doubt:
 - one regular expression finds the comments and strings; the text between them must hold no
   quote (so the scan never lost step: a file Python cannot parse is left to ``ast``), and an
   f-string or t-string whose braces do not balance (a quote nested inside it, Python 3.12) leaves
-  a doubt; what f- and t-strings hold counts as code;
+  a doubt; its replacement fields count as code (all of it when a field holds a quote, a comment
+  or a backslash);
 - every ``import`` word in the code must be part of an import statement read here (one logical
   line at the start of a physical line, parenthesised lists allowed); ``import *`` is never read;
 - a token occurrence in the code is a use whose root is the first name of its dotted chain
@@ -75,7 +76,8 @@ class TextReferences:
                 if body.count("{") != body.count("}"):
                     self.ok = False  # a quote nested in a replacement field (Python 3.12)
                     return
-                continue  # what a replacement field holds is code
+                self._skipped += _literal_parts(source, start, end)  # what a replacement field holds is code
+                continue
             self._skipped += (start, end)
         if "'" in source[code_end:] or '"' in source[code_end:]:
             self.ok = False
@@ -194,6 +196,32 @@ class TextReferences:
             else:
                 return j
         return -1
+
+
+def _literal_parts(source: str, start: int, end: int) -> list[int]:
+    """The spans, flattened, of an f- or t-string literal's text outside its replacement fields;
+    none (all of it counts as code) when a field holds a quote, a comment or a backslash, whose
+    braces could then be text, or when the braces do not nest."""
+    spans, depth, i = [start], 0, start
+    while i < end:
+        char = source[i]
+        if depth == 0 and source.startswith(("{{", "}}"), i):
+            i += 2
+            continue
+        if char == "{":
+            if depth == 0:
+                spans.append(i)
+            depth += 1
+        elif char == "}":
+            depth -= 1
+            if depth < 0:
+                return []
+            if depth == 0:
+                spans.append(i + 1)
+        elif depth and char in "'\"#\\":
+            return []
+        i += 1
+    return [*spans, end] if depth == 0 else []
 
 
 def _word_char(char: str) -> bool:

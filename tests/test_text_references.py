@@ -48,6 +48,7 @@ REJECTED = [
     "import torch.utils.checkpoint\ntorch.utils.checkpoint.checkpoint(f, x)\n",
     "def f(x):\n    return g(x).checkpoint\n",  # a call's attribute: the semantic model resolves no call results
     "s = r'a\\'' + \"\"\"jax.checkpoint\n\"\"\"\nimport jax\n",
+    "import jax\nprint(f'saved the checkpoint at step {step:>{width}} ({{remat}})')\n",  # an f-string's text
 ]
 
 
@@ -64,6 +65,7 @@ NOT_REJECTED = [
     "import jax\ny = (jax.\n     checkpoint)(f)\n",
     "from jax import (\n    checkpoint,  # x\n)\n",
     "import jax\nprint(f'{jax.checkpoint(f)}')\n",  # a replacement field is code
+    "import jax\nx = f\"{'}' + jax.checkpoint(f) + '{'}\"\n",  # braces in a field's strings
     "import jax\nif c: import flax\njax.checkpoint(f)\n",  # an import not read here
     "from flax.linen import *\nremat(Block)\n",
     "import jax\nremat = jax\nremat.checkpoint(f)\n",
