@@ -1,0 +1,56 @@
+"""Which parameter a negative or out-of-range ``static_argnums`` index selects under ``jax.checkpoint``
+(analysis/static_args.py), seen through REM011's report of a string passed to a traced parameter:
+reported only when the selection is certain, quiet when it depends on what each call passes
+(``*args``, a default)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.helpers import lint
+
+CALLED_WITH_A_STRING = """
+import jax
+
+def f({params}):
+    return x
+
+g = jax.checkpoint(f, static_argnums={index})
+y = g(1.0, "train")
+"""
+TRACED_N = ("`\"train\"` is passed to `n`, which `jax.checkpoint` traces (not in `static_argnums`). The call raises "
+            "`TypeError: Argument ... of type <class 'str'> is not a valid JAX type`; make `n` static (`static_argnums`), "
+            "counting as `jax.checkpoint` does")
+
+
+def rem011(params: str, index: str) -> list[tuple[int, str]]:
+    return [(f.start.row, f.message) for f in lint(CALLED_WITH_A_STRING.format(params=params, index=index), {"REM011"})]
+
+
+@pytest.mark.parametrize(("params", "index"), [("x, n", "-2"), ("x, n", "0"), ("x, n=1", "0")])
+def test_a_certain_selection_leaves_n_traced(params, index):
+    assert rem011(params, index) == [(8, TRACED_N)]
+
+
+@pytest.mark.parametrize(("params", "index"), [("x, n", "-1"), ("x, n", "1")])
+def test_n_selected(params, index):
+    assert rem011(params, index) == []
+
+
+@pytest.mark.parametrize(
+    ("params", "index"),
+    [
+        ("x, n, *rest", "5"),  # past the parameters, but *rest may take it
+        ("x, n, *rest", "-1"),  # the last argument passed: n, or one of *rest
+        ("x, n=1", "-1"),  # n, or x when the call leaves n at its default
+    ],
+)
+def test_a_selection_that_depends_on_the_call_is_left_alone(params, index):
+    assert rem011(params, index) == []
+
+
+def test_a_negative_index_past_the_first_parameter_is_out_of_range():
+    [(row, message)] = rem011("x, n", "-3")
+    assert row == 7
+    assert message.split(". ", 1)[1].startswith("Index -3 is out of range: `f` takes 2 positional arguments, so every "
+                                                "call raises `ValueError: ")
