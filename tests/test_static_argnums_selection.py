@@ -54,3 +54,36 @@ def test_a_negative_index_past_the_first_parameter_is_out_of_range():
     assert row == 7
     assert message.split(". ", 1)[1].startswith("Index -3 is out of range: `f` takes 2 positional arguments, so every "
                                                 "call raises `ValueError: ")
+
+
+FLAX_BLOCK = """
+import flax.linen as nn
+from flax.linen import partitioning as nn_partitioning
+
+class Block(nn.Module):
+    @nn.compact
+    def __call__(self, {params}):
+        if train:
+            x = x * 2
+        return nn.Dense(4)(x)
+
+RematBlock = {api}(Block, static_argnums={index})
+"""
+
+
+@pytest.mark.parametrize(
+    ("api", "params", "index", "expected"),
+    [
+        # nn_partitioning.remat ignores negative indices and counts from the first argument after self
+        ("nn_partitioning.remat", "x, train", "(-1,)", [("REM202", 8), ("REM011", 12)]),
+        ("nn_partitioning.remat", "train, x", "(0,)", []),
+        # nn.remat: -1 is Flax's variable groups, and -2 the last argument
+        ("nn.remat", "train, x", "(-1,)", [("REM202", 8), ("REM011", 12)]),
+        ("nn.remat", "x, train", "(-2,)", [("REM011", 12)]),
+        ("nn.remat", "x, train", "(2,)", []),
+    ],
+)
+def test_what_flax_makes_static_decides_whether_a_python_if_on_train_fails(api, params, index, expected):
+    """REM202 reports ``if train:`` exactly when ``train`` stays traced under the API's own counting."""
+    findings = lint(FLAX_BLOCK.format(api=api, params=params, index=index))
+    assert [(f.code, f.start.row) for f in findings] == expected
