@@ -14,7 +14,8 @@ confirms, up to ``CONFIRMATIONS`` compiles, the assignments that could still bea
 compiled fit: predicted to fit within the largest error measured so far, predicted fits first, fewest
 predicted FLOPs first. The cheapest compiled fit is chosen; where nothing fits, the smallest peak
 compiled is reported. Residual bytes saved per site are exact: the residuals of ``jax.vjp`` of the
-program with that site changed, from its jaxpr (no compile).
+program with that site changed, arguments excluded, from its jaxpr (no compile; ``Program.residual_bytes``,
+shared with the site table).
 
 ``parse_budget`` and ``format_plans`` run in the main process: this module imports JAX only inside
 the functions the worker calls.
@@ -168,7 +169,7 @@ class Search:
         self.host_memory = host_memory()
         self.programs: set[int] = set()  # the programs compiled, by identity of their costs (one per compile, shared)
         self.today = self.measure(())
-        self.today_residuals = residual_bytes(program, {})
+        self.today_residuals = program.residual_bytes({})  # shared with the site table
         self.options: list[list[_Option]] = []  # per site; the first is the site as written
         for i, site in enumerate(self.sites):
             row = []
@@ -177,7 +178,7 @@ class Search:
                     row.append(_Option(i, c, self.today, self.today_residuals))
                     continue
                 change = (_Option(i, c, self.today, 0),)
-                row.append(_Option(i, c, self.measure(change), residual_bytes(program, self.edits(change))))
+                row.append(_Option(i, c, self.measure(change), program.residual_bytes(self.edits(change))))
             self.options.append(row)
         # every assignment compiled, by its candidates' names: today's, each single-site change, no checkpoint at all
         self.known: dict[tuple[str, ...], tuple[Assignment, Costs]] = {}
@@ -325,22 +326,6 @@ def _policy_text(site: Site) -> str:
     if type(site.params["policy"]).__name__ == "SaveOnlyTheseNames" and names is not None:
         return f"save_only_these_names({', '.join(repr(n) for n in sorted(names))})"
     return site.policy
-
-
-def residual_bytes(program: Program, edits: dict[int, Edit]) -> int:
-    """Bytes of everything ``jax.vjp`` keeps for the backward pass of the program, differentiated in
-    all its inputs as the site tables' residual lists are (from its jaxpr, no compile)."""
-    import jax
-
-    g = program.function(program.variant(edits))
-    leaves, tree = jax.tree_util.tree_flatten((program.args, program.kwargs))
-
-    def flat(*xs: Any) -> Any:
-        a, k = jax.tree_util.tree_unflatten(tree, xs)
-        return g(*a, **k)
-
-    shapes = jax.eval_shape(lambda *xs: jax.vjp(flat, *xs)[1], *leaves)
-    return sum(int(math.prod(s.shape)) * s.dtype.itemsize for s in jax.tree_util.tree_leaves(shapes))
 
 
 # --- text output (main process) ---------------------------------------------------------------------
