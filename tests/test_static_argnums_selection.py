@@ -87,3 +87,16 @@ def test_what_flax_makes_static_decides_whether_a_python_if_on_train_fails(api, 
     """REM202 reports ``if train:`` exactly when ``train`` stays traced under the API's own counting."""
     findings = lint(FLAX_BLOCK.format(api=api, params=params, index=index), {"REM011", "REM202"})
     assert [(f.code, f.start.row) for f in findings] == expected
+
+
+@pytest.mark.parametrize(("index", "out_of_range"), [("-4", False), ("-5", False), ("-6", True)])
+def test_a_negative_nn_remat_index_past_the_arguments_is_out_of_range_only_past_flaxs_groups(index, out_of_range):
+    """Past ``x`` and ``train``, a shifted negative index lands on Flax's two groups (no ``ValueError``),
+    and only further out is out of range."""
+    [finding] = lint(FLAX_BLOCK.format(api="nn.remat", params="x, train", index=f"({index},)"), {"REM011"})
+    shifted = (f"`static_argnums=({index},)` fails or selects the wrong argument in `nn.remat`. Flax shifts negative "
+               f"indices by one, so {index} selects what {int(index) + 1} would in `jax.checkpoint`; use the positive index")
+    beyond = (f"; index {index} is out of range: `__call__` takes 3 positional arguments counting `self`, so every call "
+              "raises `ValueError: Positional argument indices, e.g. for static_argnums, must have value greater than or "
+              "equal to -len(args) ...`")
+    assert finding.message == shifted + (beyond if out_of_range else "")
