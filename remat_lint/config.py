@@ -10,6 +10,7 @@ from __future__ import annotations
 import fnmatch
 import functools
 import os
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -161,11 +162,8 @@ class Settings:
         """Whether a directory entry met while walking is excluded: globs match the entry's own
         name or root-relative path, not its parents', so a path given explicitly is linted."""
         rel = self.relative(path)
-        for glob in (*self.exclude, *self.extend_exclude):
-            pattern = glob.rstrip("/")
-            if fnmatch.fnmatchcase(str(rel) if "/" in pattern else rel.name, pattern):
-                return True
-        return False
+        by_name, by_path = _exclude_patterns((*self.exclude, *self.extend_exclude))
+        return bool(by_name and by_name.match(rel.name)) or bool(by_path and by_path.match(str(rel)))
 
     def is_test_file(self, path: str) -> bool:
         return self.matches(path, self.test_paths)
@@ -174,6 +172,17 @@ class Settings:
 @functools.lru_cache(maxsize=8)
 def _resolved(root: Path) -> str:
     return str(root.resolve())
+
+
+@functools.lru_cache(maxsize=32)
+def _exclude_patterns(globs: tuple[str, ...]) -> tuple[re.Pattern[str] | None, re.Pattern[str] | None]:
+    """The exclude globs as one regular expression for entry names and one for root-relative paths
+    (a glob with a slash): every file and directory walked is matched once, not once per glob
+    (fnmatch for each of the 23 defaults was a tenth of a warm run)."""
+    patterns = [glob.rstrip("/") for glob in globs]
+    by_name = [fnmatch.translate(p) for p in patterns if "/" not in p]
+    by_path = [fnmatch.translate(p) for p in patterns if "/" in p]
+    return (re.compile("|".join(by_name)) if by_name else None, re.compile("|".join(by_path)) if by_path else None)
 
 
 def _specificity(code: str, selectors: Iterable[str]) -> int:
