@@ -38,7 +38,7 @@ _LIST = rf"{_ALIAS}(?:[ \t]*,[ \t]*{_ALIAS})*"
 _PAREN_LIST = rf"\({_SPACE}{_ALIAS}(?:{_SPACE},{_SPACE}{_ALIAS})*{_SPACE},?{_SPACE}\)"
 _IMPORT = re.compile(
     rf"^[ \t]*(?:from[ \t]+(?P<module>\.*[ \t]*(?:{_DOTTED})?)[ \t]+import[ \t]*(?P<names>{_PAREN_LIST}|[ \t]{_LIST})"
-    rf"|import[ \t]+(?P<modules>{_LIST}))[ \t]*(?:{_COMMENT})?$",
+    rf"|import[ \t]+(?P<modules>{_LIST}))[ \t]*(?:{_COMMENT})?\r?$",
     re.MULTILINE,
 )
 # Comments and string literals (a backslash escapes any character, a line break included).
@@ -63,6 +63,7 @@ class TextReferences:
         self.ok = True
         # Spans of comments and plain strings (their words are no code), sorted, flattened.
         self._skipped: list[int] = []
+        self._imports: list[int] = []  # spans of the import statements read, flattened
         code_end = 0
         for match in _LITERAL.finditer(source):
             start, end = match.span()
@@ -82,7 +83,6 @@ class TextReferences:
         if "'" in source[code_end:] or '"' in source[code_end:]:
             self.ok = False
             return
-        self._imports: list[int] = []  # spans of the import statements read, flattened
         for match in _IMPORT.finditer(source):
             if self._in(self._skipped, match.start()):
                 continue  # inside a string

@@ -46,6 +46,7 @@ REJECTED = [
     "from jax._src import ad_checkpoint\n\n@register(ad_checkpoint.remat_p)\ndef f(): ...\n",
     "from . import (\n    remat_utils,  # helpers\n    checkpoint_io,\n)\ncheckpoint_io.save()\n",
     "import torch.utils.checkpoint\ntorch.utils.checkpoint.checkpoint(f, x)\n",
+    "import orbax.checkpoint as ocp  # Windows line ends\r\nocp.save(1)\r\n",
     "def f(x):\n    return g(x).checkpoint\n",  # a call's attribute: the semantic model resolves no call results
     "s = r'a\\'' + \"\"\"jax.checkpoint\n\"\"\"\nimport jax\n",
     "import jax\nprint(f'saved the checkpoint at step {step:>{width}} ({{remat}})')\n",  # an f-string's text
