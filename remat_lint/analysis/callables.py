@@ -102,8 +102,11 @@ class Callables:
             if certain or not found:
                 return found[0] if found else Denoted()
             return _either(found)
-        if isinstance(expr, cst.Attribute):  # self.loss in a method: the class's own def
-            cls = receiver_class(model, expr.value)
+        if isinstance(expr, cst.Attribute):
+            transformed = _haiku_transformed(model, expr)
+            if transformed is not None:  # f.apply where f = hk.transform(loss): apply runs loss
+                return self.denote(transformed, depth + 1)
+            cls = receiver_class(model, expr.value)  # self.loss in a method: the class's own def
             if cls is None:
                 return Denoted()
             found_method = method(model, cls, expr.attr.value)
@@ -170,6 +173,28 @@ _WRITE_PARENTS = (
 
 def _is_write(model: SemanticModel, node: cst.Attribute) -> bool:
     return isinstance(model.parent(node), _WRITE_PARENTS)
+
+
+def _haiku_transformed(model: SemanticModel, expr: cst.Attribute) -> cst.BaseExpression | None:
+    """``fn`` of ``f.apply`` where ``f`` is certainly ``hk.transform(fn)``,
+    ``hk.transform_with_state(fn)`` or either under ``hk.without_apply_rng``."""
+    if expr.attr.value != "apply":
+        return None
+    value: cst.CSTNode | None = expr.value
+    if isinstance(value, cst.Name):
+        bindings, certain = reaching_bindings(model, value)
+        value = bindings[0].value if certain and len(bindings) == 1 and bindings[0].kind == "assign" else None
+    while isinstance(value, cst.Call) and value.args and not value.args[0].keyword and not value.args[0].star:
+        qname = model.qualified_name(value.func)
+        if qname in _HAIKU_TRANSFORMS:
+            return value.args[0].value
+        if qname != "haiku.without_apply_rng":
+            return None
+        value = value.args[0].value
+    return None
+
+
+_HAIKU_TRANSFORMS = {"haiku.transform", "haiku.transform_with_state"}
 
 
 def reaching_bindings(model: SemanticModel, name: cst.Name) -> tuple[list[Binding], bool]:
