@@ -32,7 +32,7 @@ from remat_lint.analysis.sites import RematSite
 from remat_lint.apis import DIFF_APIS, PARTIAL, DiffApi, policy_info
 
 _MAX_DEPTH = 8
-_VJPS = frozenset({"jax.vjp", "flax.nnx.vjp", "flax.linen.vjp", "equinox.filter_vjp"})
+VJPS = frozenset({"jax.vjp", "flax.nnx.vjp", "flax.linen.vjp", "equinox.filter_vjp"})
 _LOSS_WORDS = ("loss", "objective", "cost", "mse", "nll", "entropy")
 _STEP_WORDS = ("train", "step", "update", "fit", "optimi")
 # Gradients that are commonly differentiated again: forces from energies, meta-learning inner loops.
@@ -191,7 +191,7 @@ def pullback_deferred(model: SemanticModel, d: Differentiation) -> bool:
     """``d`` is a ``vjp`` whose pullback is not certainly called at once (by the statement after
     ``out, pullback = jax.vjp(...)``): kept for later, as pipeline schedules do, while only what
     it closes over stays alive."""
-    if d.api.qname not in _VJPS:
+    if d.api.qname not in VJPS:
         return False
     statement = model.parent(d.node)
     line = model.parent(statement) if isinstance(statement, cst.Assign) else None

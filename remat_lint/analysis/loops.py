@@ -127,14 +127,15 @@ class Loops:
         """The checkpoint (its result) is used as the body of a loop in this module."""
         return id(site) in self._body_sites
 
-    def in_body(self, node: cst.CSTNode) -> bool:
+    def in_body(self, node: cst.CSTNode, python_loops: bool = True) -> bool:
         """``node`` runs per iteration or per mapped element: inside a loop or vmap body function,
-        in the body expression itself, in a Python loop or in a comprehension."""
+        in the body expression itself, in a Python loop (unless not ``python_loops``) or in a
+        comprehension."""
         child = node
         for ancestor in self.model.ancestors(node):
             if id(child) in self._body_exprs or id(ancestor) in self._body_functions:
                 return True
-            if isinstance(ancestor, (cst.For, cst.While)) and child is ancestor.body:
+            if python_loops and isinstance(ancestor, (cst.For, cst.While)) and child is ancestor.body:
                 return True
             if isinstance(ancestor, _COMPREHENSIONS):
                 return True
