@@ -64,3 +64,12 @@ RematBlock = nn_partitioning.remat(Block, static_argnums=IDX)
                               "`nn_partitioning.remat` calls `sorted(static_argnums)`, so an int makes `init` raise "
                               "`TypeError: 'int' object is not iterable`")
     assert rem011(code.replace("IDX = 1", "IDX = (1,)")) == []
+
+
+CALLED_WITH_A_STRING = JAX_SITE + 'y = g(1.0, "train")\n'
+
+
+@pytest.mark.parametrize(("value", "reported"), [("(0,)", True), ("0", True), ("(1,)", False), ("(0, K)", False)])
+def test_a_string_passed_to_a_parameter_the_constant_leaves_traced(value, reported):
+    """Reported when the constant certainly leaves ``n`` traced; not when one of its indices is unknown."""
+    assert [row for row, _, _ in rem011(CALLED_WITH_A_STRING.format(value=value))] == ([11] if reported else [])
