@@ -155,9 +155,10 @@ class DeclaredNames:
 def declared_names(
     model: SemanticModel, names: CheckpointNames, exclude: set[int], mentions_checkpoint_name: bool = True
 ) -> DeclaredNames:
-    """Scan the module; ``exclude`` holds ids of string nodes that are policy names themselves.
+    """Read the module; ``exclude`` holds ids of string nodes that are policy names themselves.
     Without ``mentions_checkpoint_name`` (the word is not in the source) only strings are collected."""
-    result = DeclaredNames(set(), set())
+    strings = (node.evaluated_value for node in model.strings if id(node) not in exclude)
+    result = DeclaredNames(set(), {value for value in strings if isinstance(value, str)})
     called: set[int] = set()
     for call in model.calls:
         tagger = call.func
@@ -175,7 +176,8 @@ def declared_names(
         else:
             result.declared |= found.literals
             result.patterns |= found.patterns
-    _scan(model, model.module, exclude, called if mentions_checkpoint_name else None, result)
+    if mentions_checkpoint_name:
+        _find_passed_on(model, model.module, called, result)
     return result
 
 
@@ -198,22 +200,18 @@ def _name_argument(call: cst.Call) -> cst.BaseExpression | None:
     return positional[1].value if len(positional) > 1 else None
 
 
-def _scan(model: SemanticModel, node: cst.CSTNode, exclude: set[int], called: set[int] | None, result: DeclaredNames) -> None:
-    """Other string literals, and ``checkpoint_name`` used as a value (``partial(checkpoint_name, ...)``)."""
+def _find_passed_on(model: SemanticModel, node: cst.CSTNode, called: set[int], result: DeclaredNames) -> None:
+    """``checkpoint_name`` used as a value (``partial(checkpoint_name, ...)``, passed on) below ``node``."""
     for child in child_nodes(node):
-        if isinstance(child, cst.SimpleString):
-            if id(child) not in exclude and isinstance(child.evaluated_value, str):
-                result.strings.add(child.evaluated_value)
+        if isinstance(child, (cst.SimpleString, cst.Import, cst.ImportFrom)):
             continue
-        if isinstance(child, (cst.Import, cst.ImportFrom)):
-            continue
-        if called is not None and isinstance(child, (cst.Name, cst.Attribute)):
+        if isinstance(child, (cst.Name, cst.Attribute)):
             if id(child) not in called and model.qualified_name(child) in CHECKPOINT_NAME:
                 result.unknown.append(next((a for a in model.ancestors(child) if isinstance(a, cst.Call)), child))
             if isinstance(child, cst.Attribute):  # ``attr`` is not a reference of its own
-                _scan(model, child.value, exclude, called, result)
+                _find_passed_on(model, child.value, called, result)
             continue
-        _scan(model, child, exclude, called, result)
+        _find_passed_on(model, child, called, result)
 
 
 # The factories whose names select what is saved or offloaded (``save_anything_except_these_names``

@@ -175,6 +175,7 @@ class SemanticModel:
         self.imports: list[cst.Import | cst.ImportFrom] = []
         self.attributes: list[cst.Attribute] = []
         self.subscripts: list[cst.Subscript] = []
+        self.strings: list[cst.SimpleString] = []  # every plain string literal (REM008 reads them all)
         self._resolving: set[int] = set()
         _Builder(self).walk_module(module)
 
@@ -460,6 +461,9 @@ class _Builder:
         self.m.subscripts.append(node)
         self.visit_children(node)
 
+    def on_simple_string(self, node: cst.SimpleString) -> None:
+        self.m.strings.append(node)
+
     def on_import(self, node: cst.Import) -> None:
         self.m.imports.append(node)
         for alias in node.names:
@@ -635,6 +639,7 @@ _HANDLERS = {
     cst.Call: _Builder.on_call,
     cst.Attribute: _Builder.on_attribute,
     cst.Subscript: _Builder.on_subscript,
+    cst.SimpleString: _Builder.on_simple_string,
     cst.Import: _Builder.on_import,
     cst.ImportFrom: _Builder.on_import_from,
     cst.Assign: _Builder.on_assign,
