@@ -33,6 +33,10 @@ def loss(ps, x):
     return jnp.mean(stack(ps, x) ** 2)
 
 
+def l2(ps):
+    return 1e-4 * sum(jnp.sum(w**2) for p in ps for w in p)
+
+
 def with_aux(ps, x):
     out = stack(ps, x)
     return jnp.mean(out**2), jnp.max(out)
@@ -95,6 +99,11 @@ def main():
         "last stage grad, tail outside": [grad, cost(jax.grad(with_last_stage(lambda ps, x: jnp.mean(ck(stack)(ps, x) ** 2))), ps, x)],
         "last stage value_and_grad, tail outside": [
             vag, cost(jax.value_and_grad(with_last_stage(lambda ps, x: jnp.mean(ck(stack)(ps, x) ** 2))), ps, x)
+        ],
+        # A checkpointed data loss plus an L2 penalty outside it (REM102: the stage is all the expensive work).
+        "penalty outside value_and_grad": [
+            cost(jax.value_and_grad(lambda ps, x: loss(ps, x) + l2(ps)), ps, x),
+            cost(jax.value_and_grad(lambda ps, x: ck(loss)(ps, x) + l2(ps)), ps, x),
         ],
         # [no checkpoint, per-layer checkpoint, the same with prevent_cse=False]
         "per layer": [grad, cost(jax.grad(per_layer(True)), ps, x), cost(jax.grad(per_layer(False)), ps, x)],

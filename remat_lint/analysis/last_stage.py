@@ -34,6 +34,7 @@ _CHEAP_EXACT = frozenset(
         "optax.softmax_cross_entropy", "optax.softmax_cross_entropy_with_integer_labels",
         "optax.sigmoid_binary_cross_entropy", "optax.l2_loss", "optax.squared_error", "optax.huber_loss",
         "builtins.float", "builtins.int", "builtins.len", "builtins.dict", "builtins.tuple", "builtins.abs",
+        "builtins.sum", "jax.tree_util.tree_leaves", "jax.tree.leaves",  # an L2 penalty over the parameters
     }
 )
 _CHEAP_PREFIXES = ("jax.numpy.", "jax.nn.", "optax.losses.")
@@ -46,7 +47,7 @@ ARRAY_METHODS = frozenset(
 _CHEAP_NODES = (
     cst.Name, cst.Attribute, cst.Subscript, cst.UnaryOperation, cst.Comparison, cst.BooleanOperation,
     cst.Tuple, cst.List, cst.Dict, cst.Integer, cst.Float, cst.SimpleString, cst.ConcatenatedString,
-    cst.IfExp, cst.Ellipsis,
+    cst.IfExp, cst.Ellipsis, cst.GeneratorExp,
 )
 _SIMPLE_TAIL = (cst.Assign, cst.AnnAssign, cst.AugAssign, cst.Return, cst.Pass)
 CALL_DEPTH = 3  # plain functions followed from the differentiated one to its last stage
@@ -58,23 +59,27 @@ class LastStage:
     sites: list[RematSite]  # the checkpoints it calls
     after: list[str] = field(default_factory=list)  # the cheap operations that follow, as spelled
     through: tuple[str, ...] = ()  # the same-module functions called on the way, outermost first
+    whole: bool = False  # nothing but cheap work runs beside it: the checkpoint covers all the expensive work
 
 
 def last_stages(model: SemanticModel, callables: Callables, function: Function, depth: int = CALL_DEPTH) -> Iterator[LastStage]:
     """``depth``: how many calls of plain same-module functions to follow when the last stage is
     inside one (``return head(h).mean()`` where ``head`` returns a checkpointed call)."""
     for tail, head in _tails(function):
-        yield from _in_tail(model, callables, tail, head, depth)
+        first = isinstance(function, cst.Lambda) or len(tail) == len(_top_level(function.body))  # type: ignore[union-attr]
+        yield from _in_tail(model, callables, tail, head, depth, first)
 
 
 def tail_calls(model: SemanticModel, callables: Callables, function: Function) -> Iterator[tuple[cst.Call, list[str]]]:
-    """Calls of what is defined elsewhere (neither a checkpoint nor a function of this module)
+    """Calls of what is not a checkpoint (defined elsewhere, or a plain function of this module)
     whose result reaches the return with only cheap work after it, with that work: where the
-    last stage may be, in another module."""
+    last stage may be, in another module or through a function of this one that ends with a call
+    of another module."""
     for tail, head in _tails(function):
         for call in _calls_outside_nested_scopes(head):
             denoted = callables.denote(_unbatched(model, call.func))
-            after = _carried(model, call, tail) if not denoted.sites and denoted.function is None else None
+            plain = denoted.function is None or (isinstance(denoted.function, cst.FunctionDef) and not denoted.function.decorators)
+            after = _carried(model, call, tail) if not denoted.sites and plain else None
             if after is not None:
                 yield call, after
 
@@ -104,7 +109,7 @@ def _carried(model: SemanticModel, call: cst.Call, tail: list[cst.CSTNode]) -> l
 
 
 def _in_tail(
-    model: SemanticModel, callables: Callables, tail: list[cst.CSTNode], head: cst.CSTNode, depth: int
+    model: SemanticModel, callables: Callables, tail: list[cst.CSTNode], head: cst.CSTNode, depth: int, first: bool
 ) -> Iterator[LastStage]:
     """Checkpointed calls in ``head`` (the first node of ``tail``) after which all of ``tail``
     is cheap and carries the call's result to the return; and, ``depth`` calls deep, the last
@@ -117,12 +122,15 @@ def _in_tail(
         after = _carried(model, call, tail)
         if after is None:
             continue
+        # In the first statement with plain arguments, only cheap work runs before or after it.
+        alone = first and not any(isinstance(n, cst.Call) for a in call.args for n in _walk(a))
         if denoted.sites:
-            yield LastStage(call, denoted.sites, after)
+            yield LastStage(call, denoted.sites, after, whole=alone)
             continue
         for inner in last_stages(model, callables, callee, depth - 1):  # type: ignore[arg-type]
             through = (callee.name.value, *inner.through)  # type: ignore[union-attr]
-            yield LastStage(inner.call, inner.sites, list(dict.fromkeys([*inner.after, *after])), through)
+            after_all = list(dict.fromkeys([*inner.after, *after]))
+            yield LastStage(inner.call, inner.sites, after_all, through, whole=alone and inner.whole)
 
 
 def _unbatched(model: SemanticModel, func: cst.BaseExpression) -> cst.BaseExpression:
@@ -142,6 +150,12 @@ def _top_level(body: cst.BaseSuite) -> list[cst.CSTNode]:
     return found
 
 
+def _walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    yield node
+    for child in child_nodes(node):
+        yield from _walk(child)
+
+
 def _calls_outside_nested_scopes(node: cst.CSTNode) -> Iterator[cst.Call]:
     stack = [node]
     while stack:
@@ -153,13 +167,14 @@ def _calls_outside_nested_scopes(node: cst.CSTNode) -> Iterator[cst.Call]:
         stack.extend(child_nodes(current))
 
 
-def _cheap(model: SemanticModel, node: cst.CSTNode, skip: cst.Call, after: list[str]) -> bool:
+def _cheap(model: SemanticModel, node: cst.CSTNode, skip: cst.Call | None, after: list[str], follow: bool = True) -> bool:
     """Everything in ``node`` outside ``skip`` (the checkpointed call and its arguments) is cheap;
-    the operations seen are appended to ``after``."""
+    the operations seen are appended to ``after``. ``follow``: a call of a plain function of this
+    module whose body is cheap is cheap (one level)."""
     if node is skip:
         return True
     if isinstance(node, cst.Call):
-        spelled = _cheap_call(model, node)
+        spelled = _cheap_call(model, node) or (_cheap_function_call(model, node) if follow else None)
         if spelled is None:
             return False
         after.append(spelled)
@@ -171,7 +186,20 @@ def _cheap(model: SemanticModel, node: cst.CSTNode, skip: cst.Call, after: list[
         node, (*_CHEAP_NODES, *_SIMPLE_TAIL)
     ):
         return False
-    return all(_cheap(model, child, skip, after) for child in child_nodes(node))
+    return all(_cheap(model, child, skip, after, follow) for child in child_nodes(node))
+
+
+def _cheap_function_call(model: SemanticModel, call: cst.Call) -> str | None:
+    """``l2(p)`` where ``l2`` is an undecorated def of this module made only of plain assignments
+    and a return of cheap work (``return 1e-4 * jnp.sum(p ** 2)``): a penalty added to the loss."""
+    definition = model.definition(call.func) if isinstance(call.func, cst.Name) else None
+    if not isinstance(definition, cst.FunctionDef) or definition.decorators:
+        return None
+    statements = _top_level(definition.body)
+    cheap = bool(statements) and all(
+        isinstance(s, _SIMPLE_TAIL) and _cheap(model, s, None, [], follow=False) for s in statements
+    )
+    return f"{definition.name.value}()" if cheap else None
 
 
 def _cheap_call(model: SemanticModel, call: cst.Call) -> str | None:
