@@ -29,10 +29,12 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def test_a_linen_module_class_reached_from_another_modules_grad(project, capsys):
     assert staged(capsys, "pkg/layers.py") == [
-        (18, "`nn.scan` over layers in code differentiated by `jax.grad` at train.py:30 has no checkpoint on its body"),
-        (26, "`nn.scan` over layers in code differentiated by `jax.grad` at train.py:31 has no checkpoint on its body"),
+        (18, "`nn.scan` over layers in code differentiated by `jax.grad` at train.py:32 has no checkpoint on its body"),
+        (26, "`nn.scan` over layers in code differentiated by `jax.grad` at train.py:33 has no checkpoint on its body"),
         # StackDecoder: train.py builds the Transformer whose setup builds it
-        (47, "`nn.scan` over layers in code differentiated by `jax.grad` at train.py:40 has no checkpoint on its body"),
+        (47, "`nn.scan` over layers in code differentiated by `jax.grad` at train.py:42 has no checkpoint on its body"),
+        # DeepDecoder: train.py builds nets.Seq2Seq, whose setup builds it (DeepEncoder: nets.Featurizer, run forward)
+        (61, "`nn.scan` over layers in code differentiated by `jax.grad` at train.py:57 has no checkpoint on its body"),
     ]
 
 

@@ -56,9 +56,9 @@ def summarize(ctx: LintContext) -> ModuleSummary:
     calls: dict[str, set[Ref]] = {}
     for call in model.calls:
         ref = ref_of(model, call.func)
-        function = top_level_function(model, call) if ref is not None else None
-        if function is not None:
-            calls.setdefault(function, set()).add(ref)  # type: ignore[arg-type]
+        caller = _top_level_definition(model, call) if ref is not None else None
+        if caller is not None:
+            calls.setdefault(caller, set()).add(ref)  # type: ignore[arg-type]
     summary.calls = {name: sorted(refs) for name, refs in calls.items()}
     summary.loop_bodies = _loop_body_refs(model, loops)
     for statement in model.module.body:
@@ -116,7 +116,7 @@ def _differentiated(ctx: LintContext) -> list[Differentiated]:
         elif isinstance(function, cst.FunctionDef) and d.api.reverse:  # its last stage may be in another module
             for call, after in tail_calls(model, ctx.callables, function):
                 ref = ref_of(model, call.func)
-                if ref is not None and ref[0] != LOCAL:
+                if ref is not None:  # of this module too: a helper that ends with another module's call
                     found.append(Differentiated(ref, *place, via=function.name.value, after=tuple(after)))
     return found
 
@@ -127,7 +127,9 @@ _LIBRARIES = frozenset({"jax", "flax", "numpy", "haiku", "equinox", "optax", "fu
 
 def _tail_calls(ctx: LintContext) -> dict[str, list[TailCall]]:
     """What each undecorated module-level function ends with from another module of the project
-    (``return head(params, h).mean()``): a grad of the function may reach a last stage there."""
+    (``return head(params, h).mean()``), or through a plain function of this one (``return
+    _inner(params, batch)``, which may end with one): a grad of the function may reach a last stage
+    there."""
     if ctx.is_test_file:
         return {}  # their grads are left out too (``_differentiated``)
     model, found = ctx.model, {}
@@ -137,7 +139,7 @@ def _tail_calls(ctx: LintContext) -> dict[str, list[TailCall]]:
         calls = [
             TailCall(ref, tuple(after), _only_returns(function, call))
             for call, after in tail_calls(model, ctx.callables, function)
-            if (ref := ref_of(model, call.func)) is not None and _from_project(ref)
+            if (ref := ref_of(model, call.func)) is not None and (ref[0] == LOCAL or _from_project(ref))
         ]
         if calls:
             found[function.name.value] = calls
@@ -235,6 +237,13 @@ def _import_ref(node: cst.CSTNode, local: str) -> Ref | None:
         if (asname or imported) == local:
             return (len(node.relative), f"{base}.{imported}" if base else imported)
     return None
+
+
+def _top_level_definition(model: SemanticModel, node: cst.CSTNode) -> str | None:
+    """The name of the module-level def or class that ``node`` is in: a method's calls count as
+    its class's (a Transformer whose ``setup`` builds a Decoder reaches what the Decoder does)."""
+    top = next((a for a in model.ancestors(node) if model.parent(a) is model.module), None)
+    return top.name.value if isinstance(top, (cst.FunctionDef, cst.ClassDef)) else None
 
 
 def top_level_function(model: SemanticModel, node: cst.CSTNode) -> str | None:

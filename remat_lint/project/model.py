@@ -149,7 +149,9 @@ class Project:
         """The differentiations in other modules that reach the module-level function ``symbol``:
         of ``symbol`` itself, or of a function that returns what ``symbol`` returns with only cheap
         work after it, through tail calls across modules (``train.py`` differentiates ``loss`` of
-        ``model.py``, which ends with ``head`` of ``layers.py``), at most ``CALL_DEPTH`` calls.
+        ``model.py``, which ends with ``head`` of ``layers.py``) and through plain functions of a
+        module on the way (``loss`` ends with ``_inner``, which ends with ``head``), at most
+        ``CALL_DEPTH`` calls.
         Computed once for every function, for every file's project phase."""
         if self._reached is None:
             self._reached = {}
@@ -209,7 +211,8 @@ class Project:
         return any(self.reaches(body, symbol) for body in self.loop_bodies())
 
     def reaches(self, start: Symbol, goal: Symbol, depth: int = CALL_DEPTH) -> bool:
-        """``start`` is ``goal`` or calls it, at most ``depth`` calls away, across modules."""
+        """``start`` is ``goal`` or calls it, at most ``depth`` calls away, across modules; a class
+        calls what its methods call (a Transformer whose ``setup`` builds another module's Decoder)."""
         frontier, seen = [start], {start}
         for _ in range(depth + 1):
             if goal in frontier:

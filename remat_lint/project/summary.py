@@ -1,7 +1,7 @@
 """What a module offers the others, as plain data: its imports, its top-level names, the calls its
-top-level functions make (and those they end with), what it hands to loop bodies, what of other
-modules it differentiates, its classes' bases and ``__call__`` signatures, its constants and config
-classes' fields.
+top-level functions and classes' methods make (and those the functions end with), what it hands to
+loop bodies, what of other modules it differentiates, its classes' bases and ``__call__``
+signatures, its constants and config classes' fields.
 Extracted once per file content (``extract.py``); the result cache stores it with the file's
 findings. Free of libcst, so a warm run never imports it."""
 
@@ -40,16 +40,18 @@ class Differentiated:
     qname: str  # the transform: ``jax.value_and_grad``
     kind: str  # what it does with the primal output: grad, value_and_grad (also grad with has_aux), ...
     row: int
-    # Set when the function is not differentiated itself but called last by one of this module
-    # that is (``via``), with the cheap work after the call (``after``): its last stage is that one's.
+    # Set when the function (of another module, or a plain one of this module that may end with
+    # one) is not differentiated itself but called last by one of this module that is (``via``),
+    # with the cheap work after the call (``after``): its last stage is that one's.
     via: str | None = None
     after: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
 class TailCall:
-    """A call of another module's function whose result a module-level function of this one
-    returns with only cheap work after it (``after``): that function's last stage may be there.
+    """A call of another module's function, or of a plain module-level function of this one,
+    whose result a module-level function of this one returns with only cheap work after it
+    (``after``): that function's last stage may be there, or further down the callee's tail.
     ``whole``: the function is only ``return callee(<names>)``, so differentiating it
     differentiates the callee whole."""
 
@@ -89,7 +91,7 @@ Constants = tuple[Constant, ...]
 class ModuleSummary:
     imports: dict[str, Ref] = field(default_factory=dict)  # module-level name -> what it imports
     defines: set[str] = field(default_factory=set)  # module-level names bound otherwise
-    calls: dict[str, list[Ref]] = field(default_factory=dict)  # top-level def -> what it calls
+    calls: dict[str, list[Ref]] = field(default_factory=dict)  # top-level def or class (its methods) -> what it calls
     loop_bodies: list[Ref] = field(default_factory=list)  # handed to scan/fori_loop/... bodies
     signatures: dict[str, Signature] = field(default_factory=dict)  # module-level class -> its __call__
     bases: dict[str, list[Ref]] = field(default_factory=dict)  # module-level class -> its base classes
