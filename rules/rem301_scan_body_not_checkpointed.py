@@ -31,8 +31,8 @@ class ScanBodyNotCheckpointed(Rule):
     differentiates, or a module-level Flax linen Module class whose methods (`__call__`, `setup`)
     `nn.scan` an un-checkpointed layer in a module that differentiates nothing, is reported when a
     grad in another module of the project reaches it (up to three calls away; a class is reached
-    where that code builds it, `Decoder().apply(...)`, or a class of its module that builds it,
-    a Transformer whose `setup` builds the Decoder); the message names the place
+    where that code builds it, `Decoder().apply(...)`, or a class that builds it in a method,
+    in its module or another: a Transformer whose `setup` builds the Decoder); the message names the place
     (`differentiated by jax.grad at train.py:12`).
 
     "Over layers" means: `nn.scan` with `variable_axes={"params": ...}`, or a `scan` whose
