@@ -3,18 +3,22 @@ from __future__ import annotations
 import difflib
 from typing import TYPE_CHECKING, Any
 
-import libcst as cst
-
-from remat_lint.analysis.guards import expects_error
-from remat_lint.analysis.policies import sequence_elements, site_policy
-from remat_lint.analysis.semantic import SemanticModel
 from remat_lint.apis import POLICIES, PolicyInfo, is_policy_namespace, policy_info
 from remat_lint.findings import Applicability, Finding, Severity
+from remat_lint.lazy_import import LazyModule
 from remat_lint.project.modules import LOCAL
 from remat_lint.rule import FixAvailability, FixSpec, Invalid, Rule
 
 if TYPE_CHECKING:
+    import libcst as cst
+
+    from remat_lint.analysis import guards, policies
+    from remat_lint.analysis.semantic import SemanticModel
     from remat_lint.context import LintContext
+else:  # imported when a file is checked: the project phase (check_project) needs no parse
+    cst = LazyModule("libcst")
+    guards = LazyModule("remat_lint.analysis.guards")
+    policies = LazyModule("remat_lint.analysis.policies")
     from remat_lint.project.model import Project, ProjectModule
 
 # What calling a plain policy with no arguments gives (measured on jax 0.10.2).
@@ -211,7 +215,7 @@ class PolicyMisuse(Rule):
                 if name is not None and name not in POLICIES and name not in probed:
                     self._report_unknown(call, name, call.args[1].value)
         for site in self.ctx.sites:
-            value = site_policy(site)
+            value = policies.site_policy(site)
             if value is not None:
                 self._check_uncalled(value, "as `policy=`")
         self._check_policy_tables()
@@ -444,7 +448,7 @@ class PolicyMisuse(Rule):
     # --- helpers ------------------------------------------------------------------------------
 
     def _expected(self, node: cst.CSTNode, error: str) -> bool:
-        return expects_error(self.ctx.model, node, frozenset({error}))
+        return guards.expects_error(self.ctx.model, node, frozenset({error}))
 
     def _probed_and_assigned(self) -> tuple[set[str], set[str]]:
         """Names tested with ``hasattr``/``getattr(..., default)`` (feature detection of newer JAX)
@@ -481,7 +485,7 @@ def _requote(string: cst.CSTNode, text: str) -> str:
 def _string_items(model: SemanticModel, value: cst.BaseExpression) -> list[str] | None:
     """The strings of a list, tuple or set literal of string literals, or of one a name is bound to
     once and never mutated (``NAMES = ["q", "k"]``); None for anything else."""
-    elements = sequence_elements(model, value)
+    elements = policies.sequence_elements(model, value)
     items = [e.evaluated_value for e in elements or () if isinstance(e, cst.SimpleString)]
     return items if elements is not None and len(items) == len(elements) and all(isinstance(i, str) for i in items) else None  # type: ignore[return-value]
 

@@ -4,21 +4,28 @@ import os
 import re
 from typing import TYPE_CHECKING
 
-import libcst as cst
-
-from remat_lint.analysis.bodies import CheckpointedFunction, is_instance_method, positional_params
-from remat_lint.analysis.control_flow import control_uses, is_array_like, is_bool_like
-from remat_lint.analysis.semantic import SemanticModel
-from remat_lint.analysis.sites import RematSite
-from remat_lint.analysis.static_args import Selection, StaticArgnums, convention, select, static_argnums
-from remat_lint.analysis.tracing import passed_arguments, traced_params
 from remat_lint.findings import Applicability, Finding, Severity
-from remat_lint.project.extract import ref_of
+from remat_lint.lazy_import import LazyModule
 from remat_lint.project.modules import LOCAL
 from remat_lint.rule import FixAvailability, FixSpec, Invalid, Rule
 
 if TYPE_CHECKING:
+    import libcst as cst
+
+    from remat_lint.analysis import bodies, control_flow, static_args, tracing
+    from remat_lint.analysis.bodies import CheckpointedFunction
+    from remat_lint.analysis.semantic import SemanticModel
+    from remat_lint.analysis.sites import RematSite
+    from remat_lint.analysis.static_args import Selection, StaticArgnums
+    from remat_lint.project import extract
     from remat_lint.project.model import Project, ProjectModule
+else:  # imported when a file is checked: the project phase (check_project) needs no parse
+    cst = LazyModule("libcst")
+    bodies = LazyModule("remat_lint.analysis.bodies")
+    control_flow = LazyModule("remat_lint.analysis.control_flow")
+    static_args = LazyModule("remat_lint.analysis.static_args")
+    tracing = LazyModule("remat_lint.analysis.tracing")
+    extract = LazyModule("remat_lint.project.extract")
     from remat_lint.project.summary import Signature
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -159,7 +166,7 @@ class BadStaticArgnums(Rule):
             if fn.entry:
                 functions.setdefault(id(fn.site), []).append(fn)
         for site in self.ctx.sites:
-            written = static_argnums(site, self.ctx.values)
+            written = static_args.static_argnums(site, self.ctx.values)
             if written.arg is None or site.has_star_args:
                 continue
             problems = self._form(site, written)
@@ -184,8 +191,8 @@ class BadStaticArgnums(Rule):
         ``nnx.remat``) rejects it at that call. Equinox makes non-arrays static; Haiku is not checked."""
         if fn.site.api.family not in ("jax", "flax", "nnx"):
             return
-        traced = traced_params(self.ctx.model, fn) or {}
-        for name, value in passed_arguments(self.ctx.model, fn):
+        traced = tracing.traced_params(self.ctx.model, fn) or {}
+        for name, value in tracing.passed_arguments(self.ctx.model, fn):
             if name in traced and isinstance(value, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
                 self.report(
                     value,
@@ -197,9 +204,9 @@ class BadStaticArgnums(Rule):
     def _imported_class(self, site: RematSite, written: StaticArgnums) -> None:
         """``nn.remat(Block, ...)`` of a class imported from another module: a candidate that the
         project phase judges against the class's ``__call__`` (check_project)."""
-        ref = ref_of(self.ctx.model, site.target) if site.target is not None and convention(site) != "jax" else None
+        ref = extract.ref_of(self.ctx.model, site.target) if site.target is not None and static_args.convention(site) != "jax" else None
         if ref is not None and ref[0] != LOCAL:
-            data = {"ref": ref, "indices": written.indices, "convention": convention(site), "api": site.api.display,
+            data = {"ref": ref, "indices": written.indices, "convention": static_args.convention(site), "api": site.api.display,
                     "written": self.ctx.code(written.arg.value)}  # type: ignore[union-attr]
             self.report(site.node, "", pending=True, symbols=[ref[1].rsplit(".", 1)[-1]], **data)
 
@@ -228,12 +235,12 @@ class BadStaticArgnums(Rule):
         return kept
 
     def _form(self, site: RematSite, written: StaticArgnums) -> list[str]:
-        if written.form == "list" and convention(site) != "flax-no-self":
+        if written.form == "list" and static_args.convention(site) != "flax-no-self":
             return [
                 "a list is accepted when wrapping, but every call raises `TypeError: the static_argnums argument to "
                 "jax.checkpoint / jax.remat must be an int, tuple of ints or, bool`; use a tuple"
             ]
-        if written.form == "int" and convention(site) == "flax-no-self":
+        if written.form == "int" and static_args.convention(site) == "flax-no-self":
             return [
                 "`nn_partitioning.remat` calls `sorted(static_argnums)`, so an int makes `init` raise "
                 "`TypeError: 'int' object is not iterable`; use a tuple"
@@ -247,7 +254,7 @@ class BadStaticArgnums(Rule):
         for index in written.indices:
             problems.extend(self._without_body(site, index))
             for fn in functions:
-                problem = self._selection(select(site, fn, index), fn, api)
+                problem = self._selection(static_args.select(site, fn, index), fn, api)
                 if problem is not None:
                     problems.append(problem)
         if not problems:
@@ -258,7 +265,7 @@ class BadStaticArgnums(Rule):
 
     def _without_body(self, site: RematSite, index: int) -> list[str]:
         """What an index means whatever the target: Flax's own mapping."""
-        rule = convention(site)
+        rule = static_args.convention(site)
         if rule == "flax-self" and index == 0:
             return [
                 "index 0 is the Module (`self`), which Flax maps onto its internal RNG groups: no argument becomes "
@@ -285,8 +292,8 @@ class BadStaticArgnums(Rule):
         if selection.issue != "out-of-range":
             return None
         name = _name(fn)
-        count = len(fn.args) + (1 if convention(fn.site) == "flax-self" and fn.receiver is not None else 0)
-        if convention(fn.site) == "flax-no-self":
+        count = len(fn.args) + (1 if static_args.convention(fn.site) == "flax-self" and fn.receiver is not None else 0)
+        if static_args.convention(fn.site) == "flax-no-self":
             hint = ""
             if 0 < selection.index <= len(fn.args) and fn.receiver is not None:
                 hint = f" (it does not count `self`: `{fn.args[selection.index - 1].name.value}` is {selection.index - 1})"
@@ -302,35 +309,35 @@ class BadStaticArgnums(Rule):
         )
         return (
             f"index {selection.index} is out of range: `{name}` takes {count} positional argument"
-            f"{'s' if count != 1 else ''}{' counting `self`' if convention(fn.site) == 'flax-self' else ''}, so every "
+            f"{'s' if count != 1 else ''}{' counting `self`' if static_args.convention(fn.site) == 'flax-self' else ''}, so every "
             f"call raises `ValueError: {raised}"
         )
 
     def _off_by_one(self, site: RematSite, indices: tuple[int, ...], fn: CheckpointedFunction) -> list[str]:
         """A Flax index one off: it selects an array argument while the flag next to it (where the
         other Flax convention would point) drives Python control flow and stays traced."""
-        rule = convention(site)
+        rule = static_args.convention(site)
         if rule == "jax":
             if not _method_with_self(self.ctx.model, fn):
                 return []
             rule = "flax-self"  # ``nnx.remat`` / ``jax.checkpoint`` on a method count ``self`` as 0 as well
         elif fn.receiver is None:
             return []
-        traced = traced_params(self.ctx.model, fn) or {}
+        traced = tracing.traced_params(self.ctx.model, fn) or {}
         shift = 1 if rule == "flax-self" else -1  # where the index points under the other convention
         problems = []
         for index in indices:
-            selected = select(site, fn, index).param
-            if selected is None or not is_array_like(selected):
+            selected = static_args.select(site, fn, index).param
+            if selected is None or not control_flow.is_array_like(selected):
                 continue
             position = fn.args.index(selected) + shift
             if not 0 <= position < len(fn.args):
                 continue
             flag = fn.args[position]
             name = flag.name.value
-            if name not in traced or not is_bool_like(flag):
+            if name not in traced or not control_flow.is_bool_like(flag):
                 continue
-            if not any(control_uses(self.ctx.model, self.ctx.bodies.nodes(fn.node), {name: flag})):
+            if not any(control_flow.control_uses(self.ctx.model, self.ctx.bodies.nodes(fn.node), {name: flag})):
                 continue
             counting = "counts `self` as argument 0" if rule == "flax-self" else "does not count `self`"
             problems.append(
@@ -346,17 +353,17 @@ class BadStaticArgnums(Rule):
     ) -> list[str]:
         """The indices select flags only under the other convention (``(3, 4, 5)`` written for
         ``nn_partitioning.remat`` and given to ``nn.remat``), and a flag they leave out fails."""
-        selected = [select(site, fn, index).param for index in indices]
+        selected = [static_args.select(site, fn, index).param for index in indices]
         if not selected or any(p is None for p in selected):
             return []
         positions = [fn.args.index(p) + shift for p in selected]  # type: ignore[arg-type]
         if not all(0 <= position < len(fn.args) for position in positions):
             return []
         meant = [fn.args[position] for position in positions]
-        if not all(is_bool_like(p) for p in meant):
+        if not all(control_flow.is_bool_like(p) for p in meant):
             return []
         left = [p for p in meant if p not in selected and p.name.value in traced]
-        failing = [p for p in left if any(control_uses(self.ctx.model, self.ctx.bodies.nodes(fn.node), {p.name.value: p}))]
+        failing = [p for p in left if any(control_flow.control_uses(self.ctx.model, self.ctx.bodies.nodes(fn.node), {p.name.value: p}))]
         if not failing:
             return []
         counting = "counts `self` as argument 0" if counting_self else "does not count `self`"
@@ -372,13 +379,13 @@ class BadStaticArgnums(Rule):
         comment = _trailing_comment(self.ctx, site, written.arg)  # type: ignore[arg-type]
         if comment is None or written.indices is None:
             return []
-        params = {p.name.value for p in positional_params(fn.node)}
+        params = {p.name.value for p in bodies.positional_params(fn.node)}
         words = _WORD.findall(comment)
         if not words or len(words) < len(written.indices) or not set(words) <= params:
             return []
         if len(words) > len(written.indices) and ("self" in words or not _NAME_LIST.fullmatch(comment)):
             return []  # more names than indices only in a plain list of names (not ``0=self, 2=deterministic``)
-        selected = [select(site, fn, i).param for i in written.indices]
+        selected = [static_args.select(site, fn, i).param for i in written.indices]
         if any(p is None for p in selected) or {p.name.value for p in selected} == set(words):  # type: ignore[union-attr]
             return []
         shown = ", ".join(f"{i} selects `{p.name.value}`" for i, p in zip(written.indices, selected, strict=True))  # type: ignore[union-attr]
@@ -389,16 +396,16 @@ class BadStaticArgnums(Rule):
             "flax-self": f"`{site.api.display}` counts `self` as argument 0",
             "flax-no-self": f"`{site.api.display}` does not count `self`",
             "jax": f"`{site.api.display}` counts the positional arguments from 0",
-        }[convention(site)]
+        }[static_args.convention(site)]
         return [f"the comment names {', '.join(f'`{w}`' for w in words)}, but {counting}: {shown}"]
 
     def _fix(self, site: RematSite, written: StaticArgnums) -> FixSpec | None:
         value = written.arg.value  # type: ignore[union-attr]
-        if written.form == "list" and convention(site) != "flax-no-self" and isinstance(value, cst.List):
+        if written.form == "list" and static_args.convention(site) != "flax-no-self" and isinstance(value, cst.List):
             items = [self.ctx.code(e.value) for e in value.elements]
             tuple_text = "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
             return FixSpec(f"Use the tuple `{tuple_text}`", [(value, tuple_text)])
-        if written.form == "int" and convention(site) == "flax-no-self":
+        if written.form == "int" and static_args.convention(site) == "flax-no-self":
             tuple_text = f"({self.ctx.code(value)},)"
             return FixSpec(f"Use the tuple `{tuple_text}`", [(value, tuple_text)])
         return None
@@ -472,7 +479,7 @@ def _method_with_self(model: SemanticModel, fn: CheckpointedFunction) -> bool:
     ``self`` is argument 0 of ``fn.args``, as in ``jax.checkpoint``."""
     return (
         isinstance(fn.node, cst.FunctionDef)
-        and is_instance_method(model, fn.node)
+        and bodies.is_instance_method(model, fn.node)
         and bool(fn.args)
-        and fn.args[0] is positional_params(fn.node)[0]
+        and fn.args[0] is bodies.positional_params(fn.node)[0]
     )

@@ -93,6 +93,32 @@ def test_warm_run_with_a_project_wide_finding_imports_no_libcst(tmp_path):
                     "remat_lint.reporters.text"]
 
 
+def test_warm_run_confirming_rem003_and_rem011_imports_no_libcst(tmp_path):
+    """REM003 (a factory in a table another module reads by key) and REM011 (static_argnums of a
+    class from another module) are confirmed in the project phase: a warm run imports those rules,
+    not libcst or the analyses (remat_lint/lazy_import.py)."""
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "policies.py").write_text(
+        "from jax import checkpoint_policies as cp\n\nPOLICIES = {'dots': cp.dots_saveable, 'names': cp.save_only_these_names}\n"
+    )
+    (tmp_path / "layers.py").write_text(
+        "import flax.linen as nn\n\n\nclass Block(nn.Module):\n    @nn.compact\n    def __call__(self, x, train: bool):\n"
+        "        if train:\n            x = nn.Dropout(0.1, deterministic=False)(x)\n        return x\n"
+    )
+    (tmp_path / "model.py").write_text(
+        "import flax.linen as nn\nimport jax\n\nfrom layers import Block\nfrom policies import POLICIES\n\n"
+        "Remat = nn.remat(Block, static_argnums=(1,))\n\n\ndef features(x, name):\n"
+        "    return jax.checkpoint(jax.numpy.sin, policy=POLICIES[name])(x)\n"
+    )
+    args = ["--output-format", "concise", "model.py", "policies.py", "layers.py"]
+    cold_out, cold = _modules_after(args, tmp_path)
+    assert "libcst" in cold and "REM003" in cold_out and "REM011" in cold_out
+    warm_out, warm = _modules_after(args, tmp_path)
+    assert warm_out == cold_out
+    assert "libcst" not in warm
+    assert {"remat_lint.rules.rem003_policy_misuse", "remat_lint.rules.rem011_bad_static_argnums"} <= set(warm)
+
+
 def test_cold_run_on_remat_words_outside_the_code_imports_no_libcst(tmp_path):
     """Stage 3 from the text (remat_lint/text_references.py) rejects, in the main process, a file
     whose remat words sit in a docstring, a comment, a string or on a module holding no API: a
