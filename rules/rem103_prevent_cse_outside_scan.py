@@ -57,9 +57,12 @@ class PreventCseOutsideScan(Rule):
     in test code (files matching `test-paths`; calls in `if __name__ == "__main__":` blocks
     that do not train, `with mock.patch(...)` blocks and `test_*` functions do not count as uses).
 
-    In a module that does call a loop, a checkpoint applied and called at once inside a Python
-    `for`/`while` of a module-level function (`x = jax.checkpoint(layer, prevent_cse=False)(w, x)`)
-    is still reported unless a scan or loop body of the project reaches that function.
+    In a module that does call a loop, a checkpoint called only inside Python `for`/`while` loops
+    of module-level functions (`x = jax.checkpoint(layer, prevent_cse=False)(w, x)`, or a
+    module-level `block = jax.checkpoint(...)` called so) is still reported unless a scan or loop
+    body of the project reaches one of those functions or the checkpoint itself. A checkpoint
+    bound to a local name there is left alone (a per-chunk loss summed in a Python loop, as in
+    EasyDeL, is a pattern this rule keeps quiet on).
 
     A module-level function that returns the checkpoint (`def make_block(f): return
     jax.checkpoint(f, prevent_cse=False)`) is judged by its callers in the project: reported
@@ -141,11 +144,18 @@ class PreventCseOutsideScan(Rule):
     def check(self) -> None:
         candidates = [(site, arg) for site in self.ctx.sites if (arg := _prevent_cse_false(site)) is not None]
         if candidates and self.ctx.loops.has_loops:
-            # A loop anywhere in the module may run the checkpoint (real-world trap T8); one applied
-            # and called at once in a Python loop is judged by the project's loop bodies instead.
+            # A loop anywhere in the module may run the checkpoint (real-world trap T8); one only
+            # called in Python loops of module-level defs is judged by the project's loop bodies instead.
+            from remat_lint.analysis.exports import exported_name
+
             for site, arg in candidates:
-                if (function := _unrolled_in(self.ctx.model, site)) is not None:
-                    self.report(site.node, "", fix=self._fix(site, arg), pending=True, symbols=[function], unrolled_in=function)
+                exported = exported_name(self.ctx.model, site)
+                if exported is None and not _is_called(self.ctx.model.parent(site.node), site.node):
+                    continue  # a local name (EasyDeL's per-chunk loss, trap T6): left alone in a module with loops
+                if functions := _unrolled_in(self.ctx.model, self._direct_uses(site)):
+                    # Another module may import the checkpoint itself and scan it.
+                    symbols = [*functions, *filter(None, [exported])]
+                    self.report(site.node, "", fix=self._fix(site, arg), pending=True, symbols=symbols, unrolled_in=functions)
             return
         for site, arg in candidates:
             if self._in_class(site):
@@ -184,10 +194,12 @@ class PreventCseOutsideScan(Rule):
         for finding in candidates:
             symbol = (module.name, str(finding.data["symbols"][0]))
             if "unrolled_in" in finding.data:
-                if not project.in_loop_body(symbol):
+                functions = [str(f) for f in finding.data["unrolled_in"]]
+                if not any(project.in_loop_body((module.name, str(f))) for f in finding.data["symbols"]):
+                    named = ", ".join(f"`{f}`" for f in functions)
                     finding.message = (
-                        f"`prevent_cse=False` on a checkpoint applied in a Python loop of `{symbol[1]}` makes it save no "
-                        f"memory: no `scan`/`fori_loop` body of the project reaches `{symbol[1]}`. {_WHY_UNROLLED}"
+                        f"`prevent_cse=False` on a checkpoint called only in Python loops of {named} makes it save no "
+                        f"memory: no `scan`/`fori_loop` body of the project reaches them. {_WHY_UNROLLED}"
                     )
                     kept.append(finding)
                 continue
@@ -214,6 +226,11 @@ class PreventCseOutsideScan(Rule):
     def _only_called_directly(self, site: RematSite) -> bool:
         """Every use of the checkpointed callable is a call (or hands it to `grad`), and there is
         at least one."""
+        return bool(self._direct_uses(site))
+
+    def _direct_uses(self, site: RematSite) -> list[cst.CSTNode]:
+        """The uses of the checkpointed callable when every one is a call (or hands it to `grad`);
+        none otherwise."""
         import libcst as cst
 
         from remat_lint.analysis.smoke_tests import in_smoke_test
@@ -222,21 +239,22 @@ class PreventCseOutsideScan(Rule):
         if site.form == "call":
             parent = model.parent(site.node)
             if isinstance(parent, cst.Call) and parent.func is site.node:
-                return not in_smoke_test(model, parent)
+                return [] if in_smoke_test(model, parent) else [parent]
             target = _assigned_name(parent, site.node)
             if target is None:
-                return False  # stored, passed on or returned: its user may scan it
+                return []  # stored, passed on or returned: its user may scan it
             name = target
         else:
             owner = site.target
             if not isinstance(owner, cst.FunctionDef):
-                return False
+                return []
             name = owner.name.value
         uses = [
             n for n in _names(model, name) if site in self.ctx.callables.denote(n).sites and not in_smoke_test(model, n)
         ]
         differentiated = {id(d.target) for d in self.ctx.differentiations.all}
-        return bool(uses) and all(_is_called(model.parent(n), n) or id(n) in differentiated for n in uses)
+        direct = all(_is_called(model.parent(n), n) or id(n) in differentiated for n in uses)
+        return list(uses) if direct else []
 
     def _fix(self, site: RematSite, arg: cst.Arg) -> FixSpec | None:
         replacement = site.without_argument(arg)
@@ -296,22 +314,21 @@ def _result_only_called(model: SemanticModel, call: cst.Call) -> bool:
     return bool(uses) and all(_is_called(model.parent(n), n) for n in uses)
 
 
-def _unrolled_in(model: SemanticModel, site: RematSite) -> str | None:
-    """The module-level def in whose Python ``for``/``while`` the checkpoint is applied and called
-    at once (``jax.checkpoint(f, prevent_cse=False)(w, x)``), outside test code."""
+def _unrolled_in(model: SemanticModel, uses: list[cst.CSTNode]) -> list[str]:
+    """The module-level defs whose Python ``for``/``while`` loops make every one of ``uses`` (a
+    checkpoint only called directly); none when a use is anywhere else (a scan body may be)."""
     import libcst as cst
 
-    from remat_lint.analysis.smoke_tests import in_smoke_test
-
-    call = model.parent(site.node)
-    if site.form != "call" or not _is_called(call, site.node) or in_smoke_test(model, call):
-        return None
-    ancestors = list(model.ancestors(site.node))
-    function = next((a for a in ancestors if isinstance(a, (cst.FunctionDef, cst.Lambda, cst.ClassDef))), None)
-    if not isinstance(function, cst.FunctionDef) or model.parent(function) is not model.module:
-        return None
-    in_python_loop = any(isinstance(a, (cst.For, cst.While)) for a in ancestors[: ancestors.index(function)])
-    return function.name.value if in_python_loop else None
+    functions: set[str] = set()
+    for use in uses:
+        ancestors = list(model.ancestors(use))
+        function = next((a for a in ancestors if isinstance(a, (cst.FunctionDef, cst.Lambda, cst.ClassDef))), None)
+        if not isinstance(function, cst.FunctionDef) or model.parent(function) is not model.module:
+            return []
+        if not any(isinstance(a, (cst.For, cst.While)) for a in ancestors[: ancestors.index(function)]):
+            return []
+        functions.add(function.name.value)
+    return sorted(functions)
 
 
 def _at_module_level(model: SemanticModel, node: cst.CSTNode) -> bool:
