@@ -13,7 +13,7 @@ from typing import Literal
 import libcst as cst
 
 from remat_lint.analysis.checkpoint_names import CheckpointNames
-from remat_lint.analysis.semantic import SemanticModel, child_nodes
+from remat_lint.analysis.semantic import SemanticModel
 from remat_lint.analysis.sites import RematSite
 from remat_lint.analysis.values import Values, function_returns
 from remat_lint.apis import CHECKPOINT_NAME, PARTIAL, PolicyInfo, policy_info
@@ -176,8 +176,10 @@ def declared_names(
         else:
             result.declared |= found.literals
             result.patterns |= found.patterns
-    if mentions_checkpoint_name:
-        _find_passed_on(model, model.module, called, result)
+    if mentions_checkpoint_name:  # ``checkpoint_name`` used as a value: passed on, or to a ``partial``
+        for reference in (*model.names, *model.attributes):
+            if id(reference) not in called and model.qualified_name(reference) in CHECKPOINT_NAME:
+                result.unknown.append(next((a for a in model.ancestors(reference) if isinstance(a, cst.Call)), reference))
     return result
 
 
@@ -198,20 +200,6 @@ def _name_argument(call: cst.Call) -> cst.BaseExpression | None:
             return arg.value
     positional = [arg for arg in call.args if arg.keyword is None]
     return positional[1].value if len(positional) > 1 else None
-
-
-def _find_passed_on(model: SemanticModel, node: cst.CSTNode, called: set[int], result: DeclaredNames) -> None:
-    """``checkpoint_name`` used as a value (``partial(checkpoint_name, ...)``, passed on) below ``node``."""
-    for child in child_nodes(node):
-        if isinstance(child, (cst.SimpleString, cst.Import, cst.ImportFrom)):
-            continue
-        if isinstance(child, (cst.Name, cst.Attribute)):
-            if id(child) not in called and model.qualified_name(child) in CHECKPOINT_NAME:
-                result.unknown.append(next((a for a in model.ancestors(child) if isinstance(a, cst.Call)), child))
-            if isinstance(child, cst.Attribute):  # ``attr`` is not a reference of its own
-                _find_passed_on(model, child.value, called, result)
-            continue
-        _find_passed_on(model, child, called, result)
 
 
 # The factories whose names select what is saved or offloaded (``save_anything_except_these_names``

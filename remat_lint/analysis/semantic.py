@@ -175,6 +175,7 @@ class SemanticModel:
         self.imports: list[cst.Import | cst.ImportFrom] = []
         self.attributes: list[cst.Attribute] = []
         self.subscripts: list[cst.Subscript] = []
+        self.names: list[cst.Name] = []  # every name that can be a reference (not an attribute's ``attr``)
         self.strings: list[cst.SimpleString] = []  # every plain string literal (REM008 reads them all)
         self._resolving: set[int] = set()
         _Builder(self).walk_module(module)
@@ -445,6 +446,7 @@ class _Builder:
     # --- handlers ------------------------------------------------------------------------------
 
     def on_name(self, node: cst.Name) -> None:
+        self.m.names.append(node)
         self.m.scope_of_name[id(node)] = self.scope
         self.m.name_order[id(node)] = self.order
 
