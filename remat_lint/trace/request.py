@@ -7,7 +7,6 @@ the worker judges it from data, never from the wording of its message.
 from __future__ import annotations
 
 import dataclasses
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -76,10 +75,14 @@ class WorkerRequest:
     memory_budget: str = ""  # --memory-budget (budget.py): plan each differentiated target's policies
 
     def to_json(self) -> str:
+        import json  # only --trace sends requests: a lint run (rule.py imports TraceCheck) needs no json
+
         return json.dumps(dataclasses.asdict(self), default=str)
 
     @classmethod
     def from_json(cls, text: str) -> WorkerRequest:
+        import json
+
         raw = json.loads(text)
         items = []
         for f in raw.get("findings", []):
