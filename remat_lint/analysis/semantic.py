@@ -175,7 +175,7 @@ class SemanticModel:
         self.imports: list[cst.Import | cst.ImportFrom] = []
         self.attributes: list[cst.Attribute] = []
         self.subscripts: list[cst.Subscript] = []
-        self.names: list[cst.Name] = []  # every name that can be a reference (not an attribute's ``attr``)
+        self.names: list[cst.Name] = []  # uses and targets (no attribute's ``attr``, def, class, parameter or import name)
         self.strings: list[cst.SimpleString] = []  # every plain string literal (REM008 reads them all)
         self._resolving: set[int] = set()
         _Builder(self).walk_module(module)
