@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from remat_lint.cli import main
+from remat_lint.project.summary import ModuleSummary
 
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "xmod_scan_linen"
 
@@ -47,3 +48,15 @@ def test_quiet_once_the_grads_are_gone(project, capsys):
     train.write_text(train.read_text().split("decoder_grad =")[0])  # the losses stay, nothing differentiates them
     assert staged(capsys, "pkg/layers.py") == []
     assert staged(capsys, "pkg/model.py") == []
+
+
+def test_files_naming_the_classes_that_build_a_class_are_read_next():
+    """The project pass reads next the files naming what calls a candidate's symbol: a class whose
+    method builds it (nets.Seq2Seq for layers.DeepDecoder), not every class calling a function
+    (``nn.remat`` in a method would draw in most of a large project: flax's own repository)."""
+    nets = ModuleSummary(
+        calls={"Seq2Seq": [(0, "pkg.layers.DeepDecoder")], "Model": [(0, "flax.linen.remat")], "helper": [(0, "flax.linen.remat")]},
+        bases={"Seq2Seq": [(0, "flax.linen.Module")], "Model": [(0, "flax.linen.Module")]},
+    )
+    assert nets.related_names(frozenset({"DeepDecoder"})) == {"Seq2Seq"}
+    assert nets.related_names(frozenset({"remat"})) == {"helper"}

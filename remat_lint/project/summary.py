@@ -107,9 +107,15 @@ class ModuleSummary:
         """Other names that the modules which use ``names`` may spell them with: the bases of the
         classes defined here under these names, the aliases this module imports them as
         (``from .losses import loss_fn as lf``, also a re-export in an ``__init__``), the other
-        modules' names that constants defined here under these names hold (``POLICY = BASE``), and
-        the functions here that call them (a loop body elsewhere may reach them through those)."""
+        modules' names that constants defined here under these names hold (``POLICY = BASE``), the
+        functions here that call them (a loop body elsewhere may reach them through those) and the
+        classes whose methods build a class among them (a Transformer building a Decoder; CamelCase
+        names only: a common function's name would draw in most of a large project's files)."""
         bases = {ref[1].rsplit(".", 1)[-1] for name in names for ref in self.bases.get(name, ())}
         held = {c.qname.rsplit(".", 1)[-1] for name in names for c in self.constants.get(name, ()) if c.qname and c.kind.startswith("imported")}
-        callers = {function for function, refs in self.calls.items() if any(ref[1].rsplit(".", 1)[-1] in names for ref in refs)}
+        callers = {
+            caller
+            for caller, refs in self.calls.items()
+            if any((called := ref[1].rsplit(".", 1)[-1]) in names and (caller not in self.bases or called[:1].isupper()) for ref in refs)
+        }
         return bases | held | callers | {local for local, ref in self.imports.items() if ref[1].rsplit(".", 1)[-1] in names}
