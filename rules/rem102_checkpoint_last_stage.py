@@ -66,7 +66,8 @@ class CheckpointLastStage(Rule):
     differentiates (`jax.value_and_grad(loss_fn)` in `train.py`), or calls last in a function it
     differentiates (`return forward(params, x).mean()`), is reported too, and the message names
     the place of the differentiation. So is one a grad reaches through other modules' cheap tails,
-    up to three calls away: `train.py` differentiates `loss` of `model.py`, which ends with
+    also through a plain function of a module on the way (`loss` ends with `_inner`, which ends
+    with `head`), up to three calls away: `train.py` differentiates `loss` of `model.py`, which ends with
     `head(params, h)` of `layers.py`, whose last stage is a checkpointed call, or which is itself
     a checkpoint (`@jax.checkpoint def head`, `head = jax.checkpoint(f)`: reported there, unless a
     grad differentiates it whole, REM101's case, or a loop body in the project calls it).
