@@ -15,11 +15,11 @@ if TYPE_CHECKING:
     from remat_lint.analysis import guards, policies
     from remat_lint.analysis.semantic import SemanticModel
     from remat_lint.context import LintContext
+    from remat_lint.project.model import Project, ProjectModule
 else:  # imported when a file is checked: the project phase (check_project) needs no parse
     cst = LazyModule("libcst")
     guards = LazyModule("remat_lint.analysis.guards")
     policies = LazyModule("remat_lint.analysis.policies")
-    from remat_lint.project.model import Project, ProjectModule
 
 # What calling a plain policy with no arguments gives (measured on jax 0.10.2).
 CALLED_PLAIN = {

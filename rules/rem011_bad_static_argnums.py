@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from remat_lint.analysis.static_args import Selection, StaticArgnums
     from remat_lint.project import extract
     from remat_lint.project.model import Project, ProjectModule
+    from remat_lint.project.summary import Signature
 else:  # imported when a file is checked: the project phase (check_project) needs no parse
     cst = LazyModule("libcst")
     bodies = LazyModule("remat_lint.analysis.bodies")
@@ -26,7 +27,6 @@ else:  # imported when a file is checked: the project phase (check_project) need
     static_args = LazyModule("remat_lint.analysis.static_args")
     tracing = LazyModule("remat_lint.analysis.tracing")
     extract = LazyModule("remat_lint.project.extract")
-    from remat_lint.project.summary import Signature
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _NAME_LIST = re.compile(r"\s*[A-Za-z_]\w*(\s*,\s*[A-Za-z_]\w*)+\s*")
