@@ -100,6 +100,21 @@ def main():
         "last stage value_and_grad, tail outside": [
             vag, cost(jax.value_and_grad(with_last_stage(lambda ps, x: jnp.mean(ck(stack)(ps, x) ** 2))), ps, x)
         ],
+        # only a mean after the stage: value_and_grad keeps both the stage's output and its recomputation
+        "last stage value_and_grad, mean outside": [
+            cost(jax.value_and_grad(lambda ps, x: jnp.mean(stack(ps, x))), ps, x),
+            cost(jax.value_and_grad(with_last_stage(lambda ps, x: jnp.mean(ck(stack)(ps, x)))), ps, x),
+        ],
+        # the 2-block stage with nothing before it (REM102's whole stage)
+        "last stage grad after 1 block, tail outside": [
+            cost(jax.grad(loss), ps[3:], x),
+            cost(jax.grad(lambda ps, x: jnp.mean(ck(stack)(ps[1:], block(ps[0], x)) ** 2)), ps[3:], x),
+        ],
+        "whole stage grad, tail outside": [cost(jax.grad(loss), ps[4:], x), cost(jax.grad(lambda ps, x: jnp.mean(ck(stack)(ps, x) ** 2)), ps[4:], x)],
+        "whole stage value_and_grad, mean outside": [
+            cost(jax.value_and_grad(lambda ps, x: jnp.mean(stack(ps, x))), ps[4:], x),
+            cost(jax.value_and_grad(lambda ps, x: jnp.mean(ck(stack)(ps, x))), ps[4:], x),
+        ],
         # A checkpointed data loss plus an L2 penalty outside it (REM102: the stage is all the expensive work).
         "penalty outside value_and_grad": [
             cost(jax.value_and_grad(lambda ps, x: loss(ps, x) + l2(ps)), ps, x),

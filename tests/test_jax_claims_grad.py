@@ -102,7 +102,10 @@ def test_last_stage_checkpoint_saves_nothing(costs):
     base = "import jax\nimport jax.numpy as jnp\nhead = jax.checkpoint(head)\ndef loss(p, x):\n    return jnp.mean(head(p, body(p, x)))\n"
     assert "the checkpoint is a no-op (the compiled program is the same)" in message(base + "g = jax.grad(loss)", "REM102")
     msg = message(base + "g = jax.value_and_grad(loss)", "REM102")
-    assert "little or no memory (measured on JAX 0.10.2, last 2 of 6 blocks: +9 to +11 % FLOPs, temp unchanged to -8 %)" in msg
+    assert (
+        "(measured on JAX 0.10.2, last 2 of 6 blocks: +9 to +11 % FLOPs; temp unchanged with the loss inside the stage, "
+        "-8 % with a squared error after it, +18 % with only a mean after it)"
+    ) in msg
     without, checkpointed = costs["last stage grad"]
     assert checkpointed["flops"] == without["flops"] and same_temp(checkpointed, without)
     without, checkpointed = costs["last stage value_and_grad"]
@@ -110,7 +113,10 @@ def test_last_stage_checkpoint_saves_nothing(costs):
     assert same_temp(checkpointed, without)
     without, checkpointed = costs["last stage value_and_grad, tail outside"]  # the loss after the stage
     assert 0.08 <= flops_increase(costs["last stage value_and_grad, tail outside"]) < 0.10
-    assert 0.90 <= checkpointed["temp"] / without["temp"] <= 1.0
+    assert 0.91 <= checkpointed["temp"] / without["temp"] <= 0.93
+    without, checkpointed = costs["last stage value_and_grad, mean outside"]
+    assert 0.08 <= flops_increase(costs["last stage value_and_grad, mean outside"]) < 0.10
+    assert 1.17 <= checkpointed["temp"] / without["temp"] < 1.19
 
 
 def test_a_checkpointed_data_loss_plus_a_penalty_runs_its_forward_twice(costs):
@@ -121,18 +127,36 @@ def test_a_checkpointed_data_loss_plus_a_penalty_runs_its_forward_twice(costs):
     )
     msg = message(code, "REM102")
     assert "it is all the expensive work, so the forward pass runs twice" in msg
-    assert "no memory is saved (measured on JAX 0.10.2: +34-35 % FLOPs, temp unchanged to +8 %)" in msg
+    assert "no memory is saved (measured on JAX 0.10.2: +27 to +35 % FLOPs, temp unchanged to +41 %)" in msg
     without, checkpointed = costs["penalty outside value_and_grad"]
     assert 0.335 <= flops_increase(costs["penalty outside value_and_grad"]) < 0.36
     assert 1.0 <= checkpointed["temp"] / without["temp"] < 1.09
+    without, checkpointed = costs["whole stage value_and_grad, mean outside"]  # `jnp.mean(model(p, x))`
+    assert 0.27 <= flops_increase(costs["whole stage value_and_grad, mean outside"]) < 0.28
+    assert 1.40 <= checkpointed["temp"] / without["temp"] < 1.42
+
+
+def test_a_whole_stage_whose_loss_needs_its_output_saves_memory_and_is_not_reported(costs):
+    code = "import jax\nimport jax.numpy as jnp\nck = jax.checkpoint(model)\ndef loss(p, x, y):\n    return jnp.mean((ck(p, x) - y) ** 2)\n"
+    assert lint(code + "g = jax.grad(loss)", {"REM102"}) == []
+    assert lint(code + "g = jax.value_and_grad(loss)", {"REM102"}) == []
+    without, checkpointed = costs["whole stage grad, tail outside"]
+    assert 0.27 <= flops_increase(costs["whole stage grad, tail outside"]) < 0.28
+    assert 0.81 <= checkpointed["temp"] / without["temp"] < 0.83
 
 
 def test_last_stage_runs_twice_under_grad_when_the_tail_needs_its_output(costs):
     base = "import jax\nimport jax.numpy as jnp\nhead = jax.checkpoint(head)\ndef loss(p, x, y):\n    return jnp.mean({})\ng = jax.grad(loss)"
     msg = message(base.format("(head(p, body(p, x)) - y) ** 2"), "REM102")
-    assert "the stage runs twice" in msg and "+9 % FLOPs for the last 2 of 6 blocks" in msg
+    assert "the stage runs twice" in msg
+    assert "+9 % FLOPs for -8 % temp after 4 blocks, +18 % FLOPs for -14 % temp after 1)" in msg
     assert "the checkpoint is a no-op when what follows is linear" in message(base.format("head(p, body(p, x)) * y"), "REM102")
     assert 0.08 <= flops_increase(costs["last stage grad, tail outside"]) < 0.10
+    without, checkpointed = costs["last stage grad, tail outside"]
+    assert 0.91 <= checkpointed["temp"] / without["temp"] <= 0.93
+    without, checkpointed = costs["last stage grad after 1 block, tail outside"]
+    assert 0.17 <= flops_increase(costs["last stage grad after 1 block, tail outside"]) < 0.18
+    assert 0.85 <= checkpointed["temp"] / without["temp"] < 0.87
 
 
 def test_saved_residuals_suggest_a_saving_the_compiled_program_does_not_have():
