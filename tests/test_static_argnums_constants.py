@@ -73,3 +73,8 @@ CALLED_WITH_A_STRING = JAX_SITE + 'y = g(1.0, "train")\n'
 def test_a_string_passed_to_a_parameter_the_constant_leaves_traced(value, reported):
     """Reported when the constant certainly leaves ``n`` traced; not when one of its indices is unknown."""
     assert [row for row, _, _ in rem011(CALLED_WITH_A_STRING.format(value=value))] == ([11] if reported else [])
+
+
+def test_a_list_that_fails_every_call_is_reported_once():
+    """The list makes every call raise before anything is traced: no second finding about the string."""
+    assert [row for row, _, _ in rem011(CALLED_WITH_A_STRING.format(value="[0]"))] == [10]
