@@ -32,7 +32,7 @@ def sarif(tmp_path, monkeypatch, capsys, *args: str) -> dict:
 def log(tmp_path, monkeypatch, capsys) -> dict:
     (tmp_path / "pkg").mkdir()
     (tmp_path / "pkg" / "model.py").write_text(MODULE)
-    (tmp_path / "pkg" / "broken.py").write_text("import jax  # remat\ndef f(:\n")  # REM000: no rule class
+    (tmp_path / "pkg" / "broken.py").write_text("import jax\ng = jax.checkpoint(f\ndef f(:\n")  # REM000: no rule class
     return sarif(tmp_path, monkeypatch, capsys, "--extend-select", "REM302", "pkg")
 
 
