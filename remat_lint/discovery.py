@@ -39,10 +39,11 @@ def discover(paths: list[str], resolver: Resolver) -> Discovery:
                 found.errors.append((error.filename or path, f"cannot read directory: {error.strerror}"))
 
             for directory, dirnames, filenames in os.walk(path, onerror=on_error):
-                dirnames[:] = sorted(d for d in dirnames if not _excluded(os.path.join(directory, d), resolver))
+                excluded = resolver.in_folder(os.path.abspath(directory)).excluded_in(directory)
+                dirnames[:] = sorted(d for d in dirnames if not excluded(d))
                 for name in sorted(filenames):
                     full = os.path.join(directory, name)
-                    if name.endswith(SUFFIXES) and not _excluded(full, resolver) and os.path.isfile(full):
+                    if name.endswith(SUFFIXES) and not excluded(name) and os.path.isfile(full):
                         add(full)
         elif os.path.lexists(path):
             found.errors.append((path, "not a regular file or directory (broken symlink?)"))
@@ -50,7 +51,3 @@ def discover(paths: list[str], resolver: Resolver) -> Discovery:
             found.errors.append((path, "no such file or directory"))
     found.files.sort()
     return found
-
-
-def _excluded(entry: str, resolver: Resolver) -> bool:
-    return resolver(entry).is_excluded(entry)
