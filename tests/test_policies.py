@@ -1,0 +1,55 @@
+"""What ``analysis/policies.py`` reads from a policy, seen through the rules that report it
+(REM105's constant returns, REM008's checkpoint names); written against surviving mutants."""
+
+from __future__ import annotations
+
+from tests.helpers import lint
+
+ALWAYS_NONE = "is a custom policy that always returns `None`, which is not a bool."
+
+
+def _found(code: str) -> list[tuple[str, int, int, str]]:
+    return [(f.code, f.start.row, f.start.column, f.message) for f in lint(code)]
+
+
+def test_a_def_returning_a_literal_none_is_reported_as_always_none():
+    code = "import jax\ndef policy(prim, *args, **params):\n    return None\ng = jax.checkpoint(f, policy=policy)\n"
+    [(rule, row, column, message)] = _found(code)
+    assert (rule, row, column) == ("REM105", 4, 4)
+    assert message.startswith(f"`policy=policy` {ALWAYS_NONE}")
+
+
+def test_a_lambda_returning_none_is_reported_as_always_none():
+    [(rule, row, column, message)] = _found("import jax\ng = jax.checkpoint(f, policy=lambda *_, **__: None)\n")
+    assert (rule, row, column) == ("REM105", 2, 4)
+    assert message.startswith(f"`policy=lambda *_, **__: None` {ALWAYS_NONE}")
+
+
+def test_names_after_a_double_star_argument_are_still_read():
+    code = """\
+import jax
+from jax.ad_checkpoint import checkpoint_name
+cp = jax.checkpoint_policies
+def f(x):
+    return checkpoint_name(x * 2, "typo")
+opts = {}
+policy = cp.save_and_offload_only_these_names(
+    **opts, names_which_can_be_saved=["tyop"], names_which_can_be_offloaded=[], offload_src="device", offload_dst="pinned_host"
+)
+g = jax.checkpoint(f, policy=policy)
+"""
+    [(rule, row, column, message)] = _found(code)
+    assert (rule, row, column) == ("REM008", 8, 38)
+    assert message.startswith("`save_and_offload_only_these_names` is given 'tyop', but no `checkpoint_name(x, 'tyop')`")
+    assert "did you mean 'typo'?" in message
+
+
+def test_a_checkpoint_name_call_without_a_name_makes_the_names_unknown():
+    code = """\
+import jax
+from jax.ad_checkpoint import checkpoint_name
+def f(x):
+    return checkpoint_name(x * 2)
+g = jax.checkpoint(f, policy=jax.checkpoint_policies.save_only_these_names("tyop"))
+"""
+    assert _found(code) == []
