@@ -53,3 +53,17 @@ def f(x):
 g = jax.checkpoint(f, policy=jax.checkpoint_policies.save_only_these_names("tyop"))
 """
     assert _found(code) == []
+
+
+def test_names_a_factory_does_not_take_are_left_to_rem003():
+    """A keyword ``save_only_these_names`` has no, or a positional name given to the keyword-only
+    ``save_and_offload_only_these_names``: JAX raises, REM003 says so, and REM008 reads no name."""
+    code = """\
+import jax
+from jax.ad_checkpoint import checkpoint_name
+def f(x):
+    return checkpoint_name(x * 2, "typo")
+g = jax.checkpoint(f, policy=jax.checkpoint_policies.save_only_these_names(names_which_can_be_saved=["tyop"]))
+h = jax.checkpoint(f, policy=jax.checkpoint_policies.save_and_offload_only_these_names("tyop"))
+"""
+    assert [finding[:3] for finding in _found(code)] == [("REM003", 5, 29), ("REM003", 6, 29)]
