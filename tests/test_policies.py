@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tests.helpers import lint
 
 ALWAYS_NONE = "is a custom policy that always returns `None`, which is not a bool."
@@ -67,3 +69,25 @@ g = jax.checkpoint(f, policy=jax.checkpoint_policies.save_only_these_names(names
 h = jax.checkpoint(f, policy=jax.checkpoint_policies.save_and_offload_only_these_names("tyop"))
 """
     assert [finding[:3] for finding in _found(code)] == [("REM003", 5, 29), ("REM003", 6, 29)]
+
+
+def test_flax_linens_positional_policy_slot_is_read():
+    """``nn.remat(target, variables, rngs, concrete, prevent_cse, static_argnums, policy)``."""
+    code = "from flax import linen as nn\nBlockR = nn.remat(Block, True, True, False, True, (), lambda *_, **__: False)\n"
+    [(rule, row, column, message)] = _found(code)
+    assert (rule, row, column) == ("REM105", 2, 9)
+    assert message.startswith("`policy=lambda *_, **__: False` is a custom policy that always returns `False`, so it saves nothing.")
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "import jax\ng = jax.checkpoint(f, policy=lambda prim, *_, **__: prim.name == 'dot_general')\n",
+        # a decorator may change what the function returns
+        "import functools\nimport jax\n@functools.cache\ndef policy(prim, *args, **params):\n    return False\n"
+        "g = jax.checkpoint(f, policy=policy)\n",
+    ],
+    ids=["lambda-deciding-per-primitive", "decorated-def"],
+)
+def test_policies_without_a_certain_constant_stay_quiet(code):
+    assert _found(code) == []
