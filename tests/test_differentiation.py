@@ -11,6 +11,7 @@ import pytest
 from remat_lint.analysis.last_stage import last_stages
 from remat_lint.analysis.smoke_tests import in_smoke_test
 from remat_lint.context import LintContext
+from tests.helpers import lint
 
 
 def context(code: str) -> LintContext:
@@ -282,3 +283,18 @@ def test_decorated_vmap_bodies_run_per_element():
         "whole = jax.grad(jax.checkpoint(loss))\n"
     )
     assert [ctx.loops.in_body(d.node) for d in ctx.differentiations.all] == [True, True, False]
+
+
+@pytest.mark.parametrize(
+    ("checkpoint", "reported"),
+    [
+        ("jax.checkpoint(loss)", True),
+        ("jax.checkpoint(loss, policy=None)", True),
+        ("jax.checkpoint(loss, policy=jax.checkpoint_policies.nothing_saveable)", True),
+        ("jax.checkpoint(loss, policy=jax.checkpoint_policies.dots_saveable)", False),  # saves more: -10 % temp
+        ("jax.checkpoint(loss, **opts)", False),  # the options may hold a policy
+    ],
+)
+def test_rem101_reports_a_whole_loss_checkpoint_only_with_the_default_policy(checkpoint, reported):
+    code = f"import jax\ndef loss(p, x):\n    return ((p * x) ** 2).mean()\nopts = {{}}\ng = jax.value_and_grad({checkpoint})\n"
+    assert [(f.code, f.start.row, f.start.column) for f in lint(code)] == ([("REM101", 5, 23)] if reported else [])
