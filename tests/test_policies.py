@@ -91,3 +91,20 @@ def test_flax_linens_positional_policy_slot_is_read():
 )
 def test_policies_without_a_certain_constant_stay_quiet(code):
     assert _found(code) == []
+
+
+@pytest.mark.parametrize(
+    ("tagger", "found"),
+    [("ops.checkpoint_name", []), ("checkpoint_name", []), ("ops.tag_name", [("REM008", 6, 75)])],
+)
+def test_an_unresolved_callee_spelled_checkpoint_name_declares_its_names(tagger, found):
+    """A project's re-export or wrapper: its ``f"layer_{i}"`` declares the names ``layer_.*``."""
+    code = f"""\
+import jax
+from jax.ad_checkpoint import checkpoint_name as jax_name
+def f(ops, x, i):
+    y = jax_name(x, "other")
+    return {tagger}(y, f"layer_{{i}}")
+g = jax.checkpoint(f, policy=jax.checkpoint_policies.save_only_these_names("layer_0"))
+"""
+    assert [finding[:3] for finding in _found(code)] == found
