@@ -298,3 +298,27 @@ def test_decorated_vmap_bodies_run_per_element():
 def test_rem101_reports_a_whole_loss_checkpoint_only_with_the_default_policy(checkpoint, reported):
     code = f"import jax\ndef loss(p, x):\n    return ((p * x) ** 2).mean()\nopts = {{}}\ng = jax.value_and_grad({checkpoint})\n"
     assert [(f.code, f.start.row, f.start.column) for f in lint(code)] == ([("REM101", 5, 23)] if reported else [])
+
+
+@pytest.mark.parametrize("word", ["loss", "objective", "cost", "mse", "nll", "entropy"])
+def test_a_gradient_taken_inside_a_loss_is_not_first_order(word):
+    ctx = context(f"import jax\ndef {word}_fn(p):\n    return jax.grad(g)(p).sum()\n")
+    assert [ctx.differentiations.first_order(d, ctx.bodies) for d in ctx.differentiations.all] == [False]
+
+
+@pytest.mark.parametrize("word", ["train", "step", "update", "fit", "optimize"])
+def test_a_gradient_of_an_energy_taken_in_a_training_step_is_first_order(word):
+    ctx = context(f"import jax\ndef {word}_fn(p):\n    return jax.grad(energy)(p)\n")
+    assert [ctx.differentiations.first_order(d, ctx.bodies) for d in ctx.differentiations.all] == [True]
+
+
+@pytest.mark.parametrize("word", ["loss", "objective", "cost", "mse", "nll", "entropy", "train", "step", "update", "fit", "optimize"])
+def test_a_gradient_named_for_training_is_first_order_even_of_an_energy(word):
+    ctx = context(f"import jax\n{word}_grad = jax.grad(energy)\n")
+    assert [ctx.differentiations.first_order(d, ctx.bodies) for d in ctx.differentiations.all] == [True]
+
+
+@pytest.mark.parametrize("word", ["energy", "potential", "force", "hamiltonian", "lagrangian", "inner", "meta"])
+def test_a_gradient_named_for_physics_or_an_inner_loop_is_not_certainly_first_order(word):
+    ctx = context(f"import jax\n{word}_grad = jax.grad(g)\n")
+    assert [ctx.differentiations.first_order(d, ctx.bodies) for d in ctx.differentiations.all] == [False]
