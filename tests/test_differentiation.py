@@ -322,3 +322,26 @@ def test_a_gradient_named_for_training_is_first_order_even_of_an_energy(word):
 def test_a_gradient_named_for_physics_or_an_inner_loop_is_not_certainly_first_order(word):
     ctx = context(f"import jax\n{word}_grad = jax.grad(g)\n")
     assert [ctx.differentiations.first_order(d, ctx.bodies) for d in ctx.differentiations.all] == [False]
+
+
+@pytest.mark.parametrize(
+    ("code", "expected"),
+    [
+        # grad with has_aux returns the primal's outputs too: its forward runs as value_and_grad's does
+        ("import jax\ng = jax.grad(jax.checkpoint(loss), has_aux=True)", [("jax.grad", "value_and_grad", ["jax.checkpoint(loss)"], None)]),
+        ("import jax\ng = jax.grad(jax.checkpoint(loss), has_aux=aux)", [("jax.grad", "value_and_grad", ["jax.checkpoint(loss)"], None)]),
+        ("import jax\ng = jax.grad(jax.checkpoint(loss), has_aux=False)", [("jax.grad", "grad", ["jax.checkpoint(loss)"], None)]),
+        (
+            "import functools, jax\ng = functools.partial(jax.grad, has_aux=True)(jax.checkpoint(loss))",
+            [("jax.grad", "value_and_grad", ["jax.checkpoint(loss)"], None)],
+        ),
+        ("from flax import nnx\ng = nnx.grad(has_aux=True)(nnx.remat(loss))", [("flax.nnx.grad", "value_and_grad", ["nnx.remat(loss)"], None)]),
+        ("import jax\nG = jax.grad\ng = G(loss)", [("jax.grad", "grad", [], None)]),
+        # partial(jax.grad, loss) already holds the function: calling it evaluates the gradient
+        ("import functools, jax\ng = functools.partial(jax.grad, loss)(x)", []),
+        ("import functools, jax\ng = functools.partial(jax.grad, *a)(loss)", []),
+        ("import jax\nG = H\nH = G\ng = G(loss)", []),  # bound in a cycle: never the API
+    ],
+)
+def test_has_aux_and_transform_forms(code, expected):
+    assert differentiated(code) == expected
