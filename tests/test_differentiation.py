@@ -340,7 +340,7 @@ def test_a_gradient_named_for_physics_or_an_inner_loop_is_not_certainly_first_or
         # partial(jax.grad, loss) already holds the function: calling it evaluates the gradient
         ("import functools, jax\ng = functools.partial(jax.grad, loss)(x)", []),
         ("import functools, jax\ng = functools.partial(jax.grad, *a)(loss)", []),
-        ("import jax\nG = H\nH = G\ng = G(loss)", []),  # bound in a cycle: never the API
+        ("import jax\nG = H\nH = G\ng = G(loss)", []),  # bound to another name, not to a transform call
     ],
 )
 def test_has_aux_and_transform_forms(code, expected):
