@@ -345,3 +345,8 @@ def test_a_gradient_named_for_physics_or_an_inner_loop_is_not_certainly_first_or
 )
 def test_has_aux_and_transform_forms(code, expected):
     assert differentiated(code) == expected
+
+
+def test_a_decorated_gradient_is_judged_by_its_name_not_its_body():
+    ctx = context("import jax\n@jax.grad\ndef f(x):\n    return potential(x)\n")
+    assert [ctx.differentiations.first_order(d, ctx.bodies) for d in ctx.differentiations.all] == [True]
