@@ -350,3 +350,8 @@ def test_has_aux_and_transform_forms(code, expected):
 def test_a_decorated_gradient_is_judged_by_its_name_not_its_body():
     ctx = context("import jax\n@jax.grad\ndef f(x):\n    return potential(x)\n")
     assert [ctx.differentiations.first_order(d, ctx.bodies) for d in ctx.differentiations.all] == [True]
+
+
+def test_a_gradient_of_an_energy_in_another_function_is_not_certainly_first_order():
+    ctx = context("import jax\ndef helper(p):\n    return jax.grad(energy)(p)\n")
+    assert [ctx.differentiations.first_order(d, ctx.bodies) for d in ctx.differentiations.all] == [False]
