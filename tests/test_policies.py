@@ -116,3 +116,28 @@ def test_a_policy_is_followed_through_eight_renames_and_no_more(renames, found):
     lines = ["import jax", "P0 = lambda *a, **k: False", *(f"P{i} = P{i - 1}" for i in range(1, renames + 1))]
     code = "\n".join([*lines, f"g = jax.checkpoint(f, policy=P{renames})", ""])
     assert [finding[:3] for finding in _found(code)] == found
+
+
+@pytest.mark.parametrize(
+    ("line", "unknown"),
+    [
+        ("layer = Dense(4, tagger=checkpoint_name)", "`Dense(4, tagger=checkpoint_name)` in example.py"),  # the call passing it on
+        ("tag = checkpoint_name", "`checkpoint_name` in example.py"),  # no call: the reference itself
+        # a partial with a positional argument besides the function declares nothing certain
+        ("tag = functools.partial(checkpoint_name, x, name='other')", "`functools.partial(checkpoint_name, x, name='other')` in example.py"),
+    ],
+)
+def test_rem008_names_the_checkpoint_name_uses_it_cannot_know(line, unknown):
+    code = f"""\
+import functools
+import jax
+from jax.ad_checkpoint import checkpoint_name
+def f(x):
+    return checkpoint_name(x, "typo")
+{line}
+g = jax.checkpoint(f, policy=jax.checkpoint_policies.save_only_these_names("tyop"))
+"""
+    [(rule, row, column, message)] = _found(code)
+    assert (rule, row, column) == ("REM008", 7, 75)
+    assert "did you mean 'typo'?" in message
+    assert message.endswith(f"; unless one of the names that cannot be known here gives it: {unknown}")
