@@ -355,3 +355,24 @@ def test_a_decorated_gradient_is_judged_by_its_name_not_its_body():
 def test_a_gradient_of_an_energy_in_another_function_is_not_certainly_first_order():
     ctx = context("import jax\ndef helper(p):\n    return jax.grad(energy)(p)\n")
     assert [ctx.differentiations.first_order(d, ctx.bodies) for d in ctx.differentiations.all] == [False]
+
+
+@pytest.mark.parametrize(
+    ("body", "found"),
+    [
+        ("    out, pullback = jax.vjp(jax.checkpoint(loss), p, x)\n    return pullback(1.0)\n", [("REM101", 5, 28)]),
+        # not certainly called at once: kept for later, as pipeline schedules do
+        ("    out, pullback = jax.vjp(jax.checkpoint(loss), p, x)\n    scale = 1.0\n    return pullback(scale)\n", []),
+        ("    out = jax.vjp(jax.checkpoint(loss), p, x)\n    return out[1](1.0)\n", []),
+        ("    return jax.vjp(jax.checkpoint(loss), p, x)[1](1.0)\n", []),
+    ],
+    ids=["called-next", "called-later", "kept-in-a-tuple", "unassigned"],
+)
+def test_rem101_reports_a_vjp_only_when_its_pullback_is_called_in_the_next_statement(body, found):
+    code = "import jax\ndef loss(p, x):\n    return ((p * x) ** 2).mean()\ndef train_step(p, x):\n" + body
+    assert [(f.code, f.start.row, f.start.column) for f in lint(code)] == found
+
+
+def test_a_gradient_in_a_function_a_differentiated_one_calls_two_levels_down_is_not_first_order():
+    ctx = context("import jax\nouter_fn = jax.grad(a)\ndef a(p):\n    return b(p)\ndef b(p):\n    return jax.grad(g)(p).sum()\n")
+    assert [ctx.differentiations.first_order(d, ctx.bodies) for d in ctx.differentiations.all] == [True, False]
