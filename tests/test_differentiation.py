@@ -376,3 +376,16 @@ def test_rem101_reports_a_vjp_only_when_its_pullback_is_called_in_the_next_state
 def test_a_gradient_in_a_function_a_differentiated_one_calls_two_levels_down_is_not_first_order():
     ctx = context("import jax\nouter_fn = jax.grad(a)\ndef a(p):\n    return b(p)\ndef b(p):\n    return jax.grad(g)(p).sum()\n")
     assert [ctx.differentiations.first_order(d, ctx.bodies) for d in ctx.differentiations.all] == [True, False]
+
+
+@pytest.mark.parametrize(("levels", "expected"), [(8, [("jax.grad", "grad", [], None)]), (9, [])])
+def test_partials_of_a_transform_are_followed_eight_levels_deep(levels, expected):
+    expr = "jax.grad"
+    for _ in range(levels):
+        expr = f"functools.partial({expr})"
+    assert differentiated(f"import functools, jax\ng = {expr}(loss)") == expected
+
+
+def test_a_recursive_differentiated_function_is_walked_once():
+    ctx = context("import jax\nouter_fn = jax.grad(a)\ndef a(p):\n    return a(p) + jax.grad(g)(p).sum()\n")
+    assert [ctx.differentiations.first_order(d, ctx.bodies) for d in ctx.differentiations.all] == [True, False]
