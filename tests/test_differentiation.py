@@ -389,3 +389,14 @@ def test_partials_of_a_transform_are_followed_eight_levels_deep(levels, expected
 def test_a_recursive_differentiated_function_is_walked_once():
     ctx = context("import jax\nouter_fn = jax.grad(a)\ndef a(p):\n    return a(p) + jax.grad(g)(p).sum()\n")
     assert [ctx.differentiations.first_order(d, ctx.bodies) for d in ctx.differentiations.all] == [True, False]
+
+
+@pytest.mark.parametrize(("renames", "expected"), [(3, [("jax.grad", "grad", [], None)]), (4, [])])
+def test_names_bound_to_partials_of_a_transform_count_toward_the_depth(renames, expected):
+    """Each ``G{i} = functools.partial(G{i-1})`` is two steps (the name, the partial): three are followed."""
+    lines = ["import functools, jax", "G0 = functools.partial(jax.grad)", *(f"G{i} = functools.partial(G{i - 1})" for i in range(1, renames + 1))]
+    assert differentiated("\n".join([*lines, f"g = G{renames}(loss)"])) == expected
+
+
+def test_a_lambda_before_a_decorated_gradient_does_not_hide_it():
+    assert differentiated("import jax\nh = lambda x: x\n@jax.grad\ndef f(x):\n    return x\n") == [("jax.grad", "grad", [], "f")]
