@@ -337,6 +337,10 @@ def test_a_gradient_named_for_physics_or_an_inner_loop_is_not_certainly_first_or
         ),
         ("from flax import nnx\ng = nnx.grad(has_aux=True)(nnx.remat(loss))", [("flax.nnx.grad", "value_and_grad", ["nnx.remat(loss)"], None)]),
         ("import jax\nG = jax.grad\ng = G(loss)", [("jax.grad", "grad", [], None)]),
+        (
+            "import functools, jax\n@functools.partial(jax.grad, has_aux=True)\ndef f(x):\n    return x, x",
+            [("jax.grad", "value_and_grad", [], "f")],
+        ),
         # partial(jax.grad, loss) already holds the function: calling it evaluates the gradient
         ("import functools, jax\ng = functools.partial(jax.grad, loss)(x)", []),
         ("import functools, jax\ng = functools.partial(jax.grad, *a)(loss)", []),
