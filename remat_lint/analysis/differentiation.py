@@ -25,7 +25,7 @@ from typing import Callable, Iterator
 import libcst as cst
 
 from remat_lint.analysis.bodies import Bodies
-from remat_lint.analysis.callables import Callables, Denoted, Function
+from remat_lint.analysis.callables import Callables, Denoted
 from remat_lint.analysis.loops import body_argument
 from remat_lint.analysis.semantic import SemanticModel
 from remat_lint.analysis.sites import RematSite
@@ -54,14 +54,6 @@ class Differentiations:
         self.model = model
         self.all: list[Differentiation] = list(self._find(callables))
         self._nested: set[int] | None = None
-        self._by_function: dict[int, list[Differentiation]] = {}
-        for d in self.all:
-            if d.denoted.function is not None:
-                self._by_function.setdefault(id(d.denoted.function), []).append(d)
-
-    def of_function(self, function: Function) -> list[Differentiation]:
-        """The differentiations whose differentiated function is ``function``."""
-        return self._by_function.get(id(function), [])
 
     def under_grad(self, bodies: Bodies, skip: Callable[[Differentiation], bool] = lambda d: False) -> set[int]:
         """The ids of the functions differentiated here (except ``skip``'s) and of the same-module
