@@ -82,8 +82,9 @@ def project_phase(results: list[FileResult], project: Project, codes: frozenset[
             candidates = [f for f in result.findings if f.code == rule.code and f.data.get("pending")]
             if not candidates:
                 continue
+            module = project.module_of(result.path)
             try:
-                confirmed = rule.check_project(candidates, project.module_of(result.path), project)
+                confirmed = rule.check_project(candidates, module, project) if module is not None or not rule.project_needs_module else []
             except Exception as exc:  # a bug in one rule must not hide the others' findings
                 confirmed = []
                 error = f"internal error in {rule.code} (project phase), please report it: {type(exc).__name__}: {exc}"

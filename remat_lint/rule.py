@@ -79,6 +79,9 @@ class Rule:
     fix_applicability: ClassVar[tuple[Applicability, ...]] = ()  # the applicabilities its fixes can have
     # Decided on all linted files together, from every file's ``collect_facts``.
     project_wide: ClassVar[bool] = False
+    # Whether its ``check_project`` needs the file's ``ProjectModule``: in a file the project has no
+    # summary of, such a rule's candidates are dropped without asking it. REM008 reads facts only.
+    project_needs_module: ClassVar[bool] = True
     preview: ClassVar[bool] = False  # new, may still change: runs only when its own code is selected
     since: ClassVar[str] = "0.1.0"  # the first release; a rule added later names the version that adds it
     # Words (whole words, lower or upper case, anywhere in the text) whose presence makes a file worth parsing
@@ -113,7 +116,8 @@ class Rule:
     @classmethod
     def check_project(cls, candidates: list[Finding], module: ProjectModule | None, project: Project) -> list[Finding]:
         """The project phase of a project-wide rule, after every file was linted: of this rule's
-        candidates in one file (``module`` in ``project``; None when the file has no summary), those
+        candidates in one file (``module`` in ``project``; None, for a rule that sets
+        ``project_needs_module = False``, when the file has no summary), those
         it confirms, reworded in place where the project tells more.
 
         A rule creates findings here by reporting candidates in ``check`` with ``pending=True``

@@ -143,10 +143,8 @@ class PolicyNotCallable(Rule):
         self.report(node, "", pending=True, symbols=symbols, values=plain, policy=self.ctx.code(value))
 
     @classmethod
-    def check_project(cls, candidates: list[Finding], module: ProjectModule | None, project: Project) -> list[Finding]:
+    def check_project(cls, candidates: list[Finding], module: ProjectModule, project: Project) -> list[Finding]:
         """Confirm the candidates whose imported values are all strings (or one bool or number)."""
-        if module is None:
-            return []
         kept = []
         for finding in candidates:
             resolved = project.values(module, finding.data["values"])

@@ -286,13 +286,11 @@ class PolicyMisuse(Rule):
         return {"lookups": lookups} if lookups else None
 
     @classmethod
-    def check_project(cls, candidates: list[Finding], module: ProjectModule | None, project: Project) -> list[Finding]:
+    def check_project(cls, candidates: list[Finding], module: ProjectModule, project: Project) -> list[Finding]:
         """Confirm the uncalled factories in module-level tables (pending) that another module
         reads by key; the first such lookup is named."""
         from remat_lint.project.model import place
 
-        if module is None:
-            return []
         kept = []
         for finding in candidates:
             symbol = (module.name, str(finding.data["symbols"][0]))

@@ -170,10 +170,8 @@ class RematModuleInstance(Rule):
         self.report(site.node, "", self._fix(site, constructor), pending=True, symbols=[ref[1].rsplit(".", 1)[-1]], **data)  # type: ignore[arg-type]
 
     @classmethod
-    def check_project(cls, candidates: list[Finding], module: ProjectModule | None, project: Project) -> list[Finding]:
+    def check_project(cls, candidates: list[Finding], module: ProjectModule, project: Project) -> list[Finding]:
         """Confirm the candidates whose class is a linen Module of the project."""
-        if module is None:
-            return []
         kept = []
         for finding in candidates:
             symbol = project.resolve(module, tuple(finding.data["ref"]))  # type: ignore[arg-type]

@@ -101,6 +101,7 @@ class UnknownCheckpointName(Rule):
     severity = Severity.WARNING
     quiet_in_tests = True  # tests name checkpoints that their own code does not declare
     project_wide = True
+    project_needs_module = False
 
     VALID = [
         "import jax\nfrom jax.ad_checkpoint import checkpoint_name\ny = checkpoint_name(x, 'attn_out')\n"

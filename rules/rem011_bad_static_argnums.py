@@ -211,10 +211,8 @@ class BadStaticArgnums(Rule):
             self.report(site.node, "", pending=True, symbols=[ref[1].rsplit(".", 1)[-1]], **data)
 
     @classmethod
-    def check_project(cls, candidates: list[Finding], module: ProjectModule | None, project: Project) -> list[Finding]:
+    def check_project(cls, candidates: list[Finding], module: ProjectModule, project: Project) -> list[Finding]:
         """Judge the candidates against the imported class's ``__call__`` signature."""
-        if module is None:
-            return []
         kept = []
         for finding in candidates:
             found = project.resolve(module, tuple(finding.data["ref"]))

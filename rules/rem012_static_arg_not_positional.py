@@ -154,13 +154,11 @@ class StaticArgNotPositional(Rule):
                         shift=shift, display=fn.site.api.display, enabled=enabled)
 
     @classmethod
-    def check_project(cls, candidates: list[Finding], module: ProjectModule | None, project: Project) -> list[Finding]:
+    def check_project(cls, candidates: list[Finding], module: ProjectModule, project: Project) -> list[Finding]:
         """Confirm the exported wraps (pending) that another module calls with a static argument
         by keyword or not at all; the first such call is named."""
         from remat_lint.project.model import call_row, place
 
-        if module is None:
-            return []
         kept = []
         for finding in candidates:
             data = finding.data

@@ -117,13 +117,11 @@ class RematKeywordDropped(Rule):
             return
 
     @classmethod
-    def check_project(cls, candidates: list[Finding], module: ProjectModule | None, project: Project) -> list[Finding]:
+    def check_project(cls, candidates: list[Finding], module: ProjectModule, project: Project) -> list[Finding]:
         """Confirm the exported wraps (pending) whose instances another module calls with a
         keyword of their ``__call__``; the first such call is named."""
         from remat_lint.project.model import call_row, place
 
-        if module is None:
-            return []
         kept = []
         for finding in candidates:
             symbol, params = (module.name, str(finding.data["symbols"][0])), finding.data["params"]

@@ -220,12 +220,10 @@ class CheckpointWholeLoss(Rule):
                 yield site, name
 
     @classmethod
-    def check_project(cls, candidates: list[Finding], module: ProjectModule | None, project: Project) -> list[Finding]:
+    def check_project(cls, candidates: list[Finding], module: ProjectModule, project: Project) -> list[Finding]:
         """Confirm the exported checkpoints (pending) that another module differentiates whole."""
         from remat_lint.project.model import place
 
-        if module is None:
-            return []
         kept = []
         for finding in candidates:
             symbol = (module.name, str(finding.data["symbols"][0]))

@@ -246,10 +246,8 @@ class CheckpointLastStage(Rule):
             self.report(stage.call, "", pending=True, symbols=list(of), called=self.ctx.code(stage.call.func), of=of)
 
     @classmethod
-    def check_project(cls, candidates: list[Finding], module: ProjectModule | None, project: Project) -> list[Finding]:
+    def check_project(cls, candidates: list[Finding], module: ProjectModule, project: Project) -> list[Finding]:
         """Confirm the candidates whose function another module differentiates (reverse mode)."""
-        if module is None:
-            return []
         kept = []
         for finding in candidates:
             checkpoint = bool(finding.data.get("checkpoint"))  # the symbol is the checkpoint itself

@@ -185,11 +185,9 @@ class PreventCseOutsideScan(Rule):
         return facts
 
     @classmethod
-    def check_project(cls, candidates: list[Finding], module: ProjectModule | None, project: Project) -> list[Finding]:
+    def check_project(cls, candidates: list[Finding], module: ProjectModule, project: Project) -> list[Finding]:
         """Confirm a helper's checkpoint when the project calls the helper and only calls the
         results directly, in no function that a loop body reaches."""
-        if module is None:
-            return []
         kept = []
         for finding in candidates:
             symbol = (module.name, str(finding.data["symbols"][0]))

@@ -171,12 +171,10 @@ class ScanBodyNotCheckpointed(Rule):
         return facts
 
     @classmethod
-    def check_project(cls, candidates: list[Finding], module: ProjectModule | None, project: Project) -> list[Finding]:
+    def check_project(cls, candidates: list[Finding], module: ProjectModule, project: Project) -> list[Finding]:
         """Confirm a scanning function or Flax Module class (pending) that a grad in another module reaches."""
         from remat_lint.project.model import place
 
-        if module is None:
-            return []
         kept = []
         grads = [
             (other, transform, row, start)

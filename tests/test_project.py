@@ -246,6 +246,29 @@ def test_a_failing_project_phase_keeps_the_findings_the_file_decided_alone(tmp_p
     assert found == [(1, "REM000"), (15, "REM101")]
 
 
+def test_a_file_without_a_project_module_drops_the_candidates_of_rules_that_need_one(tmp_path, capsys, monkeypatch):
+    """Without the file's module REM101 cannot be asked (its candidate is dropped, unseen); REM008,
+    which reads only the project's facts, still decides its own."""
+    from remat_lint.project.model import Project
+    from remat_lint.rules.rem101_checkpoint_whole_loss import CheckpointWholeLoss
+
+    def unreachable(cls, candidates, module, project):
+        raise AssertionError("called without a module")
+
+    make_project(tmp_path, train_with("from .losses import loss_fn", "loss_fn"))
+    (tmp_path / "pkg" / "names.py").write_text(
+        "import jax\nfrom jax.ad_checkpoint import checkpoint_name\ny = checkpoint_name(1.0, 'attn')\n"
+        "p = jax.checkpoint_policies.save_only_these_names('atn')\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    found = {(path, message.split(" ", 1)[0]) for path, _, message in cli(capsys, "--no-cache", ".")}
+    assert found == {(os.path.join("pkg", "losses.py"), "REM101"), (os.path.join("pkg", "names.py"), "REM008")}
+    monkeypatch.setattr(Project, "module_of", lambda self, path: None)
+    monkeypatch.setattr(CheckpointWholeLoss, "check_project", classmethod(unreachable))
+    found = {(path, message.split(" ", 1)[0]) for path, _, message in cli(capsys, "--no-cache", ".")}
+    assert found == {(os.path.join("pkg", "names.py"), "REM008")}
+
+
 def test_a_checkpoint_re_exported_under_another_name_is_followed(tmp_path, capsys, monkeypatch):
     make_project(tmp_path, train_with("import pkg", "pkg.objective"), init="from .losses import loss_fn as objective\n")
     monkeypatch.chdir(tmp_path)
