@@ -30,20 +30,29 @@ DEFAULT_DIR = ".remat_lint_cache"
 _TAG = "Signature: 8a477f597d28d172789f06886806bc55\n# remat-lint's result cache (https://bford.info/cachedir/)\n"
 
 
-def code_fingerprint() -> str:
-    """What identifies the linter itself: version, Python version and the package's source files."""
+def code_paths() -> list[tuple[str, str]]:
+    """The linter's own code: every folder of its packages and every .py file in them, each with
+    the package folder it is under."""
     import remat_lint
     import remat_lint.rules
 
-    parts = [__version__, sys.version.split()[0]]
+    found = []
     for package in (remat_lint, remat_lint.rules):
         for directory in package.__path__:
             for root, dirs, files in os.walk(directory):
                 dirs[:] = sorted(d for d in dirs if d != "__pycache__")
-                for name in sorted(files):
-                    if name.endswith(".py"):
-                        st = os.stat(os.path.join(root, name))
-                        parts.append(f"{os.path.relpath(os.path.join(root, name), directory)}:{st.st_size}:{st.st_mtime_ns}")
+                found.append((directory, root))
+                found += [(directory, os.path.join(root, name)) for name in sorted(files) if name.endswith(".py")]
+    return found
+
+
+def code_fingerprint() -> str:
+    """What identifies the linter itself: version, Python version and the package's source files."""
+    parts = [__version__, sys.version.split()[0]]
+    for directory, path in code_paths():
+        if path.endswith(".py"):
+            st = os.stat(path)
+            parts.append(f"{os.path.relpath(path, directory)}:{st.st_size}:{st.st_mtime_ns}")
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
 
 

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
-from remat_lint import __version__, autofix, jax_version
+from remat_lint import __version__, autofix, jax_version, recording
 from remat_lint.cache import DEFAULT_DIR, Cache
 from remat_lint.config import ConfigError, RuleSelection, Settings, validate_selectors
 from remat_lint.discovery import discover
@@ -240,7 +240,15 @@ def _check(args: argparse.Namespace, paths: list[str], use_stdin: bool, resolver
             raise UsageError("--trace needs files: it imports them")
         return _trace(args, result, found.files, resolver)
     _display(result)
+    if not use_stdin and _prints_only(args):
+        recording.allow(cache)
     return _report(args, result)
+
+
+def _prints_only(args: argparse.Namespace) -> bool:
+    """Whether the run reports and writes no file (then its output is a function of what it read,
+    and the next identical run may replay it)."""
+    return not (args.output_file or args.extra_output or args.add_noqa or args.fix or args.diff)
 
 
 def show_settings(path: str, resolver: Resolver) -> str:

@@ -1,0 +1,175 @@
+"""What a full run reads and prints, for the record that lets the next identical run replay it
+(``remat_lint/replay.py``).
+
+While a run is recorded, every path it opens for reading or lists (Python's audit events
+``open``, ``os.listdir`` and ``os.scandir``, which the import system raises too) and every path it
+probes with ``os.stat`` or ``os.lstat`` (``os.path.isfile``, pathlib's ``is_file``, the
+configuration looked for and not found: those two functions are wrapped for the run) is noted;
+what it prints passes through to the real streams and is kept. The files read and the folders
+listed are inputs with their content (a folder's signature changes when an entry is added,
+removed or renamed), the paths probed with their absence, type and identity: the configuration
+files looked for up the tree, the markers of a project's root. The cache's own files are not
+inputs: an entry is a function of the bytes it is keyed by.
+
+The record is written only for a run that the CLI declared a plain lint (``allow``), that ended
+with exit code 0 or 1, printed only through ``write`` and read nothing whose modification time is
+within ``RACY_NS`` of the run's start: a file changed that soon after it was read could keep its
+signature (git's "racy" timestamps). When in doubt (a probe relative to a directory descriptor, a
+stat error), nothing is written.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, TextIO
+
+from remat_lint import replay
+
+if TYPE_CHECKING:
+    from remat_lint.cache import Cache
+
+RACY_NS = 2_000_000_000  # coarser than any filesystem's timestamps, and than the kernel's clock ticks
+_WRITES = os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC
+
+
+class Recording:
+    def __init__(self) -> None:
+        self.start_ns = time.time_ns()
+        # (path, whether stat follows symlinks) -> whether its content was read (else only probed)
+        self.paths: dict[tuple[str, bool], bool] = {}
+        self.chunks: list[tuple[int, str]] = []  # (1 for stdout or 2 for stderr, text), in order
+        self.cache: Cache | None = None  # set by ``allow``: the run may be replayed
+        self.doubtful = False
+
+    def note(self, path: Any, follow_symlinks: bool = True, content: bool = True) -> None:
+        if isinstance(path, int):  # a file descriptor: its path was noted when it was opened
+            return
+        path = os.fsdecode(path)
+        if not path.endswith(".pyc"):  # an import's cached bytecode (its source is the linter's code)
+            key = (path, follow_symlinks)
+            self.paths[key] = content or self.paths.get(key, False)
+
+    def printed(self, stream: int, text: str) -> None:
+        if self.chunks and self.chunks[-1][0] == stream:
+            self.chunks[-1] = (stream, self.chunks[-1][1] + text)
+        else:
+            self.chunks.append((stream, text))
+
+    def save(self, invocation: str, code: int) -> None:
+        """Write the replay record, when the run allows one."""
+        if self.cache is None or not self.cache.enabled or self.doubtful or code not in (0, 1):
+            return
+        root = os.path.abspath(self.cache.root)
+        if os.path.basename(root) != replay.CACHE_DIR or not _is_ancestor(os.path.dirname(root), os.getcwd()):
+            return  # not where the launcher looks (a cache-dir of its own)
+        from remat_lint.cache import code_paths
+
+        paths = {**self.paths, **{(path, True): True for _, path in code_paths()}}
+        inputs = []
+        for (path, follow_symlinks), content in sorted(paths.items()):
+            full = os.path.abspath(path)
+            if full == root or full.startswith(root + os.sep):
+                continue
+            signature = replay.signature(path, follow_symlinks, content)
+            if signature == replay.UNKNOWN or (signature is not None and signature[4] >= self.start_ns - RACY_NS):
+                return
+            inputs.append((path, follow_symlinks, content, signature))
+        try:
+            replay.write(root, invocation, inputs, self.chunks, code)
+        except OSError:
+            pass  # the record is an optimisation only
+
+
+_current: Recording | None = None
+
+
+def allow(cache: Cache | None) -> None:
+    """Called by the CLI for a run whose output is a function of what it reads (a plain lint that
+    writes no file): with a cache (``--no-cache`` disables replays too), it may be replayed."""
+    if _current is not None and cache is not None:
+        _current.cache = cache
+
+
+@contextmanager
+def record() -> Iterator[Recording]:
+    """Record what the run in the ``with`` block reads and prints."""
+    global _current
+    recording = Recording()
+    _install_audit_hook()
+    real = os.stat, os.lstat, sys.stdout, sys.stderr
+
+    def stat(path: Any, *, dir_fd: int | None = None, follow_symlinks: bool = True) -> os.stat_result:
+        _probe(recording, path, dir_fd, follow_symlinks)
+        return real[0](path, dir_fd=dir_fd, follow_symlinks=follow_symlinks)
+
+    def lstat(path: Any, *, dir_fd: int | None = None) -> os.stat_result:
+        _probe(recording, path, dir_fd, False)
+        return real[1](path, dir_fd=dir_fd)
+
+    os.stat, os.lstat = stat, lstat  # type: ignore[assignment]
+    sys.stdout, sys.stderr = _Tee(real[2], recording, 1), _Tee(real[3], recording, 2)  # type: ignore[assignment]
+    _current = recording
+    try:
+        yield recording
+    finally:
+        _current = None
+        os.stat, os.lstat, sys.stdout, sys.stderr = real  # type: ignore[assignment]
+
+
+def _probe(recording: Recording, path: Any, dir_fd: int | None, follow_symlinks: bool) -> None:
+    if dir_fd is not None:
+        recording.doubtful = True
+    else:
+        recording.note(path, follow_symlinks, content=False)
+
+
+class _Tee:
+    """A text stream that keeps what is written through it. A run that reaches for the stream
+    beneath (its bytes buffer, its file descriptor) prints what is not kept: no record."""
+
+    def __init__(self, stream: TextIO, recording: Recording, number: int) -> None:
+        self._stream, self._recording, self._number = stream, recording, number
+
+    def write(self, text: str) -> int:
+        written = self._stream.write(text)
+        self._recording.printed(self._number, text)
+        return written
+
+    def __getattr__(self, name: str) -> Any:
+        if name in ("buffer", "fileno", "writelines", "detach"):
+            self._recording.doubtful = True
+        return getattr(self._stream, name)
+
+
+_hooked = False
+
+
+def _install_audit_hook() -> None:
+    """Once per process (an audit hook cannot be removed); it does nothing outside a recording."""
+    global _hooked
+    if not _hooked:
+        sys.addaudithook(_audit)
+        _hooked = True
+
+
+def _audit(event: str, args: tuple[Any, ...]) -> None:
+    recording = _current
+    if recording is None or event not in ("open", "os.listdir", "os.scandir"):
+        return
+    try:
+        if event == "open":
+            path, _, flags = args
+            if isinstance(flags, int) and not flags & _WRITES:
+                recording.note(path)
+        else:
+            recording.note("." if args[0] is None else args[0])
+    except Exception:  # an exception here would fail the audited call itself
+        recording.doubtful = True
+
+
+def _is_ancestor(folder: str, path: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)

@@ -1,0 +1,246 @@
+"""An unchanged invocation replays its last output (remat_lint/replay.py): byte for byte, with the
+same exit code; never after anything it read, listed or looked for has changed."""
+
+from __future__ import annotations
+
+import io
+import marshal
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import pytest
+
+from remat_lint import cache, cli, launch
+
+BAD = "import jax\ng = jax.checkpoint(lambda x: x, policy='dots_saveable')\n"
+QUIET = "import jax\ng = jax.checkpoint(lambda x: x, policy= dots_saveable )\n"  # as long as BAD, no finding
+assert len(QUIET) == len(BAD)
+
+
+@dataclass
+class Run:
+    code: int
+    out: str
+    err: str
+    replayed: bool  # the linter did not run
+
+
+def age(*paths: Path) -> None:
+    """Date the paths (and everything under them) a minute back: not 'racy', so a run records them."""
+    past = time.time_ns() - 60_000_000_000
+    for path in paths:
+        for item in [path, *path.rglob("*")]:
+            os.utime(item, ns=(past, past), follow_symlinks=False)
+
+
+@pytest.fixture
+def lint(monkeypatch, capsys, tmp_path) -> Callable[..., Run]:
+    """Runs the launcher in this process. The linter's code is one aged file here: an engineer
+    editing a rule beside a test run would make the real files 'racy'."""
+    code = tmp_path / "code.py"
+    code.write_text("x = 1\n")
+    age(code)
+    monkeypatch.setattr(cache, "code_paths", lambda: [(str(tmp_path), str(code))])
+    runs = []
+    real = cli.main
+    monkeypatch.setattr(cli, "main", lambda argv: runs.append(argv) or real(argv))
+
+    def run(*args: str) -> Run:
+        before = len(runs)
+        code = launch.main(list(args))
+        out, err = capsys.readouterr()
+        return Run(code, out, err, replayed=len(runs) == before)
+
+    return run
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch) -> Path:
+    root = tmp_path / "proj"
+    (root / "pkg").mkdir(parents=True)
+    (root / "pkg" / "model.py").write_text(BAD)
+    (root / "pkg" / "clean.py").write_text("x = 1\n")
+    age(tmp_path)
+    monkeypatch.chdir(root)
+    return root
+
+
+def primed(lint: Callable[..., Run], *args: str) -> Run:
+    """The first run's result, once the next identical run has replayed it."""
+    first = lint(*args)
+    assert not first.replayed
+    again = lint(*args)
+    assert again.replayed and (again.code, again.out, again.err) == (first.code, first.out, first.err)
+    return first
+
+
+def test_replay_prints_what_the_run_printed_with_its_exit_code(project, lint):
+    findings = primed(lint, "pkg")
+    assert findings.code == 1 and "pkg/model.py:2:5: REM001" in findings.out and findings.err.startswith("Found 1 error")
+    clean = primed(lint, "--output-format", "concise", "pkg/clean.py")
+    assert (clean.code, clean.out, clean.err) == (0, "", "All checks passed!\n")
+
+
+def _edit_keeping_size_and_time(root: Path) -> None:
+    path = root / "pkg" / "model.py"
+    st = path.stat()
+    path.write_text(QUIET)
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+
+
+def _touch(root: Path) -> None:
+    os.utime(root / "pkg" / "model.py", ns=(time.time_ns() - 30_000_000_000,) * 2)
+
+
+def _new_file(root: Path) -> None:
+    (root / "pkg" / "new.py").write_text(BAD)
+
+
+def _config_in_the_folder(root: Path) -> None:
+    (root / "pkg" / "pyproject.toml").write_text('[tool.remat-lint]\nignore = ["REM001"]\n')
+
+
+def _config_above_the_working_directory(root: Path) -> None:
+    (root.parent / "remat-lint.toml").write_text('ignore = ["REM001"]\n')
+
+
+@pytest.mark.parametrize("change", [_edit_keeping_size_and_time, _touch, _new_file, _config_in_the_folder,
+                                    _config_above_the_working_directory])
+def test_a_changed_input_is_linted_again(project, lint, change):
+    before = primed(lint, "pkg")
+    change(project)
+    after = lint("pkg")
+    assert not after.replayed and (after.code, after.out) == (lint("--no-cache", "pkg").code, lint("--no-cache", "pkg").out)
+    assert (after.out == before.out) == (change is _touch)  # the others change the findings
+
+
+def test_an_edited_configuration_is_read_again(project, lint):
+    config = project / "pyproject.toml"
+    config.write_text("[tool.remat-lint]\n")
+    age(config, project)
+    assert primed(lint, "pkg").code == 1
+    config.write_text('[tool.remat-lint]\nignore = ["REM001"]\n')
+    age(config)
+    after = lint("pkg")
+    assert not after.replayed and after.code == 0
+
+
+def test_the_environment_the_terminal_and_the_arguments_are_part_of_the_invocation(project, lint, monkeypatch):
+    plain = primed(lint, "pkg")
+    assert "\x1b[" not in plain.out
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    forced = lint("pkg")
+    assert not forced.replayed and "\x1b[" in forced.out
+    monkeypatch.delenv("FORCE_COLOR")
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    terminal, pipe = Terminal(), sys.stdout
+    sys.stdout = terminal
+    try:
+        assert not lint("pkg").replayed and "\x1b[" in terminal.getvalue()
+    finally:
+        sys.stdout = pipe
+    assert not lint("--output-format", "json", "pkg").replayed
+
+
+def test_a_change_of_the_linters_code_is_a_miss(project, lint, tmp_path):
+    primed(lint, "pkg")
+    (tmp_path / "code.py").write_text("x = 2\n")
+    age(tmp_path / "code.py")
+    assert not lint("pkg").replayed
+
+
+def test_a_file_changed_within_the_timestamp_granularity_is_not_recorded(project, lint):
+    (project / "pkg" / "model.py").write_text(BAD.replace("g =", "h ="))  # now: its next edit may keep this time
+    assert not lint("pkg").replayed
+    assert not lint("pkg").replayed
+    age(project / "pkg" / "model.py")
+    primed(lint, "pkg")
+
+
+@pytest.mark.parametrize("args", [["--no-cache"], ["--fix"], ["--diff"], ["--trace"], ["-o", "report.txt"], ["--output-file=report.txt"],
+                                  ["--extra-output", "json=report.json"]])
+def test_a_run_that_writes_or_skips_the_cache_never_replays(project, lint, args):
+    first = lint(*args, "pkg/clean.py")  # nothing to fix: the file stays as it is
+    again = lint(*args, "pkg/clean.py")
+    assert not again.replayed and (again.code, again.out) == (first.code, first.out)
+    assert not (project / ".remat_lint_cache" / "replay").exists()
+
+
+def test_stdin_is_never_replayed(project, lint, monkeypatch):
+    for _ in range(2):
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(BAD.encode())))
+        run = lint("-")
+        assert not run.replayed and run.code == 1
+
+
+def test_a_corrupt_or_foreign_record_is_a_miss(project, lint):
+    first = primed(lint, "pkg")
+    [record] = (project / ".remat_lint_cache" / "replay").iterdir()
+    for content in (b"\x00garbage", marshal.dumps(("another format", "key", (), ((1, "forged\n"),), 0)),
+                    record.read_bytes()[:-9]):
+        record.write_bytes(content)
+        run = lint("pkg")
+        assert not run.replayed and (run.code, run.out, run.err) == (first.code, first.out, first.err)
+    assert lint("pkg").replayed  # written again
+
+
+LOSSES = """
+import jax
+import jax.numpy as jnp
+
+
+@jax.checkpoint
+def loss_fn(params, x):
+    return jnp.sum(jnp.tanh(x @ params))
+"""
+TRAIN = "import jax\nfrom .losses import loss_fn\n\n\ndef step(params, x):\n    return jax.value_and_grad(loss_fn)(params, x)\n"
+
+
+def test_editing_the_module_a_finding_depends_on_is_a_miss(tmp_path, lint, monkeypatch):
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "losses.py").write_text(textwrap.dedent(LOSSES))
+    (tmp_path / "pkg" / "train.py").write_text(TRAIN)
+    age(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    staged = ["--select", "ALL", "--output-format", "concise", "pkg/losses.py"]  # train.py is not named
+    lint(*staged)
+    age(tmp_path)  # the cache was just made in the project's folder, which the project pass lists
+    assert "REM101" in primed(lint, *staged).out
+    (tmp_path / "pkg" / "train.py").write_text(TRAIN.replace("jax.value_and_grad(loss_fn)", "loss_fn"))
+    after = lint(*staged)
+    assert not after.replayed and "REM101" not in after.out
+
+
+SHOW_IMPORTS = ("import sys\nfrom remat_lint.launch import main\ncode = main()\n"
+                "print(sorted(m for m in sys.modules if m.startswith('remat_lint') or m in ('hashlib', 'argparse')), file=sys.stderr)\n"
+                "sys.exit(code)\n")
+
+
+def test_the_launcher_replays_importing_nothing_but_itself(project):
+    def launch_(*args: str) -> subprocess.CompletedProcess[bytes]:
+        return subprocess.run([sys.executable, "-c", SHOW_IMPORTS, *args], cwd=project, capture_output=True)
+
+    first = launch_("pkg")  # creates the cache in the working directory, which Python lists for imports
+    launch_("pkg")
+    again = launch_("pkg")
+    assert first.returncode == again.returncode == 1
+    assert again.stdout == first.stdout and b"REM001" in first.stdout
+    assert "remat_lint.cli" in first.stderr.decode()
+    assert again.stderr.decode().splitlines()[-1] == "['remat_lint', 'remat_lint.launch', 'remat_lint.replay']"
+    [record] = (project / ".remat_lint_cache" / "replay").iterdir()
+    inputs = {path for path, *_ in marshal.loads(record.read_bytes())[2]}
+    assert {path for _, path in cache.code_paths()} <= inputs  # the linter's own code
+    module = subprocess.run([sys.executable, "-m", "remat_lint", "pkg"], cwd=project, capture_output=True)
+    assert (module.returncode, module.stdout) == (1, first.stdout)
