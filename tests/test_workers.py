@@ -1,0 +1,59 @@
+"""Worker processes (runner._Workers) change how fast a run is, never what it reports."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from remat_lint import runner
+from remat_lint.config import Settings
+from remat_lint.resolver import Resolver
+
+BAD = "import jax\ng = jax.checkpoint(lambda x: x, policy='dots_saveable')\n"  # REM001
+PLAIN = "import numpy as np\nx = np.ones(3)\n"
+
+
+def _tree(tmp_path: Path, bad: set[int]) -> list[str]:
+    """More files than runner.EARLY_MIN_FILES, those numbered in ``bad`` with a finding."""
+    paths = []
+    for i in range(runner.EARLY_MIN_FILES + 20):
+        path = tmp_path / f"m{i:03}.py"
+        path.write_text(BAD if i in bad else PLAIN)
+        paths.append(str(path))
+    return paths
+
+
+def _found(result: runner.RunResult) -> list[tuple[str, int, str]]:
+    return [(os.path.basename(f.path), f.start.row, f.code) for f in result.findings]
+
+
+@pytest.mark.parametrize("min_lines", [0, runner.POOL_MIN_LINES])  # with the other workers, and the first alone
+def test_workers_started_while_reading_report_what_one_process_does(tmp_path, monkeypatch, min_lines):
+    paths = _tree(tmp_path, bad={0, 7, 110})  # the first file to parse is met first: the workers start at once
+    resolver = Resolver.of(Settings(root=tmp_path))
+    serial = runner.run(paths, resolver, jobs=1)
+    monkeypatch.setattr(runner, "POOL_MIN_LINES", min_lines)
+    started = []
+    init = runner._Workers.__init__
+    monkeypatch.setattr(runner._Workers, "__init__", lambda self, jobs: started.append(jobs) or init(self, jobs))
+    pooled = runner.run(paths, resolver, jobs=2)
+    assert started == [2]
+    assert _found(pooled) == _found(serial) == [("m000.py", 2, "REM001"), ("m007.py", 2, "REM001"), ("m110.py", 2, "REM001")]
+    assert set(pooled.sources) == {paths[0], paths[7], paths[110]}
+
+
+def test_a_worker_that_dies_is_an_error_not_a_hang(tmp_path, monkeypatch):
+    paths = _tree(tmp_path, bad={0, 1})
+    lint_task = runner._lint_task
+
+    def crash_on_second(task: runner._Task) -> object:
+        if task.path == paths[1]:
+            os._exit(1)  # as a crash in the native parser would
+        return lint_task(task)
+
+    monkeypatch.setattr(runner, "_lint_task", crash_on_second)
+    monkeypatch.setattr(runner, "POOL_MIN_LINES", 0)
+    with pytest.raises(RuntimeError, match="worker process ended"):
+        runner.run(paths, Resolver.of(Settings(root=tmp_path)), jobs=2)
