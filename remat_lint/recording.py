@@ -20,6 +20,7 @@ stat error), nothing is written.
 
 from __future__ import annotations
 
+import mmap
 import os
 import sys
 import time
@@ -44,24 +45,33 @@ class Recording:
         self.chunks: list[tuple[int, str]] = []  # (1 for stdout or 2 for stderr, text), in order
         self.cache: Cache | None = None  # set by ``allow``: the run may be replayed
         self.doubtful = False
+        # A forked worker's reads and prints are not seen here: it says so in this shared byte.
+        self.in_worker = False
+        self._worker_did = mmap.mmap(-1, 1)
 
     def note(self, path: Any, follow_symlinks: bool = True, content: bool = True) -> None:
         if isinstance(path, int):  # a file descriptor: its path was noted when it was opened
             return
         path = os.fsdecode(path)
-        if not path.endswith(".pyc"):  # an import's cached bytecode (its source is the linter's code)
+        if path.endswith(".pyc"):  # an import's cached bytecode (its source is the linter's code)
+            return
+        if self.in_worker:
+            self._worker_did[0] = 1
+        else:
             key = (path, follow_symlinks)
             self.paths[key] = content or self.paths.get(key, False)
 
     def printed(self, stream: int, text: str) -> None:
-        if self.chunks and self.chunks[-1][0] == stream:
+        if self.in_worker:
+            self._worker_did[0] = 1
+        elif self.chunks and self.chunks[-1][0] == stream:
             self.chunks[-1] = (stream, self.chunks[-1][1] + text)
         else:
             self.chunks.append((stream, text))
 
     def save(self, invocation: str, code: int) -> None:
         """Write the replay record, when the run allows one."""
-        if self.cache is None or not self.cache.enabled or self.doubtful or code not in (0, 1):
+        if self.cache is None or not self.cache.enabled or self.doubtful or self._worker_did[0] or code not in (0, 1):
             return
         root = os.path.abspath(self.cache.root)
         if os.path.basename(root) != replay.CACHE_DIR or not _is_ancestor(os.path.dirname(root), os.getcwd()):
@@ -99,7 +109,7 @@ def record() -> Iterator[Recording]:
     """Record what the run in the ``with`` block reads and prints."""
     global _current
     recording = Recording()
-    _install_audit_hook()
+    _install_hooks()
     real = os.stat, os.lstat, sys.stdout, sys.stderr
 
     def stat(path: Any, *, dir_fd: int | None = None, follow_symlinks: bool = True) -> os.stat_result:
@@ -148,12 +158,19 @@ class _Tee:
 _hooked = False
 
 
-def _install_audit_hook() -> None:
-    """Once per process (an audit hook cannot be removed); it does nothing outside a recording."""
+def _install_hooks() -> None:
+    """Once per process (an audit hook cannot be removed); they do nothing outside a recording."""
     global _hooked
     if not _hooked:
         sys.addaudithook(_audit)
+        if hasattr(os, "register_at_fork"):
+            os.register_at_fork(after_in_child=_in_worker)
         _hooked = True
+
+
+def _in_worker() -> None:
+    if _current is not None:
+        _current.in_worker = True
 
 
 def _audit(event: str, args: tuple[Any, ...]) -> None:

@@ -176,6 +176,30 @@ def test_a_run_that_writes_or_skips_the_cache_never_replays(project, lint, args)
     assert not (project / ".remat_lint_cache" / "replay").exists()
 
 
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="workers are forked on Linux only")
+@pytest.mark.parametrize("unseen", ["prints", "reads"])
+def test_a_run_whose_forked_worker_prints_or_reads_is_not_recorded(project, lint, monkeypatch, unseen):
+    report = cli._report
+
+    def forking(*args, **kwargs):
+        pid = os.fork()
+        if pid == 0:  # a worker: what it does is not seen by the run that records
+            if unseen == "prints":
+                print("a warning", file=sys.stderr)
+            else:
+                (project / "pkg" / "clean.py").read_text()
+            os._exit(0)
+        os.waitpid(pid, 0)
+        return report(*args, **kwargs)
+
+    monkeypatch.setattr(cli, "_report", forking)
+    lint("pkg")
+    assert not lint("pkg").replayed
+    monkeypatch.setattr(cli, "_report", report)
+    lint("pkg")
+    assert lint("pkg").replayed
+
+
 def test_stdin_is_never_replayed(project, lint, monkeypatch):
     for _ in range(2):
         monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(BAD.encode())))
