@@ -80,9 +80,9 @@ class Recording:
 
         paths = {**self.paths, **{(path, True): True for _, path in code_paths()}}
         inputs = []
+        own = str(self.cache.root)  # the cache's files are spelt from its root (absolute): not inputs
         for (path, follow_symlinks), content in sorted(paths.items()):
-            full = os.path.abspath(path)
-            if full == root or full.startswith(root + os.sep):
+            if path == own or path.startswith(own + os.sep):
                 continue
             signature = replay.signature(path, follow_symlinks, content)
             if signature == replay.UNKNOWN or (signature is not None and signature[4] >= self.start_ns - RACY_NS):

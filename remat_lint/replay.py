@@ -36,7 +36,9 @@ UNKNOWN = (-1, -1, -1, -1, -1, -1)  # a path whose stat failed otherwise than by
 
 
 def key(argv: list[str]) -> str | None:
-    """What identifies the invocation, or None when it cannot be replayed (no stdout, no cwd)."""
+    """What identifies the invocation, or None when it cannot be replayed (no stdout, no cwd): the
+    arguments, the working directory and user, the linter's location, the interpreter, its
+    import path and warning options, the output streams and the environment variables read."""
     if sys.stdout is None or sys.stderr is None:
         return None
     try:
@@ -44,7 +46,8 @@ def key(argv: list[str]) -> str | None:
         streams = [f"{s.isatty()}:{s.encoding}:{s.errors}" for s in (sys.stdout, sys.stderr)]
     except (OSError, ValueError, AttributeError):
         return None
-    parts = [FORMAT, cwd, os.path.dirname(os.path.abspath(__file__)), sys.version, sys.executable, repr(sys.path),
+    user = str(os.getuid()) if hasattr(os, "getuid") else ""  # what it may read ("cannot read file" findings)
+    parts = [FORMAT, cwd, user, os.path.dirname(os.path.abspath(__file__)), sys.version, sys.executable, repr(sys.path),
              repr(sys.warnoptions), *streams, *(f"{name}={os.environ.get(name)}" for name in ENVIRONMENT), *argv]
     return "\0".join(parts)
 
