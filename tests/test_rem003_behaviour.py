@@ -1,0 +1,50 @@
+"""REM003 (policy misuse): each check stays quiet where the code expects the very error it predicts,
+and reports the same code where another error is expected (found by mutation testing: a
+misspelled exception name kept the check quiet nowhere, or everywhere)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.helpers import lint
+
+GUARDED = """
+from jax import checkpoint_policies as cp
+try:
+    {line}
+except {error}:
+    p = None
+"""
+
+# (the misuse, the error JAX raises on it)
+MISUSES = [
+    ("p = cp.dots_saveable()", "TypeError"),
+    ("p = cp.save_only_these_names(['q', 'k'])", "TypeError"),
+    ("p = cp.save_from_both_policies(cp.dots_saveable)", "TypeError"),
+    ("g = jax.checkpoint(f, policy=cp.save_only_these_names)", "TypeError"),
+    ("p = cp.dots_savable", "AttributeError"),
+    (
+        "p = cp.save_and_offload_only_these_names(names_which_can_be_saved=['a'], names_which_can_be_offloaded=['a'], "
+        "offload_src='device', offload_dst='pinned_host')",
+        "ValueError",
+    ),
+    (
+        "p = cp.save_from_both_policies(cp.dots_saveable, cp.offload_dot_with_no_batch_dims('device', 'pinned_host'))",
+        "ValueError",
+    ),
+]
+
+
+def rem003(line: str, error: str) -> list[str]:
+    return [f.message for f in lint("import jax\n" + GUARDED.format(line=line, error=error), {"REM003"})]
+
+
+@pytest.mark.parametrize(("line", "error"), MISUSES)
+def test_quiet_where_the_predicted_error_is_caught(line: str, error: str) -> None:
+    assert rem003(line, error) == []
+
+
+@pytest.mark.parametrize(("line", "error"), MISUSES)
+def test_reported_where_another_error_is_caught(line: str, error: str) -> None:
+    other = "KeyError"
+    assert len(rem003(line, other)) == 1
