@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import os
 import traceback
 from typing import TYPE_CHECKING, Any, Iterator
 
@@ -72,7 +73,7 @@ class Plugin:
             from remat_lint.runner import ProjectPass
 
             # The project-wide rules flake8 selects beyond the configuration's (REM301) need every file's facts.
-            resolver = _resolver(tuple(sorted(project_codes(self.codes).intersection(OFF_BY_DEFAULT))))
+            resolver = _resolver(tuple(sorted(project_codes(self.codes).intersection(OFF_BY_DEFAULT))), os.getcwd())
             settings = resolver(self.filename)
             result = lint_source(self.filename, source, settings.codes_for(self.filename, self.codes), apply_noqa=False,
                                  facts=project_codes(settings.enabled_codes()), is_test_file=settings.is_test_file(self.filename),
@@ -106,7 +107,9 @@ def _undecodable(filename: str) -> str | None:
 
 
 @functools.lru_cache(maxsize=1)
-def _resolver(extend_select: tuple[str, ...] = ()) -> Resolver:
+def _resolver(extend_select: tuple[str, ...], cwd: str) -> Resolver:
+    """The process's resolver. ``cwd`` is part of the key: a file with no configuration above it
+    follows the working directory's, and one process (an editor's flake8) may lint several projects."""
     from remat_lint.config import RuleSelection
     from remat_lint.resolver import Resolver
 

@@ -82,6 +82,23 @@ def test_whole_project_flake8_and_warm_cache_agree(tmp_path, capsys, monkeypatch
     assert row == 6 and text == whole[0][2]
 
 
+
+def test_the_flake8_plugin_follows_each_working_directorys_configuration(tmp_path, monkeypatch):
+    """One process (an editor's flake8) linting two projects: the second, which has no
+    ``[tool.remat-lint]``, is not given the first's root (where its train.py is not)."""
+    configured, plain = tmp_path / "configured", tmp_path / "plain"
+    for root, pyproject in ((configured, '[tool.remat-lint]\nignore = ["REM012"]\n'), (plain, "[project]\nname = 'p'\n")):
+        root.mkdir()
+        make_project(root, train_with("from .losses import loss_fn", "loss_fn"))
+        (root / "pyproject.toml").write_text(pyproject)
+
+    def flake8_rows(root: Path) -> list[int]:
+        monkeypatch.chdir(root)
+        lines = (root / "pkg" / "losses.py").read_text().splitlines(keepends=True)
+        return [row for row, *_ in Plugin(None, lines, os.path.join("pkg", "losses.py")).run()]  # type: ignore[arg-type]
+
+    assert (flake8_rows(configured), flake8_rows(plain), flake8_rows(configured)) == ([6], [6], [6])
+
 QUIET_TRAIN = {
     "per example (vmap)": "import jax\nfrom .losses import loss_fn\ng = jax.vmap(jax.grad(loss_fn), in_axes=(None, 0))\n",
     "per microbatch (loop)": "import jax\nfrom .losses import loss_fn\ndef acc(p, mbs):\n    return [jax.grad(loss_fn)(p, mb) for mb in mbs]\n",
