@@ -12,7 +12,8 @@ files looked for up the tree, the markers of a project's root. The cache's own f
 inputs: an entry is a function of the bytes it is keyed by.
 
 The record is written only for a run that the CLI declared a plain lint (``allow``), that ended
-with exit code 0 or 1, printed only through ``write`` and read nothing whose modification time is
+with exit code 0 or 1, printed only through ``write``, wrote no file but the cache's (a forked
+worker neither read nor printed anything) and read nothing whose modification time is
 within ``RACY_NS`` of the run's start: a file changed that soon after it was read could keep its
 signature (git's "racy" timestamps). When in doubt (a probe relative to a directory descriptor, a
 stat error), nothing is written.
@@ -43,20 +44,23 @@ class Recording:
         # (path, whether stat follows symlinks) -> whether its content was read (else only probed)
         self.paths: dict[tuple[str, bool], bool] = {}
         self.chunks: list[tuple[int, str]] = []  # (1 for stdout or 2 for stderr, text), in order
+        self.written: set[str] = set()  # paths opened for writing: the cache's only, or no record
         self.cache: Cache | None = None  # set by ``allow``: the run may be replayed
         self.doubtful = False
         # A forked worker's reads and prints are not seen here: it says so in this shared byte.
         self.in_worker = False
         self._worker_did = mmap.mmap(-1, 1)
 
-    def note(self, path: Any, follow_symlinks: bool = True, content: bool = True) -> None:
+    def note(self, path: Any, follow_symlinks: bool = True, content: bool = True, write: bool = False) -> None:
         if isinstance(path, int):  # a file descriptor: its path was noted when it was opened
             return
         path = os.fsdecode(path)
-        if path.endswith(".pyc"):  # an import's cached bytecode (its source is the linter's code)
+        if ".pyc" in os.path.basename(path):  # an import's cached bytecode, read or written (x.pyc.<id> first)
             return
         if self.in_worker:
             self._worker_did[0] = 1
+        elif write:
+            self.written.add(path)
         else:
             key = (path, follow_symlinks)
             self.paths[key] = content or self.paths.get(key, False)
@@ -78,11 +82,13 @@ class Recording:
             return  # not where the launcher looks (a cache-dir of its own)
         from remat_lint.cache import code_paths
 
+        own = str(self.cache.root)  # the cache's files are spelt from its root (absolute): not inputs
+        if not all(_is_ancestor(own, path) for path in self.written):
+            return
         paths = {**self.paths, **{(path, True): True for _, path in code_paths()}}
         inputs = []
-        own = str(self.cache.root)  # the cache's files are spelt from its root (absolute): not inputs
         for (path, follow_symlinks), content in sorted(paths.items()):
-            if path == own or path.startswith(own + os.sep):
+            if _is_ancestor(own, path):
                 continue
             signature = replay.signature(path, follow_symlinks, content)
             if signature == replay.UNKNOWN or (signature is not None and signature[4] >= self.start_ns - RACY_NS):
@@ -180,8 +186,7 @@ def _audit(event: str, args: tuple[Any, ...]) -> None:
     try:
         if event == "open":
             path, _, flags = args
-            if isinstance(flags, int) and not flags & _WRITES:
-                recording.note(path)
+            recording.note(path, write=not isinstance(flags, int) or bool(flags & _WRITES))
         else:
             recording.note("." if args[0] is None else args[0])
     except Exception:  # an exception here would fail the audited call itself

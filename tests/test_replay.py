@@ -200,6 +200,18 @@ def test_a_run_whose_forked_worker_prints_or_reads_is_not_recorded(project, lint
     assert lint("pkg").replayed
 
 
+def test_a_run_that_writes_a_file_besides_the_cache_is_not_recorded(project, lint, monkeypatch):
+    report = cli._report
+
+    def logging(*args, **kwargs):
+        (project / "lint.log").write_text("linted\n")
+        return report(*args, **kwargs)
+
+    monkeypatch.setattr(cli, "_report", logging)
+    lint("pkg")
+    assert not lint("pkg").replayed
+
+
 def test_stdin_is_never_replayed(project, lint, monkeypatch):
     for _ in range(2):
         monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(BAD.encode())))
