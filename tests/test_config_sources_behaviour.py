@@ -1,0 +1,41 @@
+"""Where a configuration value comes from (analysis/config_values.py), seen through REM001 on a
+policy that is always a string: argparse options named every way argparse names them, and
+ConfigDict fields written on the config that is returned, not on another one."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.helpers import codes
+from tests.test_values import PRELUDE
+
+PARSED = "ap = argparse.ArgumentParser()\n{option}\na = ap.parse_args()\ng = jax.checkpoint(f, policy=a.{attr})"
+
+
+@pytest.mark.parametrize(
+    ("option", "attr"),
+    [
+        ("ap.add_argument('policy', default='dots_saveable')", "policy"),  # a positional is required: always a str
+        ("ap.add_argument('-p', dest='policy', default='dots_saveable')", "policy"),
+        ("ap.add_argument('-p', '--remat-policy', default='dots_saveable')", "remat_policy"),
+    ],
+    ids=["positional", "dest", "long-option-with-dashes"],
+)
+def test_an_argparse_option_that_is_always_a_string_is_reported(option, attr):
+    assert codes(PRELUDE + PARSED.format(option=option, attr=attr), select={"REM001"}) == ["REM001"]
+
+
+CONFIG_DICTS = """\
+import ml_collections
+def get_config():
+    c = ml_collections.ConfigDict()
+    d = ml_collections.ConfigDict()
+    {written}.p = 'dots_saveable'
+    return c
+g = jax.checkpoint(f, policy=get_config().p)
+"""
+
+
+@pytest.mark.parametrize(("written", "expected"), [("c", ["REM001"]), ("d", [])])
+def test_a_config_dict_field_counts_only_when_written_on_the_returned_config(written, expected):
+    assert codes(PRELUDE + CONFIG_DICTS.format(written=written), select={"REM001"}) == expected
