@@ -95,6 +95,13 @@ def pair(a: list[str], b: list[str], cwd: str, reps: int, before_a: list[str] | 
     return result
 
 
+def unrecorded(cmd: list[str]) -> list[str]:
+    """``cmd`` (which fills the cache), then the removal of every replay record: the run after it
+    reads the cache but cannot replay, as after an edit anywhere in the tree it read."""
+    script = "import shutil, subprocess, sys; subprocess.run(sys.argv[1:]); shutil.rmtree('.remat_lint_cache/replay', ignore_errors=True)"
+    return [PYTHON, "-c", script, *cmd]
+
+
 def python_files(dirs: list[str]) -> list[Path]:
     return sorted(p for d in dirs for p in Path(d).rglob("*") if p.suffix in (".py", ".pyi") and p.is_file())
 
@@ -183,7 +190,8 @@ def main() -> None:
         "cold, `-j 1`": lambda t: pair([*rl, "--no-cache", "-j", "1", *t], [*ruff, *t], cwd, args.reps),
         # Filled right before each warm run: the key covers remat-lint's own source files, so an
         # edit to them in between (a development checkout) would make a warm run cold.
-        "warm (cache filled)": lambda t: pair([*rl, *t], [*ruff, *t], cwd, args.reps, before_a=[*rl, *t]),
+        "warm (replayed: nothing changed)": lambda t: pair([*rl, *t], [*ruff, *t], cwd, args.reps, before_a=[*rl, *t]),
+        "warm, not replayed (cache filled)": lambda t: pair([*rl, *t], [*ruff, *t], cwd, args.reps, before_a=unrecorded([*rl, *t])),
         "cold, `--select ALL`": lambda t: pair([*rl, "--no-cache", "--select", "ALL", *t], [*ruff, *t], cwd, args.reps),
     }
     results: dict[str, dict[str, Pair]] = {}
@@ -196,7 +204,7 @@ def main() -> None:
     def peak(samples: list[Sample]) -> float:
         return max(s.rss_mb for s in samples)
 
-    rss = {size: (peak(results["cold, default `-j`"][size].a), peak(results["warm (cache filled)"][size].a),
+    rss = {size: (peak(results["cold, default `-j`"][size].a), peak(results["warm, not replayed (cache filled)"][size].a),
                   peak(results["cold, default `-j`"][size].b)) for size in trees}
 
     staged = staged_file(files)
@@ -205,7 +213,8 @@ def main() -> None:
     python = [PYTHON, "-c", "pass"]
     one_file = {
         "cold (`--no-cache`) / `python -c pass`": pair([*one, "--no-cache"], python, cwd, 3 * args.reps),
-        "warm / `python -c pass`": pair(one, python, cwd, 3 * args.reps, before_a=one),
+        "warm (replayed) / `python -c pass`": pair(one, python, cwd, 3 * args.reps, before_a=one),
+        "warm, not replayed / `python -c pass`": pair(one, python, cwd, 3 * args.reps, before_a=unrecorded(one)),
         "`flake8 --select REM` / flake8 without the plugin": pair(
             [PYTHON, "-c", FLAKE8, "--isolated", "--select", "REM", str(staged)],
             [PYTHON, "-c", FLAKE8_WITHOUT_PLUGIN, "--isolated", "--select", "REM", str(staged)], cwd, 3 * args.reps),
@@ -233,8 +242,9 @@ def main() -> None:
         *(f"| {name} | {p.cell()} |" for name, p in one_file.items()),
         "",
         f"One file, medians: cold {statistics.median(s.wall for s in one_file['cold (`--no-cache`) / `python -c pass`'].a) * 1e3:.0f} ms, "
-        f"warm {statistics.median(s.wall for s in one_file['warm / `python -c pass`'].a) * 1e3:.0f} ms, "
-        f"`python -c pass` {statistics.median(s.wall for s in one_file['warm / `python -c pass`'].b) * 1e3:.0f} ms.",
+        f"warm {statistics.median(s.wall for s in one_file['warm (replayed) / `python -c pass`'].a) * 1e3:.0f} ms replayed, "
+        f"{statistics.median(s.wall for s in one_file['warm, not replayed / `python -c pass`'].a) * 1e3:.0f} ms not, "
+        f"`python -c pass` {statistics.median(s.wall for s in one_file['warm (replayed) / `python -c pass`'].b) * 1e3:.0f} ms.",
     ]
     text = "\n".join(out) + "\n"
     print(text)
