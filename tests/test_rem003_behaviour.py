@@ -76,3 +76,15 @@ WRONG_ARGUMENTS = [
 def test_wrong_arguments_name_what_jax_raises(call: str, raised: str) -> None:
     [finding] = lint(f"from jax import checkpoint_policies as cp\np = {call}\n", {"REM003"})
     assert finding.message.endswith(f"and this call raises {raised}")
+
+
+def test_an_attribute_probed_with_getattr_and_a_default_is_not_reported() -> None:
+    """Feature detection of a newer JAX: ``getattr(cp, name, None)`` guards the later ``cp.name``."""
+    probed = """
+    from jax import checkpoint_policies as cp
+    if getattr(cp, 'save_from_both_policies_v2', None) is not None:
+        policy = cp.save_from_both_policies_v2
+    """
+    assert lint(probed, {"REM003"}) == []
+    without_default = probed.replace(", None)", ")")  # raises AttributeError itself: no detection
+    assert [f.code for f in lint(without_default, {"REM003"})] == ["REM003", "REM003"]
