@@ -1,0 +1,57 @@
+"""What ``analysis/linen.py`` takes for a Flax linen Module class, seen through REM009's findings;
+written against surviving mutants (docs/mutation-testing.md)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.helpers import lint
+
+_BLOCK = """\
+import functools
+import jax
+import flax.linen as nn
+
+class Block(nn.Module):
+    @nn.compact
+    def __call__(self, x):
+        return nn.Dense(4)(x)
+
+def make(cls):
+    return cls
+
+g = jax.checkpoint(TARGET)
+"""
+
+
+def _rem009(target: str) -> list[int]:
+    return [f.start.row for f in lint(_BLOCK.replace("TARGET", target)) if f.code == "REM009"]
+
+
+@pytest.mark.parametrize("target", ["Block", "nn.remat(Block)"])
+def test_jax_checkpoint_of_a_module_class_or_its_flax_remat_is_reported(target: str):
+    assert _rem009(target) == [13]
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        "functools.partial(Block)",  # a partial of a class is not resolved (linen.py's docstring)
+        "make(Block)",  # nor what a function returns
+        "nn.remat(make)",  # the Flax remat of a function is a function
+    ],
+)
+def test_a_class_passed_through_a_call_is_not_certainly_a_module_class(target: str):
+    assert _rem009(target) == []
+
+
+def _chain(classes: int) -> str:
+    """C0(nn.Module), C1(C0), ... and jax.checkpoint of the last."""
+    code = "import jax\nimport flax.linen as nn\nclass C0(nn.Module):\n    pass\n"
+    code += "".join(f"class C{i}(C{i - 1}):\n    pass\n" for i in range(1, classes))
+    return code + f"g = jax.checkpoint(C{classes - 1})\n"
+
+
+def test_module_bases_are_followed_through_eight_local_classes_and_no_more():
+    assert [f.code for f in lint(_chain(8))] == ["REM009"]
+    assert lint(_chain(9)) == []
