@@ -39,3 +39,8 @@ g = jax.checkpoint(f, policy=get_config().p)
 @pytest.mark.parametrize(("written", "expected"), [("c", ["REM001"]), ("d", [])])
 def test_a_config_dict_field_counts_only_when_written_on_the_returned_config(written, expected):
     assert codes(PRELUDE + CONFIG_DICTS.format(written=written), select={"REM001"}) == expected
+
+
+def test_an_absl_flag_whose_default_is_passed_in_keyword_arguments_is_unknown():
+    source = "OPTS = {'default': 'dots_saveable', 'help': 'h'}\nflags.DEFINE_string('p', **OPTS)\n"
+    assert codes(PRELUDE + source + "g = jax.checkpoint(f, policy=flags.FLAGS.p)") == []
