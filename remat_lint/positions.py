@@ -10,7 +10,7 @@ exactly; otherwise (or without an ``ast``) the whole module's positions are comp
 from __future__ import annotations
 
 import ast
-from typing import Any
+from typing import Any, Sequence
 
 import libcst as cst
 from libcst.metadata import CodePosition, CodeRange, MetadataWrapper, PositionProvider
@@ -22,7 +22,7 @@ class Positions:
         self.source = source
         self.parents = parents
         self.tree = tree
-        self._first_lines: dict[int, int] | None = None
+        self._top_level: dict[int, tuple[ast.stmt, ast.stmt]] | None = None
         self._statements: dict[int, tuple[Any, int] | None] = {}
         self._whole: Any = None
         self._source_lines: list[str] | None = None
@@ -37,6 +37,27 @@ class Positions:
         return CodeRange(
             CodePosition(span.start.line + offset, span.start.column), CodePosition(span.end.line + offset, span.end.column)
         )
+
+    def start_line(self, node: cst.CSTNode) -> int:
+        """``self[node].start.line``, from ``ast`` when a statement holding ``node`` is on one line
+        (a top-level one, or one in the body of a def, class, loop, ``if`` or ``with`` in one), or
+        the bases of a class holding it are on its first line: a position costs a codegen of the
+        whole top-level statement (REM003's lookups, ``Generic[T]`` in bases among them)."""
+        chain = [node]  # up to the module
+        while (parent := self.parents.get(id(chain[-1]))) is not None:
+            chain.append(parent)
+        pairs = self._pairs()
+        for i in range(len(chain) - 1, -1, -1):
+            found = pairs.get(id(chain[i]))
+            if found is None:
+                continue
+            first, last = found
+            if _first_line(first) == last.end_lineno:
+                return last.end_lineno
+            if i and _in_bases(chain[i - 1], first):
+                return first.lineno
+            pairs = _nested(chain[i], first)
+        return self[node].start.line
 
     def _holding(self, node: cst.CSTNode) -> tuple[Any, int] | None:
         """A statement already located that holds ``node`` (the parents map skips some nodes,
@@ -66,9 +87,10 @@ class Positions:
         return self._statements[id(statement)]
 
     def _compute(self, statement: cst.CSTNode) -> tuple[Any, int] | None:
-        first_line = self._first_line_of().get(id(statement))
-        if first_line is None:
+        found = self._pairs().get(id(statement))
+        if found is None:
             return None
+        first_line = _first_line(found[0])
         sub = self.module.with_changes(body=[statement], header=(), footer=())
         # The statement's first token follows its leading (blank or comment) lines, and those of
         # its first decorator.
@@ -87,18 +109,48 @@ class Positions:
             self._source_lines = self.source.split("\n")
         return self._source_lines
 
-    def _first_line_of(self) -> dict[int, int]:
-        """Top-level libcst statement -> the line of its first token, from ``ast`` (one libcst
-        ``SimpleStatementLine`` holds every ``;``-separated statement of its line)."""
-        if self._first_lines is None:
-            self._first_lines = {}
-            body = self.tree.body if self.tree is not None else []
-            index = 0
-            for statement in self.module.body:
-                if index >= len(body):
-                    self._first_lines = {}
-                    break
-                node = body[index]
-                self._first_lines[id(statement)] = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", ()))])
-                index += len(statement.body) if isinstance(statement, cst.SimpleStatementLine) else 1
-        return self._first_lines
+    def _pairs(self) -> dict[int, tuple[ast.stmt, ast.stmt]]:
+        """Top-level libcst statement -> its first and last ``ast`` statements."""
+        if self._top_level is None:
+            self._top_level = _pairs(self.module.body, self.tree.body) if self.tree is not None else {}
+        return self._top_level
+
+
+# Compound statements whose body is a list of statements in both trees.
+_BODIES = (
+    (cst.FunctionDef, (ast.FunctionDef, ast.AsyncFunctionDef)), (cst.ClassDef, ast.ClassDef), (cst.For, (ast.For, ast.AsyncFor)),
+    (cst.While, ast.While), (cst.With, (ast.With, ast.AsyncWith)), (cst.If, ast.If),
+)
+
+
+def _pairs(statements: Sequence[cst.CSTNode], body: list[ast.stmt]) -> dict[int, tuple[ast.stmt, ast.stmt]]:
+    """libcst statement -> its first and last ``ast`` statements (one libcst ``SimpleStatementLine``
+    holds every ``;``-separated statement of its line); none when the two lists disagree."""
+    pairs, index = {}, 0
+    for statement in statements:
+        count = len(statement.body) if isinstance(statement, cst.SimpleStatementLine) else 1
+        if index + count > len(body):
+            return {}
+        pairs[id(statement)] = (body[index], body[index + count - 1])
+        index += count
+    return pairs
+
+
+def _nested(statement: cst.CSTNode, tree: ast.stmt) -> dict[int, tuple[ast.stmt, ast.stmt]]:
+    """``_pairs`` of the statements in the body of a compound statement (``tree``: its ``ast``)."""
+    block = getattr(statement, "body", None)
+    if not isinstance(block, cst.IndentedBlock) or not any(isinstance(statement, c) and isinstance(tree, a) for c, a in _BODIES):
+        return {}
+    return _pairs(block.body, tree.body)  # type: ignore[attr-defined]
+
+
+def _in_bases(child: cst.CSTNode, tree: ast.stmt) -> bool:
+    """Whether ``child``, of the statement ``tree`` is the ``ast`` of, is a base or keyword of a
+    class whose bases and keywords are all on the line of ``class``."""
+    return isinstance(child, cst.Arg) and isinstance(tree, ast.ClassDef) and all(
+        n.lineno == n.end_lineno == tree.lineno for n in (*tree.bases, *tree.keywords))
+
+
+def _first_line(tree: ast.stmt) -> int:
+    """The line of a statement's first token: its first decorator's, if any."""
+    return min([tree.lineno, *(d.lineno for d in getattr(tree, "decorator_list", ()))])

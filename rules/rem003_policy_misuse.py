@@ -282,7 +282,7 @@ class PolicyMisuse(Rule):
         # An annotation (``Callable[...]``) is no policy in use; the rows of those in a signature cost
         # the positions of the whole def or class (more than the parse on jax+flax).
         refs = [(ref, expr) for ref, expr in refs if not any(isinstance(a, cst.Annotation) for a in model.ancestors(expr))]
-        lookups = [(ref, ctx.positions[expr].start.line) for ref, expr in refs]
+        lookups = [(ref, ctx.positions.start_line(expr)) for ref, expr in refs]
         return {"lookups": lookups} if lookups else None
 
     @classmethod

@@ -167,7 +167,7 @@ class ScanBodyNotCheckpointed(Rule):
             else:
                 ref, transform = ref_of(model, d.target), d.node.func
             if ref is not None:
-                facts.append((*ref, ctx.code(transform), ctx.positions[d.node].start.line))
+                facts.append((*ref, ctx.code(transform), ctx.positions.start_line(d.node)))
         return facts
 
     @classmethod

@@ -21,6 +21,12 @@ TRICKY = {
     "backslash": "import jax\nf = \\\n  jax.checkpoint(g)\nclass A:\n    x = 1\n",
     "form_feed": "import jax\n\x0c\ndef f():\n    return jax.checkpoint(g)\n",
     "async": "import jax\nasync def f():\n    async with a as b:\n        return jax.checkpoint(g)\n",
+    "nested": (
+        "import typing as t\nclass A(t.Generic[T], metaclass=M):\n    x = P[k]; y = (\n        P[j])\n    @d\n    def f(self):\n"
+        "        if c: return P['a']\n        for i in r:\n            while w:\n                with m:\n                    z = P[i]\n"
+        "        else:\n            q = P[0]\n        s = '''\n        doc'''; u = P[1]\nclass B(\n    t.Generic[T]):\n    pass\n"
+        "class C(t.Generic[T],\n        D): pass\n"
+    ),
 }
 SOURCES = {**TRICKY, **{p.name: p.read_text(encoding="utf-8") for p in sorted((ROOT / "fixtures").rglob("*.py"))}}
 
@@ -41,3 +47,34 @@ def test_positions_match_libcst(name):
     for node in known + [n for n in nodes if id(n) not in model.parents]:  # then those the parents map skips
         assert positions[node] == whole[node], (name, module.code_for_node(node)[:60])
     assert positions._whole is None, "fell back to the whole module"
+
+
+@pytest.mark.parametrize("name", sorted(SOURCES))
+def test_start_line_matches_libcst(name):
+    """``start_line`` reads ``ast`` where a statement holding the node is on one line: the same line."""
+    source = SOURCES[name]
+    module = cst.parse_module(source)
+    whole = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    model = SemanticModel(module)
+    positions = Positions(module, source, model.parents, ast.parse(source))
+    stack = list(module.body)
+    while stack:
+        node = stack.pop()
+        stack.extend(child_nodes(node))
+        if id(node) in model.parents:
+            assert positions.start_line(node) == whole[node].start.line, (name, module.code_for_node(node)[:60])
+
+
+def test_start_line_of_one_line_statements_computes_no_positions():
+    source = SOURCES["nested"]
+    module = cst.parse_module(source)
+    model = SemanticModel(module)
+    positions = Positions(module, source, model.parents, ast.parse(source))
+    lookups: dict[str, cst.Subscript] = {}
+    for subscript in model.subscripts:
+        lookups.setdefault(module.code_for_node(subscript), subscript)  # the first of each: class A's base
+    lines = [positions.start_line(lookups[code]) for code in ("t.Generic[T]", "P['a']", "P[i]")]
+    assert lines == [2, 7, 11] and positions._statements == {}
+    assert positions.start_line(lookups["P[0]"]) == 13 and positions._statements  # in an ``else``: positions
+    assert positions.start_line(lookups["P[k]"]) == 3  # its line goes on to the next
+    assert positions.start_line(lookups["P[1]"]) == 15  # after a string over two lines
