@@ -1,7 +1,11 @@
 """REM301 (opt-in) reports a scan over layers only when its body certainly applies no checkpoint:
-array methods count as known calls, other methods do not; written against surviving mutants."""
+array methods count as known calls, other methods do not; a linen `nn.scan` counts as over layers
+when it scans the `params` collection, whatever its Module is called; written against surviving
+mutants."""
 
 from __future__ import annotations
+
+import pytest
 
 from tests.helpers import lint
 
@@ -21,3 +25,23 @@ def test_a_body_calling_only_array_methods_is_reported():
 
 def test_a_body_calling_a_method_that_may_checkpoint_inside_is_quiet():
     assert _found("import jax\ndef layer(c, p):\n    return c.block(p), None\n" + SCAN) == []
+
+
+LINEN = """\
+import flax.linen as nn
+import jax
+class Cell(nn.Module):
+    @nn.compact
+    def __call__(self, x, _):
+        return nn.Dense(4)(x), None
+class Stack(nn.Module):
+    @nn.compact
+    def __call__(self, x):
+        return nn.scan(Cell, variable_axes={AXES}, split_rngs={{'params': True}}, length=4)()(x, None)
+g = jax.grad(lambda v, x: Stack().apply(v, x)[0].sum())
+"""
+
+
+@pytest.mark.parametrize(("axes", "rows"), [("{'params': 0}", [10]), ("{'cache': 0}", [])], ids=["params", "cache"])
+def test_a_linen_scan_is_over_layers_when_it_scans_params(axes, rows):
+    assert [row for row, _, _ in _found(LINEN.format(AXES=axes))] == rows
