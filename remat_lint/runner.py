@@ -30,6 +30,7 @@ from remat_lint.sources import Notebook
 
 if TYPE_CHECKING:
     from multiprocessing import Queue
+    from multiprocessing.synchronize import Event
 
 # Below this many lines to parse a worker pool costs more than it saves (libcst: ~10k lines/s).
 POOL_MIN_LINES = 3000
@@ -145,6 +146,8 @@ def _lint(
             tasks.append(task)
             if workers is None and jobs > 1 and _FORK and files - index > EARLY_MIN_FILES:
                 workers = _Workers(jobs)  # it imports the engine while the rest is read
+            if workers is not None:
+                workers.submit(task)
         pairs = workers.run(tasks) if workers is not None else _lint_tasks(tasks, jobs)
     finally:
         if workers is not None:
@@ -293,8 +296,10 @@ def _lint_tasks(tasks: list[_Task], jobs: int) -> list[tuple[_Task, FileResult]]
 
     if min(jobs, len(tasks)) <= 1 or _lines(tasks) < POOL_MIN_LINES:
         return [(task, _lint_task(task)) for task in tasks]
-    workers = _Workers(jobs)
+    workers = _Workers(min(jobs, len(tasks)))
     try:
+        for task in sorted(tasks, key=lambda t: -len(t.text)):
+            workers.submit(task)
         return workers.run(tasks)
     finally:
         workers.close()
@@ -311,24 +316,34 @@ class _Workers:
     """Worker processes taking tasks from one queue. The first imports the engine (libcst and the
     rules) as soon as it starts, while the main process may still be reading files, then forks the
     others, which inherit the import (a pool forked from the main process would wait for the main
-    process's import, or import it in every worker)."""
+    process's import, or import it in every worker). Tasks submitted before the workers are ready
+    are sent largest first, so that the workers end together; later ones at once, so that the
+    workers lint while the main process reads (on a large tree)."""
 
     def __init__(self, jobs: int) -> None:
         import multiprocessing
 
         self.jobs = jobs
         context = multiprocessing.get_context("fork" if _FORK else None)
-        self._tasks = context.Queue()  # how many workers to use, the tasks, one None per worker
+        self._tasks = context.Queue()  # the tasks, then one None per worker
         self._results = context.Queue()  # (task index, result)
-        self._first = context.Process(target=_serve, args=(self._tasks, self._results))
+        self._ready = context.Event()  # the engine is imported, the others forked
+        self._first = context.Process(target=_serve, args=(self._tasks, self._results, self._ready, jobs))
         self._first.start()
-        self._sent = False
+        self._waiting: list[_Task] = []
+        self._stopped = False
+
+    def submit(self, task: _Task) -> None:
+        self._waiting.append(task)
+        if self._ready.is_set():
+            self._send()
 
     def run(self, tasks: list[_Task]) -> list[tuple[_Task, FileResult]]:
+        """The results of ``tasks``, all submitted."""
         import queue
 
-        workers = min(self.jobs, len(tasks)) if _lines(tasks) >= POOL_MIN_LINES else min(len(tasks), 1)
-        self._send(workers, sorted(tasks, key=lambda t: -len(t.text)))  # largest first: the workers end together
+        self._send()
+        self._stop()
         done: dict[int, FileResult] = {}
         while len(done) < len(tasks):
             try:
@@ -340,32 +355,36 @@ class _Workers:
             done[index] = result
         return [(task, done[task.index]) for task in tasks]
 
-    def _send(self, workers: int, tasks: list[_Task]) -> None:
-        self._sent = True
-        for item in (workers, *tasks, *[None] * workers):
-            self._tasks.put(item)
+    def _send(self) -> None:
+        for task in sorted(self._waiting, key=lambda t: -len(t.text)):
+            self._tasks.put(task)
+        self._waiting.clear()
+
+    def _stop(self) -> None:
+        if not self._stopped:
+            self._stopped = True
+            for _ in range(self.jobs):
+                self._tasks.put(None)
 
     def close(self) -> None:
-        if not self._sent:  # the main process failed while reading: no task will come
-            self._send(0, [])
+        self._stop()  # when the main process failed while reading: no more task will come
         self._first.join()
         self._tasks.close()  # and end its thread: a later fork copies no thread
         self._tasks.join_thread()
 
 
-def _serve(tasks: Queue[Any], results: Queue[Any]) -> None:
+def _serve(tasks: Queue[Any], results: Queue[Any], ready: Event, jobs: int) -> None:
     """The first worker: imports the engine, forks the others, lints tasks until told to stop."""
     import multiprocessing
 
     import remat_lint.engine  # noqa: F401 -- what the others inherit
 
-    workers = tasks.get()
     context = multiprocessing.get_context("fork" if _FORK else None)
-    others = [context.Process(target=_work, args=(tasks, results)) for _ in range(workers - 1)]
+    others = [context.Process(target=_work, args=(tasks, results)) for _ in range(jobs - 1)]
     for other in others:
         other.start()
-    if workers:
-        _work(tasks, results)
+    ready.set()
+    _work(tasks, results)
     for other in others:
         other.join()
 
