@@ -1,9 +1,15 @@
-"""REM201 on writes through ``nonlocal`` (analysis/effects.py): the name belongs to the function
-that binds it, not to a function between that merely declares it, so a helper inside the
-checkpointed body writing a variable of the function around the checkpoint is reported, and one
-writing a variable of the body itself is not."""
+"""REM201 on writes to variables of enclosing functions (analysis/effects.py).
+
+Through ``nonlocal``, the name belongs to the function that binds it, not to a function between
+that merely declares it: a helper inside the checkpointed body writing a variable of the function
+around the checkpoint is reported, one writing a variable of the body itself is not. A decorated
+step defined in a function and handed to ``lax.scan`` there writes that function's variables
+afresh on every call (recording a shape is the usual reason): quiet; the same step returned for a
+caller to run writes state that outlives the call: reported."""
 
 from __future__ import annotations
+
+import pytest
 
 from tests.helpers import lint
 
@@ -35,3 +41,22 @@ def test_a_helper_in_the_body_writing_the_enclosing_functions_variable_is_report
 
 def test_a_helper_in_the_body_writing_the_bodys_own_variable_is_quiet():
     assert rem201("", "        count = 0") == []
+
+RUN = """\
+import jax
+
+def run(xs):
+    shapes = []
+
+    @jax.checkpoint
+    def step(carry, x):
+        shapes.append(x.shape)
+        return carry + x, x
+
+    return {used}, shapes
+"""
+
+
+@pytest.mark.parametrize(("used", "rows"), [("jax.lax.scan(step, 0.0, xs)", []), ("step", [8])])
+def test_a_decorated_step_writes_per_call_state_only_when_handed_to_a_call_there(used, rows):
+    assert [f.start.row for f in lint(RUN.format(used=used)) if f.code == "REM201"] == rows
