@@ -1,13 +1,16 @@
 """REM301 (opt-in) reports a scan over layers only when its body certainly applies no checkpoint:
 array methods count as known calls, other methods do not; a linen `nn.scan` counts as over layers
-when it scans the `params` collection, whatever its Module is called; written against surviving
-mutants."""
+when it scans the `params` collection, whatever its Module is called; a grad in another module
+reaches a scan (a decorated one too, one in a smoke test not); written against surviving mutants."""
 
 from __future__ import annotations
+
+import os
 
 import pytest
 
 from tests.helpers import lint
+from tests.test_project import cli, make_project
 
 SCAN = "def f(ps, x):\n    return jax.lax.scan(layer, x, ps['layers'])[0].sum()\ng = jax.grad(f)\n"
 
@@ -45,3 +48,27 @@ g = jax.grad(lambda v, x: Stack().apply(v, x)[0].sum())
 @pytest.mark.parametrize(("axes", "rows"), [("{'params': 0}", [10]), ("{'cache': 0}", [])], ids=["params", "cache"])
 def test_a_linen_scan_is_over_layers_when_it_scans_params(axes, rows):
     assert [row for row, _, _ in _found(LINEN.format(AXES=axes))] == rows
+
+
+MODEL = "import jax\ndef forward(ps, x):\n    return jax.lax.scan(layer, x, ps['layers'])[0]\ndef layer(c, p):\n    return c @ p, None\n"
+
+
+def _across_modules(tmp_path, capsys, monkeypatch, train: str) -> list[tuple[int, str]]:
+    """REM301's findings in pkg/model.py, the project linted whole, with ``train`` as pkg/train.py."""
+    make_project(tmp_path, train, losses=MODEL)
+    monkeypatch.chdir(tmp_path)
+    return [(row, message) for path, row, message in cli(capsys, "--select", "REM301", "--no-cache", ".")
+            if path == os.path.join("pkg", "losses.py")]
+
+
+def test_a_decorated_grad_in_another_module_reaches_the_scan(tmp_path, capsys, monkeypatch):
+    train = "import jax\nfrom .losses import forward\n@jax.value_and_grad\ndef loss(ps, x):\n    return forward(ps, x).sum()\n"
+    assert _across_modules(tmp_path, capsys, monkeypatch, train) == [
+        (3, "REM301 `jax.lax.scan` over layers in code differentiated by `jax.value_and_grad` at train.py:3 has no "
+            "checkpoint on its body"),
+    ]
+
+
+def test_a_grad_in_a_smoke_test_of_another_module_does_not_count(tmp_path, capsys, monkeypatch):
+    train = "import jax\nfrom .losses import forward\ndef test_forward(ps):\n    jax.grad(forward)(ps, 1.0)\n"
+    assert _across_modules(tmp_path, capsys, monkeypatch, train) == []
