@@ -1,0 +1,41 @@
+"""REM005 (removed API): each check stays quiet where the code expects the very error it predicts,
+and reports the same code where another error is expected (found by mutation testing: a
+misspelled or dropped exception name kept a check quiet nowhere, or under any handler)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.helpers import lint
+
+GUARDED = """
+import jax
+try:
+    {line}
+except {error}:
+    pass
+"""
+
+# (the use of a removed API, the error it raises on jax 0.10.2)
+REMOVED = [
+    ("import jax.checkpoint_policies", "ImportError"),
+    ("from jax.checkpoint_policies import dots_saveable", "ModuleNotFoundError"),
+    ("from jax.ad_checkpoint import checkpoint", "ImportError"),
+    ("g = jax.ad_checkpoint.checkpoint(f)", "AttributeError"),
+    ("g = jax.checkpoint(f, concrete=True)", "NotImplementedError"),
+    ("jax.config.update('jax_new_checkpoint', True)", "AttributeError"),
+]
+
+
+def rem005(line: str, error: str) -> list[str]:
+    return [f.message for f in lint(GUARDED.format(line=line, error=error), {"REM005"})]
+
+
+@pytest.mark.parametrize(("line", "error"), REMOVED)
+def test_quiet_where_the_predicted_error_is_caught(line: str, error: str) -> None:
+    assert rem005(line, error) == []
+
+
+@pytest.mark.parametrize(("line", "error"), REMOVED)
+def test_reported_where_another_error_is_caught(line: str, error: str) -> None:
+    assert len(rem005(line, "KeyError")) == 1
