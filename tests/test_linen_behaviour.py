@@ -45,6 +45,33 @@ def test_a_class_passed_through_a_call_is_not_certainly_a_module_class(target: s
     assert _rem009(target) == []
 
 
+_RELOADED = """\
+import jax
+import flax.linen as nn
+
+class Block(nn.Module):
+    pass
+
+USE
+
+def reload():
+    global Block
+    Block = load_block()
+"""
+
+
+@pytest.mark.parametrize(
+    ("use", "row"),
+    [
+        ("g = jax.checkpoint(Block)", 7),  # the class def reaches the use
+        ("Block = nn.remat(Block)\ng = jax.checkpoint(Block)", 8),  # the Flax remat of it does
+    ],
+)
+def test_a_name_a_function_rebinds_later_is_resolved_through_the_binding_that_reaches_the_use(use: str, row: int):
+    code = _RELOADED.replace("USE", use)
+    assert [(f.code, f.start.row) for f in lint(code)] == [("REM009", row)]
+
+
 def _chain(classes: int) -> str:
     """C0(nn.Module), C1(C0), ... and jax.checkpoint of the last."""
     code = "import jax\nimport flax.linen as nn\nclass C0(nn.Module):\n    pass\n"
