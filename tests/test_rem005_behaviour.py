@@ -4,8 +4,11 @@ misspelled or dropped exception name kept a check quiet nowhere, or under any ha
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
+from remat_lint import cli
 from tests.helpers import lint
 
 GUARDED = """
@@ -39,3 +42,16 @@ def test_quiet_where_the_predicted_error_is_caught(line: str, error: str) -> Non
 @pytest.mark.parametrize(("line", "error"), REMOVED)
 def test_reported_where_another_error_is_caught(line: str, error: str) -> None:
     assert len(rem005(line, "KeyError")) == 1
+
+
+def test_an_older_target_jax_words_each_removed_api_as_breaking_on_upgrade(tmp_path, capsys, monkeypatch) -> None:
+    """In the test process (tests/test_jax_version.py runs the CLI as a program, which a mutation run cannot see)."""
+    (tmp_path / "m.py").write_text(
+        "import jax\nimport jax.ad_checkpoint\nfrom jax.ad_checkpoint import remat\ng = jax.ad_checkpoint.checkpoint(f)\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["--no-cache", "--select", "REM005", "--output-format", "json", "--target-jax-version", "0.8", "m.py"]) == 1
+    assert [item["message"] for item in json.loads(capsys.readouterr().out)] == [  # the first sentence
+        "`jax.ad_checkpoint.remat` is deprecated, removed in JAX 0.10.0 — breaks on upgrade",
+        "`jax.ad_checkpoint.checkpoint` is deprecated, removed in JAX 0.10.0 — breaks on upgrade",
+    ]
