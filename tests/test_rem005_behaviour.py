@@ -55,3 +55,12 @@ def test_an_older_target_jax_words_each_removed_api_as_breaking_on_upgrade(tmp_p
         "`jax.ad_checkpoint.remat` is deprecated, removed in JAX 0.10.0 — breaks on upgrade",
         "`jax.ad_checkpoint.checkpoint` is deprecated, removed in JAX 0.10.0 — breaks on upgrade",
     ]
+
+
+def test_a_namespace_imported_after_a_module_in_one_statement_is_reported_without_a_fix() -> None:
+    [finding] = lint("import os, jax.checkpoint_policies\n", {"REM005"})
+    assert finding.message == (
+        "`jax.checkpoint_policies` is a namespace object, not a module. This import raises `ModuleNotFoundError: No "
+        "module named 'jax.checkpoint_policies'`; use `from jax import checkpoint_policies`"
+    )
+    assert finding.fix is None  # the statement imports `os` too
