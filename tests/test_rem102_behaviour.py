@@ -4,11 +4,9 @@ surviving mutants."""
 
 from __future__ import annotations
 
-import json
 import os
 
-from remat_lint.cli import main
-from tests.test_project import make_project
+from tests.project_messages import project_messages
 
 LAYERS = """\
 import jax
@@ -29,15 +27,9 @@ head = jax.checkpoint(_head)
 
 def lint(tmp_path, capsys, monkeypatch, train: str) -> list[tuple[int, str]]:
     """(row, code and whole message) of the findings in losses.py, the project linted whole."""
-    make_project(tmp_path, train, losses=LAYERS)
-    monkeypatch.chdir(tmp_path)
-    main(["--select", "ALL", "--no-cache", "--output-format", "json", "."])
-    found = json.loads(capsys.readouterr().out)
-    return [
-        (f["location"]["row"], f"{f['code']} {f['message']} {f['detail'] or ''}".strip())
-        for f in found
-        if f["filename"] == os.path.join("pkg", "losses.py")
-    ]
+    files = {"pkg/__init__.py": "", "pkg/losses.py": LAYERS, "pkg/train.py": train}
+    found = project_messages(tmp_path, capsys, monkeypatch, files)
+    return [(row, message) for path, row, message in found if path == os.path.join("pkg", "losses.py")]
 
 
 def test_a_checkpoint_differentiated_whole_does_not_hide_the_next_last_stage(tmp_path, capsys, monkeypatch):

@@ -1,0 +1,46 @@
+"""REM012's messages say whether the static argument was passed by keyword or not at all, and count
+the Module as argument 0 only for a lifted linen Module; a call expecting another error than
+`ValueError` is still reported; written against surviving mutants."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from tests.helpers import lint
+from tests.project_messages import project_messages
+
+WRAP = "import functools, jax\n@functools.partial(jax.checkpoint, static_argnums=(1,))\ndef f(x, flag=False):\n    return x\n"
+
+
+def _found(code: str) -> list[tuple[int, str]]:
+    return [(f.start.row, f.message) for f in lint(code, {"REM012"})]
+
+
+def test_the_message_says_passed_by_keyword():
+    [(row, message)] = _found(WRAP + "y = f(x, flag=True)\n")
+    assert row == 5
+    assert message.startswith("`flag` is in `static_argnums` but passed by keyword, so this call raises `ValueError`.")
+
+
+def test_the_message_says_not_passed():
+    [(_, message)] = _found(WRAP + "y = f(x)\n")
+    assert message.startswith("`flag` is in `static_argnums` but not passed, so this call raises `ValueError`.")
+
+
+@pytest.mark.parametrize(("error", "rows"), [("TypeError", [6]), ("ValueError", [])])
+def test_a_call_expecting_another_error_is_reported(error, rows):
+    code = WRAP + f"try:\n    f(1.0, flag=True)\nexcept {error}:\n    pass\n"
+    assert [row for row, _ in _found(code)] == rows
+
+
+def test_across_modules_a_jax_wrap_counts_no_module_argument(tmp_path, capsys, monkeypatch):
+    layers = "import jax\ndouble = jax.checkpoint(lambda x, n=2: x * n, static_argnums=(1,))\n"
+    files = {"pkg/__init__.py": "", "pkg/layers.py": layers, "pkg/model.py": "from pkg.layers import double\ny = double(1.0)\n"}
+    assert project_messages(tmp_path, capsys, monkeypatch, files, "REM012") == [
+        (os.path.join("pkg", "layers.py"), 2,
+         "REM012 `n` is in `static_argnums` but `double` is called without it at model.py:2, so that call raises "
+         "`ValueError`. `jax.checkpoint` checks `static_argnums=(1,)` only against the call's positional arguments (1): "
+         "a keyword or a default does not count; pass `n` positionally there"),
+    ]
