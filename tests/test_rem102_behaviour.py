@@ -1,11 +1,12 @@
 """REM102 across modules: a checkpoint another module differentiates whole (REM101's) does not hide
-the next one, and of several grads the message names the worst (`value_and_grad`); written against
-surviving mutants."""
+the next one, and of several grads the message names the worst (`value_and_grad`); the message
+names the stage, the function and the effect; written against surviving mutants."""
 
 from __future__ import annotations
 
 import os
 
+from tests.helpers import lint as lint_one
 from tests.project_messages import project_messages
 
 LAYERS = """\
@@ -51,3 +52,17 @@ def test_of_two_grads_the_message_names_value_and_grad(tmp_path, capsys, monkeyp
     assert row == 13
     assert "under `jax.value_and_grad` it recomputes the stage in the backward pass" in message
     assert message.endswith("(differentiated at train.py:6). Checkpoint an earlier stage instead")
+
+
+def test_the_message_names_the_stage_the_function_and_the_effect():
+    code = (
+        "import jax\nimport jax.numpy as jnp\nhead = jax.checkpoint(head)\ndef loss(p, x, y):\n    h = body(p, x)\n"
+        "    logits = head(p, h)\n    return jnp.mean((logits - y) ** 2)\ng = jax.value_and_grad(loss)\n"
+    )
+    assert [(f.start.row, f.message) for f in lint_one(code, {"REM102"})] == [(6, (
+        "`head(...)` is the last stage of `loss`: checkpointing it saves little or no memory. Only cheap work follows "
+        "it (`jnp.mean`, `**`, `-`), so nothing computed later keeps memory live and the backward pass needs its "
+        "residuals at once; under `jax.value_and_grad` it recomputes the stage in the backward pass (measured on JAX "
+        "0.10.2, last 2 of 6 blocks: +9 to +11 % FLOPs; temp unchanged with the loss inside the stage, -8 % with a "
+        "squared error after it, +18 % with only a mean after it). Checkpoint an earlier stage instead"
+    ))]
