@@ -1,12 +1,14 @@
 """REM103 on a helper that returns `jax.checkpoint(f, prevent_cse=False)`: judged by the calls of
 the project, including a result called at once, and the message names the first caller by path;
-written against surviving mutants."""
+the fix's title and applicability; written against surviving mutants."""
 
 from __future__ import annotations
 
 import os
 import textwrap
 
+from remat_lint.findings import Applicability
+from tests.helpers import lint
 from tests.test_project import HELPERS, cli, make_project
 
 
@@ -31,3 +33,10 @@ def test_the_message_names_the_caller_first_by_path(tmp_path, capsys, monkeypatc
     monkeypatch.chdir(tmp_path)
     [(_, row, message)] = cli(capsys, "--no-cache", ".")
     assert row == 6 and "(amodel.py, in `alpha`)" in message
+
+
+def test_the_fix_removes_prevent_cse_and_is_unsafe():
+    code = "import jax\nblock = jax.checkpoint(block, prevent_cse=False)\nfor p in ps:\n    x = block(p, x)\n"
+    [finding] = lint(code, {"REM103"})
+    assert finding.fix is not None
+    assert (finding.fix.message, finding.fix.applicability) == ("Remove `prevent_cse=False`", Applicability.UNSAFE)
