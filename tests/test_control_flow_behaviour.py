@@ -1,6 +1,6 @@
 """REM202 on comparisons of a traced parameter (analysis/control_flow.py): ``==``/``!=`` and the
 orderings make a traced bool that Python control flow cannot test; ``is`` never converts a tracer
-to bool."""
+to bool. The parameter must be a scalar or an array, as its annotation (a string one too) says."""
 
 from __future__ import annotations
 
@@ -25,3 +25,13 @@ def test_a_comparison_of_a_traced_parameter_in_an_if_is_reported(test):
 @pytest.mark.parametrize("test", ["n is None", "n is not None"])
 def test_identity_tests_are_quiet(test):
     assert [f.code for f in lint(BODY.format(test=test))] == []
+
+
+@pytest.mark.parametrize(
+    ("annotation", "reported"),
+    [("int", True), ('"int"', True), ('"jax.Array"', True), (None, False)],
+)
+def test_a_parameter_is_known_to_be_a_scalar_or_array_by_its_annotation_even_as_a_string(annotation, reported):
+    # Unannotated: the comparison may be on a Python value, so no certain failure.
+    source = BODY.format(test="n == 0").replace("n: int", f"n: {annotation}" if annotation else "n")
+    assert [(f.code, f.start.row) for f in lint(source)] == ([("REM202", 5)] if reported else [])
