@@ -1,6 +1,6 @@
 """REM012's messages say whether the static argument was passed by keyword or not at all, and count
 the Module as argument 0 only for a lifted linen Module; a call expecting another error than
-`ValueError` is still reported; written against surviving mutants."""
+`ValueError` is still reported; a list of `static_argnums` is REM011's; written against surviving mutants."""
 
 from __future__ import annotations
 
@@ -44,3 +44,9 @@ def test_across_modules_a_jax_wrap_counts_no_module_argument(tmp_path, capsys, m
          "`ValueError`. `jax.checkpoint` checks `static_argnums=(1,)` only against the call's positional arguments (1): "
          "a keyword or a default does not count; pass `n` positionally there"),
     ]
+
+
+def test_a_list_of_static_argnums_is_left_to_rem011():
+    # A list makes every call raise TypeError before JAX looks at the arguments: REM011 says so.
+    code = WRAP.replace("static_argnums=(1,)", "static_argnums=[1]") + "y = f(x, flag=True)\n"
+    assert [(f.code, f.start.row) for f in lint(code, {"REM011", "REM012"})] == [("REM011", 2)]
