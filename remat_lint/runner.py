@@ -132,7 +132,8 @@ def _lint(
     notebooks: dict[str, Notebook] | None = None,
     files: int = 0,
 ) -> list[FileResult]:
-    """One result per input, in order: prefilter and cache here, parses in ``_lint_tasks``.
+    """One result per input, in order: prefilter and cache here, parses in ``_Workers`` started
+    while reading (a large tree) or in ``_lint_tasks``.
     ``texts`` receives the texts of files with findings; a file holding one of ``words`` is parsed
     for its project summary although the prefilter rejects it. ``files``: how many inputs there are."""
     scan = _Scan(resolver, cache, words, texts, notebooks)
