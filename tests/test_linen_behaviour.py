@@ -82,3 +82,31 @@ def _chain(classes: int) -> str:
 def test_module_bases_are_followed_through_eight_local_classes_and_no_more():
     assert [f.code for f in lint(_chain(8))] == ["REM009"]
     assert lint(_chain(9)) == []
+
+
+_SETUP = """\
+import jax
+import flax.linen as nn
+
+class Model(nn.Module):
+    use_dense: bool = True
+
+    def setup(self):
+        if self.use_dense:
+            self.block = nn.Dense(4)
+        else:
+            self.block = OTHER
+
+    def __call__(self, x):
+        return jax.checkpoint(self.block)(x)
+"""
+
+
+def test_an_attribute_setup_assigns_modules_on_every_path_is_a_module_instance():
+    [finding] = lint(_SETUP.replace("OTHER", "nn.Dense(8)"))
+    assert (finding.code, finding.start.row) == ("REM009", 14)
+    assert "applied to the Flax Module instance `self.block`" in finding.message
+
+
+def test_an_attribute_setup_assigns_a_module_on_one_path_only_is_not_certainly_one():
+    assert lint(_SETUP.replace("OTHER", "make_block()")) == []
