@@ -110,3 +110,19 @@ def test_an_attribute_setup_assigns_modules_on_every_path_is_a_module_instance()
 
 def test_an_attribute_setup_assigns_a_module_on_one_path_only_is_not_certainly_one():
     assert lint(_SETUP.replace("OTHER", "make_block()")) == []
+
+
+def test_setup_inherited_from_a_local_base_module_is_read():
+    code = """\
+import jax
+import flax.linen as nn
+
+class Base(nn.Module):
+    def setup(self):
+        self.block = nn.Dense(4)
+
+class Model(Base):
+    def __call__(self, x):
+        return jax.checkpoint(self.block)(x)
+"""
+    assert [(f.code, f.start.row) for f in lint(code)] == [("REM009", 10)]
