@@ -28,3 +28,17 @@ def plain():
     return checkpoint(block, policy="dots_saveable")
 """
     assert rows(source, "REM001") == [11]
+
+
+def test_names_that_alias_each_other_in_a_loop_are_resolved_without_an_error():
+    # `previous` and `wrap` refer to each other: resolution stops at the cycle (no REM000).
+    source = """\
+import jax
+
+wrap = jax.checkpoint
+for _ in range(3):
+    previous = wrap
+    wrap = previous
+g = wrap(f, policy="dots_saveable")
+"""
+    assert "REM000" not in [f.code for f in lint(source)]
