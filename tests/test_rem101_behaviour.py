@@ -1,11 +1,13 @@
 """REM101 leaves linen's remat alone (it lifts a Module class or a function taking the Module; a
-grad does not take it whole as it takes a `jax.checkpoint`); written against surviving mutants."""
+grad does not take it whole as it takes a `jax.checkpoint`), in the module and across modules; written
+against surviving mutants."""
 
 from __future__ import annotations
 
 import pytest
 
 from tests.helpers import lint
+from tests.project_messages import project_messages
 
 
 @pytest.mark.parametrize(
@@ -24,3 +26,13 @@ def test_a_linen_remat_under_a_grad_is_quiet(code):
 def test_the_same_with_jax_checkpoint_is_reported():
     [finding] = lint("import jax\ng = jax.value_and_grad(jax.checkpoint(loss))\n", {"REM101"})
     assert finding.message.startswith("The whole function differentiated by `jax.value_and_grad` is checkpointed.")
+
+
+@pytest.mark.parametrize(("remat", "rows"), [("nn.remat", []), ("jax.checkpoint", [4])])
+def test_across_modules_a_linen_remat_differentiated_whole_is_quiet(tmp_path, capsys, monkeypatch, remat, rows):
+    files = {
+        "pkg/__init__.py": "",
+        "pkg/losses.py": f"import flax.linen as nn, jax\ndef _loss(p, x):\n    return (p * x).sum()\nloss = {remat}(_loss)\n",
+        "pkg/train.py": "import jax\nfrom pkg.losses import loss\ng = jax.value_and_grad(loss)\n",
+    }
+    assert [row for _, row, _ in project_messages(tmp_path, capsys, monkeypatch, files, "REM101")] == rows
