@@ -50,3 +50,12 @@ def test_quiet_where_the_typeerror_is_caught_and_reported_under_another_handler(
     guarded = "import jax\ntry:\n    g = jax.checkpoint(f, prevent_cs=True)\nexcept {}:\n    pass\n"
     assert lint(guarded.format("TypeError"), {"REM002"}) == []
     assert len(lint(guarded.format("KeyError"), {"REM002"})) == 1
+
+
+def test_an_option_passed_positionally_to_jax_checkpoint() -> None:
+    """jax 0.10.2: ``checkpoint() takes 1 positional argument but 2 were given``."""
+    [finding] = lint("import jax\ng = jax.checkpoint(f, True)\n", {"REM002"})
+    assert finding.message == (
+        "`jax.checkpoint` takes only the function positionally. It raises `TypeError: checkpoint() takes 1 positional "
+        "argument but 2 were given` when it wraps the function; pass options by keyword"
+    )
