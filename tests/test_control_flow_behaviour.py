@@ -35,3 +35,14 @@ def test_a_parameter_is_known_to_be_a_scalar_or_array_by_its_annotation_even_as_
     # Unannotated: the comparison may be on a Python value, so no certain failure.
     source = BODY.format(test="n == 0").replace("n: int", f"n: {annotation}" if annotation else "n")
     assert [(f.code, f.start.row) for f in lint(source)] == ([("REM202", 5)] if reported else [])
+
+
+def test_an_unannotated_parameter_handed_to_a_helper_that_orders_it_is_reported_at_the_call():
+    # An ordering fails on a tracer and on a pytree alike, so the parameter need not be known a scalar.
+    source = (
+        "import jax\n\n\ndef helper(x, k):\n    if k < 3:\n        return x\n    return x * 2\n\n\n"
+        "@jax.checkpoint\ndef f(x, n):\n    return helper(x, n)\n"
+    )
+    [finding] = lint(source)
+    assert (finding.code, finding.start.row) == ("REM202", 12)
+    assert finding.message.startswith(f"Python `if` in `helper` on `n` fails: `jax.checkpoint` traces `n`. {TRACED_BOOL}")
