@@ -1,6 +1,7 @@
 """A ``__main__`` block that computes a gradient once is a module's self-check (REM101 stays quiet);
 one that trains (a loop, an optax call, ``apply_gradients``/``apply_updates``) is a script's entry
-point and is reported like any other code (analysis/smoke_tests.py)."""
+point and is reported like any other code; a ``with`` block is test code only when it mocks
+(``mock.patch...``), not when it enters a mesh or a device (analysis/smoke_tests.py)."""
 
 from __future__ import annotations
 
@@ -37,3 +38,14 @@ if __name__ == "__main__":
 def test_a_main_block_is_reported_only_when_it_trains(main_block, reported):
     found = [(f.code, f.start.row) for f in lint(MODULE + main_block)]
     assert found == ([("REM101", 4)] if reported else [])
+
+
+@pytest.mark.parametrize(
+    ("context", "reported"),
+    [("mesh", True), ("jax.default_device(cpu)", True), ("mock.patch('train.log')", False),
+     ("unittest.mock.patch.object(jax, 'checkpoint', wraps=jax.checkpoint)", False)],
+)
+def test_a_with_block_is_test_code_only_when_it_mocks(context, reported):
+    source = "import unittest.mock\nfrom unittest import mock\n" + MODULE.split("if __name__")[0]
+    source += f"with {context}:\n    grads = jax.grad(loss)(1.0, 2.0)\n"
+    assert [(f.code, f.start.row) for f in lint(source)] == ([("REM101", 6)] if reported else [])
