@@ -126,3 +126,34 @@ class Model(Base):
         return jax.checkpoint(self.block)(x)
 """
     assert [(f.code, f.start.row) for f in lint(code)] == [("REM009", 10)]
+
+
+def test_only_writes_to_self_in_setup_count_as_the_attribute():
+    code = """\
+import jax
+import flax.linen as nn
+
+class Model(nn.Module):
+    def setup(self):
+        self.block = nn.Dense(4)
+        shared.block = make_block()
+
+    def __call__(self, x):
+        return jax.checkpoint(self.block)(x)
+"""
+    assert [(f.code, f.start.row) for f in lint(code)] == [("REM009", 10)]
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        # blocks a call returns, looped over and indexed: not known to be Module instances
+        "class Model(nn.Module):\n    def __call__(self, x):\n        for block in make_blocks():\n"
+        "            x = jax.checkpoint(block)(x)\n        return jax.checkpoint(make_blocks()[0])(x)\n",
+        # a setup that is not a def of the class
+        "def shared_setup(self):\n    self.block = nn.Dense(4)\n\nclass Model(nn.Module):\n    setup = shared_setup\n\n"
+        "    def __call__(self, x):\n        return jax.checkpoint(self.block)(x)\n",
+    ],
+)
+def test_modules_that_cannot_be_resolved_are_left_alone(code: str):
+    assert lint("import jax\nimport flax.linen as nn\n\n" + code) == []
