@@ -44,3 +44,25 @@ def test_a_config_dict_field_counts_only_when_written_on_the_returned_config(wri
 def test_an_absl_flag_whose_default_is_passed_in_keyword_arguments_is_unknown():
     source = "OPTS = {'default': 'dots_saveable', 'help': 'h'}\nflags.DEFINE_string('p', **OPTS)\n"
     assert codes(PRELUDE + source + "g = jax.checkpoint(f, policy=flags.FLAGS.p)") == []
+
+
+MODULE_FIELDS = """\
+import flax.linen as nn
+
+
+@dataclasses.dataclass
+class C:
+    p: str = "dots_saveable"
+
+
+class M(nn.Module):
+{fields}
+
+    def __call__(self, x):
+        return jax.checkpoint(f, policy=self.config.p)(x)
+"""
+
+
+@pytest.mark.parametrize("fields", ["    config: C", "    dtype: str\n    config: C", '    """A block."""\n    config: C'])
+def test_a_module_field_is_read_through_its_own_annotation_wherever_it_is_declared(fields):
+    assert codes(PRELUDE + MODULE_FIELDS.format(fields=fields), select={"REM001"}) == ["REM001"]
