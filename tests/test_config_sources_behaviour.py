@@ -66,3 +66,10 @@ class M(nn.Module):
 @pytest.mark.parametrize("fields", ["    config: C", "    dtype: str\n    config: C", '    """A block."""\n    config: C'])
 def test_a_module_field_is_read_through_its_own_annotation_wherever_it_is_declared(fields):
     assert codes(PRELUDE + MODULE_FIELDS.format(fields=fields), select={"REM001"}) == ["REM001"]
+
+
+@pytest.mark.parametrize(("default", "expected"), [("'dots_saveable'", ["REM001"]), ("pick()", []), (None, [])])
+def test_a_config_class_attribute_is_a_string_only_when_its_default_is(default, expected):
+    field = f"    p: object = {default}" if default else "    p: object"
+    source = f"@dataclasses.dataclass\nclass C:\n{field}\ng = jax.checkpoint(f, policy=C.p)"
+    assert codes(PRELUDE + source) == expected
