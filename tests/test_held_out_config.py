@@ -1,6 +1,6 @@
 """Per-file ignores (remat_lint/config.py), pinned where hand-made edits of 2026-11-25 passed the
-suite: every code a pattern lists is ignored, and a pattern with a slash matches a folder above
-the file."""
+suite: every code a pattern lists is ignored, a pattern with a slash matches a folder above the
+file, and a code both selected and ignored as specifically is ignored (as in ruff)."""
 
 from __future__ import annotations
 
@@ -19,3 +19,10 @@ def test_per_file_ignores_list_several_codes_and_match_folders(tmp_path, monkeyp
     monkeypatch.chdir(tmp_path)
     assert main(["--no-cache", "--output-format", "concise", "."]) == 1
     assert [line.split(" `")[0] for line in capsys.readouterr().out.splitlines()] == ["model.py:3:5: REM005", "model.py:4:5: REM001"]
+
+
+def test_ignore_wins_over_a_select_as_specific(tmp_path, monkeypatch, capsys):
+    (tmp_path / "model.py").write_text(TWO_FINDINGS)
+    monkeypatch.chdir(tmp_path)
+    assert main(["--no-cache", "--output-format", "concise", "--select", "REM001,REM005", "--ignore", "REM001", "model.py"]) == 1
+    assert [line.split(" `")[0] for line in capsys.readouterr().out.splitlines()] == ["model.py:3:5: REM005"]
