@@ -368,7 +368,14 @@ class _Workers:
                 self._tasks.put(None)
 
     def close(self) -> None:
+        import queue
+
         self._stop()  # when the main process failed while reading: no more task will come
+        while self._first.is_alive():  # and read what they still send: a worker cannot end with results in the pipe
+            try:
+                self._results.get(timeout=0.1)
+            except queue.Empty:
+                pass
         self._first.join()
         self._tasks.close()  # and end its thread: a later fork copies no thread
         self._tasks.join_thread()

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import multiprocessing
 import os
+import signal
 from pathlib import Path
 
 import pytest
@@ -57,3 +59,42 @@ def test_a_worker_that_dies_is_an_error_not_a_hang(tmp_path, monkeypatch):
     monkeypatch.setattr(runner, "POOL_MIN_LINES", 0)
     with pytest.raises(RuntimeError, match="worker process ended"):
         runner.run(paths, Resolver.of(Settings(root=tmp_path)), jobs=2)
+
+
+def test_an_error_while_reading_ends_the_workers_instead_of_hanging(tmp_path, monkeypatch):
+    """Workers whose results fill the pipe while the main process fails: the error reaches the
+    user (a worker cannot exit before its results are read, and nobody would read them)."""
+    paths = _tree(tmp_path, bad=set(range(runner.EARLY_MIN_FILES + 20)))
+    lint_task, scan, submit = runner._lint_task, runner._Scan.__call__, runner._Workers.submit
+
+    def padded(task: runner._Task) -> object:
+        result = lint_task(task)
+        result.facts["padding"] = "x" * 100_000
+        return result
+
+    def failing(self: runner._Scan, index: int, path: str, data: object) -> object:
+        if index == len(paths) - 1:
+            raise LookupError("failed while reading")
+        return scan(self, index, path, data)
+
+    def when_ready(self: runner._Workers, task: runner._Task) -> None:  # each task is sent at once
+        self._ready.wait(30)
+        submit(self, task)
+
+    def hung(*_: object) -> None:  # fail instead of hanging the test run
+        for worker in multiprocessing.active_children():
+            worker.kill()
+        pytest.fail("the run hung")  # not TimeoutError: an OSError, which waitpid's caller swallows
+
+    monkeypatch.setattr(runner, "_lint_task", padded)
+    monkeypatch.setattr(runner._Scan, "__call__", failing)
+    monkeypatch.setattr(runner._Workers, "submit", when_ready)
+    monkeypatch.setattr(runner, "POOL_MIN_LINES", 0)
+    previous = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(30)
+    try:
+        with pytest.raises(LookupError, match="failed while reading"):
+            runner.run(paths, Resolver.of(Settings(root=tmp_path)), jobs=2)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
