@@ -1,12 +1,13 @@
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import libcst as cst
 
 from remat_lint.analysis.last_stage import ARRAY_METHODS
 from remat_lint.analysis.loops import SCANS, LoopBody, body_argument
-from remat_lint.analysis.semantic import SemanticModel
+from remat_lint.analysis.semantic import SemanticModel, child_nodes
 from remat_lint.analysis.smoke_tests import in_smoke_test
 from remat_lint.findings import Finding, Severity
 from remat_lint.layer_scans import LAYER_WORDS
@@ -98,6 +99,9 @@ class ScanBodyNotCheckpointed(Rule):
             "g = jax.grad(rnn)"
         ),
         "import jax\ndef cell(h, x):\n    return h * x, h\ndef rnn(p, xs):\n    return jax.lax.scan(cell, p, xs)[0].sum()\ng = jax.grad(rnn)",
+        # The body's decorator checkpoints it (or may: a decorator that is not JAX's or Flax's).
+        "import jax\ndef deco(f):\n    return jax.checkpoint(f)\n@deco\ndef layer(c, p):\n    return c @ p, None\n"
+        "def f(ps, x):\n    return jax.lax.scan(layer, x, ps['layers'])[0].sum()\ng = jax.grad(f)",
         # Not differentiated here.
         "import jax\ndef f(ps, x):\n    return jax.lax.scan(layer, x, ps['layers'])[0]",
         (
@@ -260,9 +264,18 @@ class ScanBodyNotCheckpointed(Rule):
         for current in scopes:
             if any(_within(model, site.node, current) for site in self.ctx.sites):
                 return False
+            if not all(map(self._known_decorator, _decorators(current))):
+                return False
             if not all(self._known_call(c) for c in model.calls if _within(model, c, current)):
                 return False
         return True
+
+    def _known_decorator(self, decorator: cst.Decorator) -> bool:
+        """JAX's, Flax's or a builtin: another decorator may checkpoint what it decorates
+        (``def deco(f): return jax.checkpoint(f)``, an imported ``@remat_block``)."""
+        expr = decorator.decorator.func if isinstance(decorator.decorator, cst.Call) else decorator.decorator
+        name = self.ctx.qualified_name(expr)
+        return name is not None and (name.startswith(("jax.", "flax.")) or name in _BUILTIN_DECORATORS)
 
     def _known_call(self, call: cst.Call) -> bool:
         """A call of a library function, a same-module function, or an array method."""
@@ -284,6 +297,20 @@ def message(scan: str, differentiated_by: str | None = None) -> str:
         "The backward pass keeps every layer's intermediates, stacked (measured on JAX 0.10.2: 5-7x the temp memory of a "
         "checkpointed body, which costs about +17 % FLOPs); wrap the body in `jax.checkpoint` / `nn.remat`"
     )
+
+
+_BUILTIN_DECORATORS = frozenset({"staticmethod", "classmethod", "property", "builtins.staticmethod",
+                                  "builtins.classmethod", "builtins.property"})
+
+
+def _decorators(scope: cst.CSTNode) -> Iterator[cst.Decorator]:
+    """The decorators of ``scope`` and of the functions and classes inside it."""
+    stack = [scope]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+            yield from node.decorators
+        stack.extend(child_nodes(node))
 
 
 def _within(model: SemanticModel, node: cst.CSTNode, scope: cst.CSTNode) -> bool:

@@ -30,6 +30,21 @@ def test_a_body_calling_a_method_that_may_checkpoint_inside_is_quiet():
     assert _found("import jax\ndef layer(c, p):\n    return c.block(p), None\n" + SCAN) == []
 
 
+
+@pytest.mark.parametrize("decorator", [
+    "def deco(f):\n    return jax.checkpoint(f)\n@deco\n",  # a local decorator that checkpoints
+    "from mylib.remat import remat_block\n@remat_block\n",  # an imported one that may
+    "def deco(f):\n    return f\n@deco\n",  # unknown here: it may
+])
+def test_a_body_under_a_decorator_that_may_checkpoint_it_is_quiet(decorator):
+    assert _found(f"import jax\n{decorator}def layer(c, p):\n    return c @ p, None\n" + SCAN) == []
+
+
+def test_a_body_under_a_jax_decorator_that_does_not_checkpoint_is_reported():
+    [(row, _, _)] = _found("import jax\n@jax.named_call\ndef layer(c, p):\n    return c @ p, None\n" + SCAN)
+    assert row == 6
+
+
 LINEN = """\
 import flax.linen as nn
 import jax
