@@ -44,3 +44,34 @@ def test_a_name_the_checkpoint_name_cannot_take_is_reported(name: str, saved: st
     [message] = _rem008(name, saved)
     given = saved.strip('"')
     assert message.startswith(f"`save_only_these_names` is given '{given}', but no `checkpoint_name(x, '{given}')`")
+
+
+_BLOCK = """\
+import jax
+from jax.ad_checkpoint import checkpoint_name
+
+class Block:
+    name = "blk"
+    kind: str = "dense"
+
+    def __init__(self, i):
+        self.tag = f"t{i}"
+
+    def __call__(self, x):
+        x = checkpoint_name(x, self.name)
+        x = checkpoint_name(x, self.kind)
+        return checkpoint_name(x, self.tag)
+
+g = jax.checkpoint(Block(0), policy=jax.checkpoint_policies.save_only_these_names(SAVED))
+"""
+
+
+@pytest.mark.parametrize("saved", ['"blk"', '"dense"', '"t3"'])
+def test_names_held_in_self_attributes_are_read_from_the_class_and_its_methods(saved: str):
+    assert [f.code for f in lint(_BLOCK.replace("SAVED", saved))] == []
+
+
+def test_a_name_no_self_attribute_can_hold_is_reported():
+    [finding] = lint(_BLOCK.replace("SAVED", '"zz"'))
+    assert (finding.code, finding.start.row) == ("REM008", 16)
+    assert finding.message.startswith("`save_only_these_names` is given 'zz', but no `checkpoint_name(x, 'zz')`")
