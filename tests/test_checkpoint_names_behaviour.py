@@ -14,6 +14,7 @@ from jax.ad_checkpoint import checkpoint_name
 def f(x, i, *, tag="kw"):
     return checkpoint_name(x * 2, NAME)
 y = f(1.0, 0, tag="kw2")
+z = f(2.0, 1)
 g = jax.checkpoint(f, policy=jax.checkpoint_policies.save_only_these_names(SAVED))
 """
 
@@ -29,7 +30,8 @@ def _rem008(name: str, saved: str) -> list[str]:
         ('f"{{a}}_{i}"', '"{a}_0"'),  # and of an f-string
         ('"%s_%%" % i', '"0_%"'),
         ("tag", '"kw2"'),  # a keyword-only parameter: what the module's call passes
-        ("tag", '"kw"'),  # and its default
+        ("tag", '"kw"'),  # and its default (the second call)
+        ('f"layer_{i:02d}"', '"layer_00"'),  # a formatted hole matches anything
     ],
 )
 def test_a_name_the_checkpoint_name_can_take_is_not_reported(name: str, saved: str):
