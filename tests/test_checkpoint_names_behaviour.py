@@ -77,3 +77,22 @@ def test_a_name_no_self_attribute_can_hold_is_reported():
     [finding] = lint(_BLOCK.replace("SAVED", '"zz"'))
     assert (finding.code, finding.start.row) == ("REM008", 16)
     assert finding.message.startswith("`save_only_these_names` is given 'zz', but no `checkpoint_name(x, 'zz')`")
+
+
+def test_a_pattern_in_a_class_attribute_is_read_and_other_attributes_are_not():
+    code = """\
+import jax
+from jax.ad_checkpoint import checkpoint_name
+
+class Block:
+    name = f"blk_{LAYER}"
+    other: str = make_other()
+
+    def __call__(self, x):
+        return checkpoint_name(x, self.name)
+
+g = jax.checkpoint(Block(), policy=jax.checkpoint_policies.save_only_these_names(SAVED))
+"""
+    assert lint(code.replace("SAVED", '"blk_3"')) == []
+    [finding] = lint(code.replace("SAVED", '"zz"'))
+    assert (finding.code, finding.start.row) == ("REM008", 11)
