@@ -74,3 +74,40 @@ def test_expensive_work_after_the_checkpointed_call_keeps_it_quiet(tail: str):
 
 def test_a_penalty_function_with_a_contraction_is_not_cheap():
     assert _rem102("return out.mean() + penalty(params)", penalty="jnp.sum(p @ p)") == []
+
+
+_THROUGH = """\
+import jax
+import jax.numpy as jnp
+
+
+def blocks(params, x):
+    for w in params:
+        x = x + jnp.tanh(x @ w)
+    return x
+
+
+def l2(p):
+    return 1e-4 * jnp.sum(p ** 2)
+
+
+def data_loss(params, x):
+    return STAGE
+
+
+def loss(params, x):
+    return data_loss(params, x) + l2(params)
+
+
+grads = jax.value_and_grad(loss)
+"""
+
+
+def test_a_whole_stage_through_a_helper_is_reported_when_only_a_mean_follows():
+    [finding] = lint(_THROUGH.replace("STAGE", "jnp.mean(jax.checkpoint(blocks)(params, x))"))
+    assert (finding.code, finding.start.row) == ("REM102", 16)
+    assert finding.message.startswith("`jax.checkpoint(blocks)(...)` is the last stage of `loss` (through `data_loss`)")
+
+
+def test_a_whole_stage_through_a_helper_followed_by_a_squared_error_saves_memory():
+    assert lint(_THROUGH.replace("STAGE", "(jax.checkpoint(blocks)(params, x) - x) ** 2")) == []
