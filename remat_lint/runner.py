@@ -11,6 +11,7 @@ on jax+flax) while the main process goes on reading (``_Workers``).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from dataclasses import dataclass, field
@@ -371,12 +372,12 @@ class _Workers:
         import queue
 
         self._stop()  # when the main process failed while reading: no more task will come
+        self._first.join(0.05)
         while self._first.is_alive():  # and read what they still send: a worker cannot end with results in the pipe
-            try:
-                self._results.get(timeout=0.1)
-            except queue.Empty:
-                pass
-        self._first.join()
+            with contextlib.suppress(queue.Empty):
+                while True:
+                    self._results.get_nowait()
+            self._first.join(0.05)
         self._tasks.close()  # and end its thread: a later fork copies no thread
         self._tasks.join_thread()
 
