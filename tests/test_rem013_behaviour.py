@@ -15,6 +15,13 @@ def test_a_name_that_may_be_another_object_is_not_reported():
     assert lint(source, {"REM013"}) == []
 
 
+def test_a_class_defined_under_a_condition_and_rebound_after_the_wrap_is_reported():
+    source = "from flax import nnx\nif flag:\n    class Block(nnx.Module):\n        pass\nR = nnx.remat(Block)\nBlock = None\n"
+    [finding] = lint(source, {"REM013"})
+    assert finding.start.row == 5
+    assert finding.message.startswith("`nnx.remat` on the Module class `Block` checkpoints only its constructor")
+
+
 def _chain(levels: int) -> str:
     """``C0(nnx.Module)`` and ``levels - 1`` subclasses, each of the one before."""
     classes = ["class C0(nnx.Module):\n    pass\n"]
