@@ -29,3 +29,26 @@ def test_a_helpers_callback_under_the_default_policy_is_reported_at_the_call() -
     (finding,) = lint(HELPER.replace("@POLICY@", ""), {"REM203"})
     assert finding.start.row == 11
     assert finding.message.startswith("Calls `trace` from a checkpointed function, and its `jax.debug.callback` runs twice")
+
+
+IO_IN_A_TEST = """
+import jax
+from jax.experimental import io_callback
+
+def test_fails():
+    @jax.checkpoint
+    def f(x, y):
+        io_callback(save, None, y)
+        return x
+    try:
+        jax.grad(f)(1.0, 2.0)
+    except @ERROR@:
+        pass
+"""
+
+
+def test_an_io_callback_is_quiet_only_where_a_test_catches_the_error_jax_raises() -> None:
+    assert lint(IO_IN_A_TEST.replace("@ERROR@", "NotImplementedError"), {"REM203"}) == []
+    (finding,) = lint(IO_IN_A_TEST.replace("@ERROR@", "KeyError"), {"REM203"})
+    assert finding.start.row == 8
+    assert "raises `NotImplementedError: Effects not supported in partial-eval of checkpoint/remat`" in finding.message
