@@ -16,7 +16,7 @@ _IO_ERROR = frozenset({"NotImplementedError", "ValueError"})  # ValueError: a di
 
 TWICE = (
     "runs twice per step under `grad`. It runs once in the forward pass and again when the backward pass "
-    "recomputes the function (once with `policy=everything_saveable`, which recomputes nothing); "
+    "recomputes the function (with `policy=everything_saveable`, once if what it is given is computed in the function); "
     "expect duplicated output, or move it outside the checkpointed function"
 )
 IO_FAILS = (
@@ -38,14 +38,16 @@ class DebugCallbackInCheckpoint(Rule):
     function twice under `grad`: in the forward pass and again when the backward pass recomputes
     it. Measured (jax 0.10.2, with and without `jit`): a `jax.debug.print` or
     `jax.debug.callback` in a checkpointed function fires twice per `grad` step with the default
-    policy and with `dots_saveable`, once with `everything_saveable`. Counters driven by callbacks
-    double and logs show every line twice.
+    policy and with `dots_saveable`; with `everything_saveable`, once when what it is given is
+    computed in the function, and still twice when it is given one of the function's arguments
+    as it is. Counters driven by callbacks double and logs show every line twice.
 
     `io_callback` is worse: JAX cannot partially evaluate it inside a checkpoint, so the first
     `grad` or `vjp` raises `NotImplementedError: Effects not supported in partial-eval of
     checkpoint/remat` (plain calls, `jit` and `jvp` work).
 
-    Not reported when the checkpoint's policy is `everything_saveable`.
+    Not reported when the checkpoint's policy is `everything_saveable` (its duplicates of an
+    argument printed as it is are missed).
 
     ## Example
     ```python

@@ -291,11 +291,11 @@ def test_rem011_fixes_give_working_code():
 # --- REM203: run-time callbacks in a checkpoint ---------------------------------------------------
 
 
-def callback_count(policy=None, jit=False) -> int:
+def callback_count(policy=None, jit=False, given=lambda x: x[0, 0]) -> int:
     count = [0]
 
     def body(x):
-        jax.debug.callback(lambda v: count.__setitem__(0, count[0] + 1), x[0, 0])
+        jax.debug.callback(lambda v: count.__setitem__(0, count[0] + 1), given(x))
         return jnp.sum(jnp.sin(x @ x.T))
 
     step = jax.grad(jax.checkpoint(body, policy=policy))
@@ -304,11 +304,12 @@ def callback_count(policy=None, jit=False) -> int:
     return count[0]
 
 
-def test_debug_callbacks_run_twice_under_grad_once_with_everything_saveable():
+def test_debug_callbacks_run_twice_under_grad_once_with_everything_saveable_when_computed_inside():
     assert callback_count() == 2
     assert callback_count(jit=True) == 2
     assert callback_count(cp.dots_saveable) == 2
     assert callback_count(cp.everything_saveable) == 1
+    assert callback_count(cp.everything_saveable, given=lambda x: x) == 2  # an argument as it is: still twice
 
 
 def test_debug_print_runs_twice_under_grad(capfd):
