@@ -159,21 +159,19 @@ class Settings:
                 return True
         return False
 
-    def is_excluded(self, path: str) -> bool:
-        """Whether a directory entry met while walking is excluded: globs match the entry's own
-        name or root-relative path, not its parents', so a path given explicitly is linted."""
-        rel = self.relative(path)
-        return self._excludes(rel.name, str(rel))
-
     def excluded_in(self, folder: str) -> Callable[[str], bool]:
-        """``is_excluded`` for the entries of ``folder``, by name: the folder's root-relative path
-        is computed once, not per entry (per entry it was 40 % of discovery on a warm run)."""
+        """Whether an entry of ``folder`` met while walking, given by name, is excluded: globs
+        match the entry's own name or root-relative path, not its parents', so a path given
+        explicitly is linted. The folder's root-relative path is computed once, not per entry
+        (per entry it was 40 % of discovery on a warm run)."""
         rel = str(self.relative(folder))
-        return lambda name: self._excludes(name, name if rel == "." else posixpath.join(rel, name))
-
-    def _excludes(self, name: str, rel: str) -> bool:
         by_name, by_path = _exclude_patterns((*self.exclude, *self.extend_exclude))
-        return bool(by_name and by_name.match(name)) or bool(by_path and by_path.match(rel))
+
+        def excluded(name: str) -> bool:
+            path = name if rel == "." else posixpath.join(rel, name)
+            return bool(by_name and by_name.match(name)) or bool(by_path and by_path.match(path))
+
+        return excluded
 
     def is_test_file(self, path: str) -> bool:
         return self.matches(path, self.test_paths)
