@@ -23,10 +23,10 @@ import sys
 import time
 from pathlib import Path
 
-from remat_lint import __version__
+from remat_lint import __version__, replay
 from remat_lint.results import FileResult
 
-DEFAULT_DIR = ".remat_lint_cache"
+DEFAULT_DIR = replay.CACHE_DIR  # one name: the launcher looks for replay records there
 _TAG = "Signature: 8a477f597d28d172789f06886806bc55\n# remat-lint's result cache (https://bford.info/cachedir/)\n"
 
 

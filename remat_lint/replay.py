@@ -23,7 +23,7 @@ import os
 import sys
 
 FORMAT = "remat-lint replay 1"
-CACHE_DIR = ".remat_lint_cache"  # cache.DEFAULT_DIR, not imported: cache.py imports hashlib and pickle
+CACHE_DIR = ".remat_lint_cache"  # the cache's default folder (cache.DEFAULT_DIR), defined here: cache.py imports hashlib and pickle
 DIRECTORY = "replay"
 KEPT = 256  # records kept (the newest): pre-commit names other files at every commit
 # What the linter reads of the environment: --color auto (NO_COLOR, FORCE_COLOR) and a
