@@ -299,8 +299,7 @@ def message(scan: str, differentiated_by: str | None = None) -> str:
     )
 
 
-_BUILTIN_DECORATORS = frozenset({"staticmethod", "classmethod", "property", "builtins.staticmethod",
-                                  "builtins.classmethod", "builtins.property"})
+_BUILTIN_DECORATORS = frozenset({"builtins.staticmethod", "builtins.classmethod", "builtins.property"})
 
 
 def _decorators(scope: cst.CSTNode) -> Iterator[cst.Decorator]:
