@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 from pathlib import Path
+from typing import Any
 
 import libcst as cst
 import pytest
@@ -31,8 +32,8 @@ TRICKY = {
 SOURCES = {**TRICKY, **{p.name: p.read_text(encoding="utf-8") for p in sorted((ROOT / "fixtures").rglob("*.py"))}}
 
 
-@pytest.mark.parametrize("name", sorted(SOURCES))
-def test_positions_match_libcst(name):
+def _against_libcst(name: str) -> tuple[cst.Module, Any, SemanticModel, Positions, list[cst.CSTNode]]:
+    """A source's module, libcst's own positions of it, its model, ``Positions`` and every node."""
     source = SOURCES[name]
     module = cst.parse_module(source)
     whole = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
@@ -43,6 +44,12 @@ def test_positions_match_libcst(name):
         node = stack.pop()
         nodes.append(node)
         stack.extend(child_nodes(node))
+    return module, whole, model, positions, nodes
+
+
+@pytest.mark.parametrize("name", sorted(SOURCES))
+def test_positions_match_libcst(name):
+    module, whole, model, positions, nodes = _against_libcst(name)
     known = [n for n in nodes if id(n) in model.parents]
     for node in known + [n for n in nodes if id(n) not in model.parents]:  # then those the parents map skips
         assert positions[node] == whole[node], (name, module.code_for_node(node)[:60])
@@ -52,15 +59,8 @@ def test_positions_match_libcst(name):
 @pytest.mark.parametrize("name", sorted(SOURCES))
 def test_start_line_matches_libcst(name):
     """``start_line`` reads ``ast`` where a statement holding the node is on one line: the same line."""
-    source = SOURCES[name]
-    module = cst.parse_module(source)
-    whole = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
-    model = SemanticModel(module)
-    positions = Positions(module, source, model.parents, ast.parse(source))
-    stack = list(module.body)
-    while stack:
-        node = stack.pop()
-        stack.extend(child_nodes(node))
+    module, whole, model, positions, nodes = _against_libcst(name)
+    for node in nodes:
         if id(node) in model.parents:
             assert positions.start_line(node) == whole[node].start.line, (name, module.code_for_node(node)[:60])
 
