@@ -8,6 +8,9 @@ what the result depends on: the codes linted in this file, those whose facts are
 whether it counts as a test file.
 The path is not part of the key: a moved file still hits.
 
+Each entry is authenticated with the user's secret (``replay.secret``) and checked before it is
+unpickled, and a cache folder that is not the user's or that others may write to is not used: an
+entry committed to a repository, or made by another user, is never read (docs/cache.md).
 Entries are written to a temporary file and renamed into place, so concurrent runs and a run
 killed halfway never leave a torn entry; an unreadable entry is a miss. The cache is an
 optimisation only: any OS error disables it for the run. Entries live under a directory per
@@ -60,7 +63,8 @@ class Cache:
     def __init__(self, directory: str | Path) -> None:
         self.root = Path(directory)
         self.directory = self.root / code_fingerprint()
-        self.enabled = True
+        self.secret = replay.secret(create=True)
+        self.enabled = self.secret is not None and (not os.path.lexists(self.root) or replay.trusted(str(self.root)))
 
     def key(self, data: bytes, codes: frozenset[str], is_test_file: bool, facts: frozenset[str] = frozenset()) -> str:
         digest = hashlib.sha256(data)
@@ -75,7 +79,10 @@ class Cache:
             return None
         try:
             with open(self._path(key), "rb") as handle:
-                result = pickle.load(handle)
+                data = handle.read()
+            if not replay.compare_digest(self._tag(key, data[replay.TAG_BYTES:]), data[:replay.TAG_BYTES]):
+                return None  # not written by this user's linter: never unpickled
+            result = pickle.loads(data[replay.TAG_BYTES:])
         except FileNotFoundError:
             return None
         except Exception:  # a corrupt or foreign entry is a miss
@@ -86,6 +93,10 @@ class Cache:
         for finding in result.findings:
             finding.path = path
         return result
+
+    def _tag(self, key: str, payload: bytes) -> bytes:
+        assert self.secret is not None  # an enabled cache has one
+        return replay.tag(self.secret, key.encode() + b"\0" + payload)
 
     def _prune(self) -> None:
         """Remove the entries of other remat-lint versions (or edits of it) unused for an hour."""
@@ -117,8 +128,9 @@ class Cache:
 
             fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-")
             try:
+                payload = pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)
                 with os.fdopen(fd, "wb") as handle:
-                    pickle.dump(result, handle, protocol=pickle.HIGHEST_PROTOCOL)
+                    handle.write(self._tag(key, payload) + payload)
                 os.replace(tmp, target)
             except BaseException:
                 os.unlink(tmp)

@@ -19,6 +19,7 @@ from remat_lint.cache import DEFAULT_DIR, Cache
 from remat_lint.config import ConfigError, RuleSelection, Settings, validate_selectors
 from remat_lint.discovery import discover
 from remat_lint.findings import Finding
+from remat_lint.replay import CACHE_DIR_VARIABLE
 from remat_lint.reporters import FORMATS, reporter
 from remat_lint.resolver import Resolver
 from remat_lint.results import diagnostic
@@ -104,6 +105,8 @@ def build_parser() -> argparse.ArgumentParser:
     run_group.add_argument("--stdin-filename", metavar="PATH", help="the name of the file read from stdin")
     run_group.add_argument("-j", "--jobs", type=_jobs, default=0, metavar="N", help="worker processes (default: all cores)")
     run_group.add_argument("--no-cache", action="store_true", help="neither read nor write the result cache")
+    run_group.add_argument("--cache-dir", metavar="PATH",
+                           help=f"the cache folder (default: ${CACHE_DIR_VARIABLE}, else the configuration's cache-dir, else {DEFAULT_DIR})")
     run_group.add_argument("--force-exclude", action="store_true",
                            help="apply exclude/extend-exclude to files named on the command line too (pre-commit passes every file)")
     trace = parser.add_argument_group("dynamic mode (runs your code in worker processes)")
@@ -362,9 +365,12 @@ def _check_budget(args: argparse.Namespace) -> None:
 
 
 def _cache(args: argparse.Namespace, settings: Settings) -> Cache | None:
+    """--cache-dir, else $REMAT_LINT_CACHE_DIR (both from the working directory, as ruff's), else
+    the configuration's cache-dir (from the project's root)."""
     if args.no_cache:
         return None
-    return Cache(settings.root / (settings.cache_dir or DEFAULT_DIR))
+    named = args.cache_dir or os.environ.get(CACHE_DIR_VARIABLE)
+    return Cache(os.path.abspath(named) if named else settings.root / (settings.cache_dir or DEFAULT_DIR))
 
 
 def _display(result: RunResult) -> None:

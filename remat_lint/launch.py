@@ -2,7 +2,8 @@
 last identical invocation when nothing it read has changed (``remat_lint/replay.py``), else run
 the linter and record what it read and printed for the next one.
 
-Nothing but ``remat_lint.replay`` (os, sys, marshal) is imported before the replay is tried.
+Nothing but ``remat_lint.replay`` (os, sys, marshal, BLAKE2) is imported before the replay is
+tried; whether the invocation may be replayed at all is decided from its arguments first.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ def main(argv: list[str] | None = None) -> int:
     from remat_lint import replay
 
     argv = list(sys.argv[1:] if argv is None else argv)
-    invocation = replay.key(argv)
+    invocation = replay.plan(argv)
     if invocation is not None:
         code = replay.replay(invocation)
         if code is not None:
@@ -23,7 +24,9 @@ def main(argv: list[str] | None = None) -> int:
 
     if invocation is None:
         return cli.main(argv)
+    secret = replay.secret(create=True)  # made before the recording: the folders it creates are no inputs
     with recording.record() as run:
         code = cli.main(argv)
-    run.save(invocation, code)
+    if secret is not None:
+        run.save(invocation, secret, code)
     return code

@@ -11,12 +11,15 @@ removed or renamed), the paths probed with their absence, type and identity: the
 files looked for up the tree, the markers of a project's root. The cache's own files are not
 inputs: an entry is a function of the bytes it is keyed by.
 
-The record is written only for a run that the CLI declared a plain lint (``allow``), that ended
-with exit code 0 or 1, printed only through ``write``, wrote no file but the cache's (a forked
-worker neither read nor printed anything) and read nothing whose modification time is
-within ``RACY_NS`` of the run's start: a file changed that soon after it was read could keep its
-signature (git's "racy" timestamps). When in doubt (a probe relative to a directory descriptor, a
-stat error), nothing is written.
+The record is written only for a run that the CLI declared a plain lint (``allow``) whose cache
+folder is the one the launcher reads records from, that ended with exit code 0 or 1, printed only
+through ``write``, wrote no file but the cache's (a forked worker neither read nor printed
+anything) and whose inputs are not stale: each input's signature is taken when it is first read
+and again before the record is written, and they must agree (a file rewritten during the run with
+its modification time restored, by ``cp -p`` or ``rsync -a``, changes its change time); nor may
+its modification or change time be within ``RACY_NS`` of the run's start: a file changed that
+soon after it was read could keep its signature (git's "racy" timestamps). When in doubt (a probe
+relative to a directory descriptor, a stat error), nothing is written.
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ class Recording:
         self.start_ns = time.time_ns()
         # (path, whether stat follows symlinks) -> whether its content was read (else only probed)
         self.paths: dict[tuple[str, bool], bool] = {}
+        self.first: dict[tuple[str, bool], replay.Signature | None] = {}  # each path's signature when first noted
         self.chunks: list[tuple[int, str]] = []  # (1 for stdout or 2 for stderr, text), in order
         self.written: set[str] = set()  # paths opened for writing: the cache's only, or no record
         self.cache: Cache | None = None  # set by ``allow``: the run may be replayed
@@ -64,6 +68,8 @@ class Recording:
         else:
             key = (path, follow_symlinks)
             self.paths[key] = content or self.paths.get(key, False)
+            if key not in self.first:
+                self.first[key] = replay.signature(path, follow_symlinks)
 
     def printed(self, stream: int, text: str) -> None:
         if self.in_worker:
@@ -73,31 +79,44 @@ class Recording:
         else:
             self.chunks.append((stream, text))
 
-    def save(self, invocation: str, code: int) -> None:
+    def save(self, invocation: replay.Invocation, secret: bytes, code: int) -> None:
         """Write the replay record, when the run allows one."""
         if self.cache is None or not self.cache.enabled or self.doubtful or self._worker_did[0] or code not in (0, 1):
             return
-        root = os.path.abspath(self.cache.root)
-        if os.path.basename(root) != replay.CACHE_DIR or not _is_ancestor(os.path.dirname(root), os.getcwd()):
-            return  # not where the launcher looks (a cache-dir of its own)
+        if os.path.abspath(self.cache.root) != invocation.folder:
+            return  # not where the launcher looks (a cache-dir set by the configuration)
         from remat_lint.cache import code_paths
 
-        own = str(self.cache.root)  # the cache's files are spelt from its root (absolute): not inputs
+        # The cache's files (spelt from its root, absolute) and the user's secret are not inputs.
+        own = (str(self.cache.root), os.path.dirname(replay.secret_path()))
         if not all(_is_ancestor(own, path) for path in self.written):
             return
-        paths = {**self.paths, **{(path, True): True for _, path in code_paths()}}
+        required = [*invocation.paths, replay.own_folder(), *(path for _, path in code_paths())]
+        paths = {**self.paths, **{(path, True): True for path in required}}
         inputs = []
         for (path, follow_symlinks), content in sorted(paths.items()):
             if _is_ancestor(own, path):
                 continue
             signature = replay.signature(path, follow_symlinks, content)
-            if signature == replay.UNKNOWN or (signature is not None and signature[4] >= self.start_ns - RACY_NS):
+            if signature == replay.UNKNOWN or self._stale((path, follow_symlinks), signature):
                 return
             inputs.append((path, follow_symlinks, content, signature))
+        if not replay.trusted(invocation.folder):
+            return
         try:
-            replay.write(root, invocation, inputs, self.chunks, code)
+            replay.write(invocation, secret, inputs, self.chunks, code)
         except OSError:
             pass  # the record is an optimisation only
+
+    def _stale(self, key: tuple[str, bool], now: replay.Signature | None) -> bool:
+        """Whether the input changed since it was first read, or recently enough that a change
+        to come could keep its signature."""
+        first = self.first.get(key, now)
+        if now is None or first is None:
+            return first != now
+        if now[:3] != first[:3] or (now[3:] != (0, 0, 0) and now[3:] != first[3:]):
+            return True
+        return max(now[4], now[5]) >= self.start_ns - RACY_NS
 
 
 _current: Recording | None = None
@@ -193,5 +212,5 @@ def _audit(event: str, args: tuple[Any, ...]) -> None:
         recording.doubtful = True
 
 
-def _is_ancestor(folder: str, path: str) -> bool:
-    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
+def _is_ancestor(folders: tuple[str, ...], path: str) -> bool:
+    return any(path == folder or path.startswith(folder.rstrip(os.sep) + os.sep) for folder in folders)

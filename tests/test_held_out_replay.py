@@ -19,7 +19,7 @@ from tests.test_replay import BAD, QUIET, age, primed
 lint, project = test_replay.lint, test_replay.project  # the fixtures of test_replay, here too
 
 
-def test_the_working_directory_is_part_of_the_invocation_and_a_subfolder_finds_the_record(tmp_path, lint, monkeypatch):
+def test_the_working_directory_is_part_of_the_invocation_and_a_record_is_found_only_in_the_named_cache_folder(tmp_path, lint, monkeypatch):
     root = tmp_path / "root"
     (root / "sub").mkdir(parents=True)
     (root / "pyproject.toml").write_text("[tool.remat-lint]\n")  # the cache is made here, above sub/
@@ -31,13 +31,14 @@ def test_the_working_directory_is_part_of_the_invocation_and_a_subfolder_finds_t
     monkeypatch.chdir(root / "sub")
     here = lint("model.py")  # the same arguments name another file
     assert not here.replayed and (here.code, here.out) == (0, "")
-    again = lint("model.py")  # its record is in root/.remat_lint_cache, found from sub/
-    assert again.replayed and (again.code, again.out) == (0, "")
+    again = lint("model.py")  # sub/.remat_lint_cache is where a record would be: the cache is root's, no record
+    assert not again.replayed and (again.code, again.out) == (0, "")
+    assert primed(lint, "--cache-dir", "../.remat_lint_cache", "model.py").code == 0  # named: recorded there
     absolute = str(root / "model.py")  # the same file from both folders, shown relative to each
     monkeypatch.chdir(root)
     assert primed(lint, absolute).out.startswith("model.py:2:5: REM001")
     monkeypatch.chdir(root / "sub")
-    there = lint(absolute)
+    there = lint("--cache-dir", "../.remat_lint_cache", absolute)
     assert not there.replayed and there.out.startswith(f"{absolute}:2:5: REM001")
 
 

@@ -16,7 +16,7 @@ from typing import Callable
 
 import pytest
 
-from remat_lint import cache, cli, launch
+from remat_lint import cache, cli, launch, recording, replay
 
 BAD = "import jax\ng = jax.checkpoint(lambda x: x, policy='dots_saveable')\n"
 QUIET = "import jax\ng = jax.checkpoint(lambda x: x, policy= dots_saveable )\n"  # as long as BAD, no finding
@@ -47,6 +47,9 @@ def lint(monkeypatch, capsys, tmp_path) -> Callable[..., Run]:
     code.write_text("x = 1\n")
     age(code)
     monkeypatch.setattr(cache, "code_paths", lambda: [(str(tmp_path), str(code))])
+    # A file's change time cannot be set back as age() sets its modification time: the racy
+    # window is the run's own here, its width is tested on its own.
+    monkeypatch.setattr(recording, "RACY_NS", 0)
     runs = []
     real = cli.main
     monkeypatch.setattr(cli, "main", lambda argv: runs.append(argv) or real(argv))
@@ -159,11 +162,15 @@ def test_a_change_of_the_linters_code_is_a_miss(project, lint, tmp_path):
     assert not lint("pkg").replayed
 
 
-def test_a_file_changed_within_the_timestamp_granularity_is_not_recorded(project, lint):
+def test_a_file_changed_within_the_timestamp_granularity_is_not_recorded(project, lint, monkeypatch):
+    monkeypatch.setattr(recording, "RACY_NS", 300_000_000)  # narrower than the real one: the test waits it out
     (project / "pkg" / "model.py").write_text(BAD.replace("g =", "h ="))  # now: its next edit may keep this time
     assert not lint("pkg").replayed
     assert not lint("pkg").replayed
-    age(project / "pkg" / "model.py")
+    age(project / "pkg" / "model.py")  # its modification time: its change time is now
+    assert not lint("pkg").replayed
+    assert not lint("pkg").replayed
+    time.sleep(0.35)
     primed(lint, "pkg")
 
 
@@ -268,6 +275,7 @@ def test_the_launcher_replays_importing_nothing_but_itself(project):
     def launch_(*args: str) -> subprocess.CompletedProcess[bytes]:
         return subprocess.run([sys.executable, "-c", SHOW_IMPORTS, *args], cwd=project, capture_output=True)
 
+    time.sleep(recording.RACY_NS / 1e9)  # the project's files were just made: their change times are 'racy'
     first = launch_("pkg")  # creates the cache in the working directory, which Python lists for imports
     replayed = "['remat_lint', 'remat_lint.launch', 'remat_lint.replay']"
     for _ in range(3):  # a run records unless someone edited remat-lint's code in the last 2 s (a shared tree)
@@ -280,7 +288,7 @@ def test_the_launcher_replays_importing_nothing_but_itself(project):
     assert "remat_lint.cli" in first.stderr.decode()
     assert again.stderr.decode().splitlines()[-1] == replayed
     [record] = (project / ".remat_lint_cache" / "replay").iterdir()
-    inputs = {path for path, *_ in marshal.loads(record.read_bytes())[2]}
+    inputs = {path for path, *_ in marshal.loads(record.read_bytes()[replay.TAG_BYTES:])[2]}
     assert {path for _, path in cache.code_paths()} <= inputs  # the linter's own code
     module = subprocess.run([sys.executable, "-m", "remat_lint", "pkg"], cwd=project, capture_output=True)
     assert (module.returncode, module.stdout) == (1, first.stdout)
