@@ -16,7 +16,7 @@ def test_a_failed_cache_write_reports_as_usual_and_leaves_no_temporary_file(tmp_
     def disk_full(*args: object, **kwargs: object) -> None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(cache.pickle, "dump", disk_full)  # as on a full disk
+    monkeypatch.setattr(cache.pickle, "dumps", disk_full)  # as on a full disk
     assert cli.main(["bad.py", "-j", "1", "--output-format", "concise", "-q"]) == 1
     assert capsys.readouterr().out == "bad.py:2:5: REM001 `policy='dots_saveable'` is a string, not a policy\n"
     left = [p.name for p in (tmp_path / ".remat_lint_cache").rglob("*") if p.is_file()]

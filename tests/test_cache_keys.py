@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from remat_lint import cache as cache_module
-from remat_lint import cli
+from remat_lint import cli, replay
 from remat_lint.cache import Cache
 from remat_lint.results import FileResult
 
@@ -46,8 +46,10 @@ def poison(root: Path) -> None:
     """Replace every entry with an empty result, so a run that is served from the cache shows it."""
     entries = cache_entries(root / cache_module.DEFAULT_DIR)
     assert entries, "nothing was cached"
-    for entry in entries:
-        entry.write_bytes(pickle.dumps(FileResult("x.py")))
+    payload, secret = pickle.dumps(FileResult("x.py")), replay.secret()
+    assert secret is not None
+    for entry in entries:  # signed as the user's linter signs an entry (cache._tag): else never read
+        entry.write_bytes(replay.tag(secret, entry.name.encode() + b"\0" + payload) + payload)
 
 
 def test_a_warm_run_is_served_from_the_cache(project, capsys):
