@@ -74,7 +74,8 @@ def honest(findings: list[Finding], sources: dict[str, str]) -> list[Finding]:
     shown = []
     for f in findings:
         if f.fix is not None and f.path in sources:
-            noqa.setdefault(f.path, Suppressions.parse(sources[f.path]))
+            if f.path not in noqa:  # parsed once a file (setdefault would parse it at every finding)
+                noqa[f.path] = Suppressions.parse(sources[f.path])
             if _blocked(f, noqa[f.path]):
                 f = dataclasses.replace(f, fix=dataclasses.replace(f.fix, applicability=Applicability.DISPLAY_ONLY))
         shown.append(f)

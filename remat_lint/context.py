@@ -79,15 +79,19 @@ class LintContext:
     def code(self, node: cst.CSTNode) -> str:
         return self.module.code_for_node(node)
 
+    @cached_property
+    def _module_imports(self) -> list[tuple[str, str]]:
+        """(name, qualified name) of each module-level name bound once, by an import: a module's
+        other bindings can be many (one per generated wrapper), its imports are few."""
+        return [(name, bindings[0].qname) for name, bindings in self.model.module_scope.bindings.items()
+                if len(bindings) == 1 and bindings[0].kind == "import" and bindings[0].qname]
+
     def spell(self, qname: str) -> tuple[str, str | None]:
         """How to write ``qname`` in this module: through an existing module-level import when one
         covers it (``cp.dots_saveable`` after ``from jax import checkpoint_policies as cp``), else
         fully qualified, with the top-level module to import (``jax``) or None if already imported."""
         best: str | None = None
-        for name, bindings in self.model.module_scope.bindings.items():
-            if len(bindings) != 1 or bindings[0].kind != "import" or not bindings[0].qname:
-                continue
-            bound = bindings[0].qname
+        for name, bound in self._module_imports:
             if qname == bound or qname.startswith(bound + "."):
                 spelled = name + qname[len(bound):]
                 if best is None or len(spelled) < len(best):

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import builtins
 import dataclasses
+import functools
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Literal
@@ -195,6 +196,17 @@ class SemanticModel:
         _Builder(self).walk_module(module)
 
     # --- structure -----------------------------------------------------------------------------
+
+    @functools.cached_property
+    def called_names(self) -> dict[str, list[cst.Name]]:
+        """The calls whose function is a bare name, by that name (``f`` of ``f(x)``), in program
+        order: the calls of one name without a walk over every call (a module of N wrapped
+        functions asks N times)."""
+        index: dict[str, list[cst.Name]] = {}
+        for call in self.calls:
+            if isinstance(call.func, cst.Name):
+                index.setdefault(call.func.value, []).append(call.func)
+        return index
 
     def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
         return self.parents.get(id(node))

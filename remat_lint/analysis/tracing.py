@@ -146,8 +146,8 @@ def _uses(model: SemanticModel, value: cst.BaseExpression) -> list[cst.BaseExpre
         if isinstance(value, cst.ListComp):  # read by ``for`` loops
             names = [f.iter for f in _walk(model.scope_of(value).node) if isinstance(f, cst.For) and isinstance(f.iter, cst.Name)]
         else:
-            names = [c.func for c in model.calls if isinstance(c.func, cst.Name)]
-        return [n for n in names if n.value == target.value and _holds(model, n, value)]  # type: ignore[union-attr]
+            names = model.called_names.get(target.value, [])
+        return [n for n in names if n.value == target.value and _holds(model, n, value)]
     if isinstance(target, cst.Attribute):
         return _self_attribute_uses(model, target)
     return []
