@@ -315,12 +315,18 @@ _FORK = sys.platform == "linux"  # workers are forked: they inherit the modules 
 
 
 class _Workers:
-    """Worker processes taking tasks from one queue. The first imports the engine (libcst and the
+    """Worker processes taking tasks from one queue. A supervisor imports the engine (libcst and the
     rules) as soon as it starts, while the main process may still be reading files, then forks the
-    others, which inherit the import (a pool forked from the main process would wait for the main
+    workers, which inherit the import (a pool forked from the main process would wait for the main
     process's import, or import it in every worker). Tasks submitted before the workers are ready
     are sent largest first, so that the workers end together; later ones at once, so that the
-    workers lint while the main process reads (on a large tree)."""
+    workers lint while the main process reads (on a large tree).
+
+    A worker that dies on a file (killed for memory, an abort in the parser) is replaced by the
+    supervisor, which reports the file it was linting (each worker notes its task in shared
+    memory before it starts): that file gets a REM000 finding, every other file its result. A
+    result the dead worker had sent but not yet written to the pipe is lost with it: the main
+    process lints those files itself once every worker has ended (each was linted once already)."""
 
     def __init__(self, jobs: int) -> None:
         import multiprocessing
@@ -328,9 +334,9 @@ class _Workers:
         self.jobs = jobs
         context = multiprocessing.get_context("fork" if _FORK else None)
         self._tasks = context.Queue()  # the tasks, then one None per worker
-        self._results = context.Queue()  # (task index, result)
-        self._ready = context.Event()  # the engine is imported, the others forked
-        self._first = context.Process(target=_serve, args=(self._tasks, self._results, self._ready, jobs))
+        self._results = context.Queue()  # (task index, result or why its worker died)
+        self._ready = context.Event()  # the engine is imported, the workers forked
+        self._first = context.Process(target=_supervise, args=(self._tasks, self._results, self._ready, jobs))
         self._first.start()
         self._waiting: list[_Task] = []
         self._stopped = False
@@ -347,13 +353,18 @@ class _Workers:
         self._send()
         self._stop()
         done: dict[int, FileResult] = {}
+        paths = {task.index: task.path for task in tasks}
+        ended = False  # the supervisor, hence every worker: what they wrote is in the pipe
         while len(done) < len(tasks):
             try:
                 index, result = self._results.get(timeout=1)
             except queue.Empty:
-                if not self._first.is_alive():  # it waits for the others: one of them died (a crash in libcst?)
-                    raise RuntimeError("a worker process ended without returning its results") from None
+                if ended:  # a result sent just before its worker died was lost with it
+                    done.update((task.index, _lint_task(task)) for task in tasks if task.index not in done)
+                ended = not self._first.is_alive()
                 continue
+            if isinstance(result, str):  # its worker died on it
+                result = FileResult(paths[index], findings=[diagnostic(paths[index], result)])
             done[index] = result
         return [(task, done[task.index]) for task in tasks]
 
@@ -382,32 +393,62 @@ class _Workers:
         self._tasks.join_thread()
 
 
-def _serve(tasks: Queue[Any], results: Queue[Any], ready: Event, jobs: int) -> None:
-    """The first worker: imports the engine, forks the others, lints tasks until told to stop."""
+def _supervise(tasks: Queue[Any], results: Queue[Any], ready: Event, jobs: int) -> None:
+    """Imports the engine, forks the workers and waits for them; one that dies before it is told
+    to stop leaves a REM000 for the file it was on, and another takes its place."""
     import multiprocessing
+    from multiprocessing.connection import wait
 
-    import remat_lint.engine  # noqa: F401 -- what the others inherit
+    import remat_lint.engine  # noqa: F401 -- what the workers inherit
 
     context = multiprocessing.get_context("fork" if _FORK else None)
-    others = [context.Process(target=_work, args=(tasks, results)) for _ in range(jobs - 1)]
-    for other in others:
-        other.start()
+    current = context.Array("q", [-1] * jobs, lock=False)  # each worker's task index, -1 between tasks
+
+    def start(slot: int) -> Any:
+        worker = context.Process(target=_work, args=(tasks, results, current, slot))
+        worker.start()
+        return worker
+
+    workers = {slot: start(slot) for slot in range(jobs)}
     ready.set()
-    _work(tasks, results)
-    for other in others:
-        other.join()
+    while workers:
+        wait([worker.sentinel for worker in workers.values()])  # until one ends: no polling
+        for slot, worker in list(workers.items()):
+            if worker.exitcode is None:
+                continue
+            del workers[slot]
+            if worker.exitcode != 0 and current[slot] >= 0:
+                why = _death(worker.exitcode)
+                results.put((current[slot], f"the linter's worker process died on this file ({why}): not linted"))
+                current[slot] = -1
+                workers[slot] = start(slot)  # the tasks left go on
 
 
-def _work(tasks: Queue[Any], results: Queue[Any]) -> None:
+def _death(exitcode: int) -> str:
+    """How a worker ended, in words: a signal's name (SIGKILL: most often the out-of-memory killer)."""
+    import signal
+
+    if exitcode < 0 and -exitcode in signal.valid_signals():
+        name = signal.Signals(-exitcode).name
+        return f"{name}: out of memory?" if name == "SIGKILL" else name
+    return f"exit status {exitcode}"
+
+
+def _work(tasks: Queue[Any], results: Queue[Any], current: Any, slot: int) -> None:
     for task in iter(tasks.get, None):
+        current[slot] = task.index  # before any work on it: the supervisor reads it when this process dies
         results.put((task.index, _lint_task(task)))
+        current[slot] = -1
 
 
 def _lint_task(task: _Task) -> FileResult:
     from remat_lint.engine import lint_source
 
-    return lint_source(task.path, task.text, task.codes, facts=task.facts, is_test_file=task.is_test_file,
-                       words=task.words, defer_project=True)
+    try:
+        return lint_source(task.path, task.text, task.codes, facts=task.facts, is_test_file=task.is_test_file,
+                           words=task.words, defer_project=True)
+    except MemoryError:  # the file, not the run: the others are still linted
+        return FileResult(task.path, findings=[diagnostic(task.path, "out of memory while linting this file: not linted")])
 
 
 def default_jobs() -> int:
