@@ -8,10 +8,7 @@ then ``os.replace``) with their permissions, encoding (BOM, coding cookie) and l
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import os
-import stat
 from dataclasses import dataclass, field
 
 from remat_lint.cache import Cache
@@ -20,6 +17,7 @@ from remat_lint.fixes import non_overlapping
 from remat_lint.noqa import Suppressions, noqa_edits
 from remat_lint.resolver import Resolver
 from remat_lint.results import PARSE_ERROR, FileResult, SourceFile
+from remat_lint.rewrite import write_atomic
 from remat_lint.runner import ProjectPass, RunResult, display_path, lint_one, read_source
 from remat_lint.sources import Notebook
 
@@ -169,26 +167,6 @@ def _fix_file(
         current = new
     outcome.warnings.append(f"{display_path(path)}: fixes did not converge after {MAX_PASSES} passes")
     return current
-
-
-def write_atomic(path: str, data: bytes) -> None:
-    """Write through a temporary file in the same folder and ``os.replace`` (symlinks: the target)."""
-    import tempfile  # here, not at the top: a run without fixes never needs it
-
-    target = os.path.realpath(path)
-    mode = stat.S_IMODE(os.stat(target).st_mode)
-    fd, temporary = tempfile.mkstemp(dir=os.path.dirname(target), prefix=f".{os.path.basename(target)}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(temporary, mode)
-        os.replace(temporary, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
 
 
 def write_fixes(changed: list[FixedFile]) -> list[str]:
