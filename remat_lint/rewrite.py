@@ -8,7 +8,8 @@ moment leaves no temporary file behind (elsewhere, a named temporary file, remov
 
 Refused, with a message (``OSError``): a read-only file (its mode says it is not to be edited, and a
 rename would edit it anyway), a file with other hard links (a rename would leave them the old
-text: ruff refuses them too) and a file whose owner or group cannot be kept.
+text; ruff 0.17 writes through the shared inode in place, which a kill can leave half written) and
+a file whose owner or group cannot be kept.
 """
 
 from __future__ import annotations
