@@ -46,7 +46,7 @@ def test_workers_started_while_reading_report_what_one_process_does(tmp_path, mo
     assert set(pooled.sources) == {paths[0], paths[7], paths[110]}
 
 
-def test_a_worker_that_dies_is_an_error_not_a_hang(tmp_path, monkeypatch):
+def test_a_worker_that_dies_is_a_rem000_for_its_file_not_a_hang(tmp_path, monkeypatch):
     paths = _tree(tmp_path, bad={0, 1})
     lint_task = runner._lint_task
 
@@ -57,8 +57,9 @@ def test_a_worker_that_dies_is_an_error_not_a_hang(tmp_path, monkeypatch):
 
     monkeypatch.setattr(runner, "_lint_task", crash_on_second)
     monkeypatch.setattr(runner, "POOL_MIN_LINES", 0)
-    with pytest.raises(RuntimeError, match="worker process ended"):
-        runner.run(paths, Resolver.of(Settings(root=tmp_path)), jobs=2)
+    result = runner.run(paths, Resolver.of(Settings(root=tmp_path)), jobs=2)
+    assert _found(result) == [("m000.py", 2, "REM001"), ("m001.py", 1, "REM000")]
+    assert result.findings[1].message == "the linter's worker process died on this file (exit status 1): not linted"
 
 
 def test_an_error_while_reading_ends_the_workers_instead_of_hanging(tmp_path, monkeypatch):
