@@ -28,6 +28,7 @@ from typing import Any
 
 from remat_lint.config import ConfigError, Settings
 from remat_lint.findings import Finding
+from remat_lint.trace import isolation
 from remat_lint.trace.inputs import parse_targets
 from remat_lint.trace.request import Item, TraceCheck, WorkerRequest
 from remat_lint.trace.units import byte_size, flop_number
@@ -267,6 +268,7 @@ def run_recorded(command: str, requests: list[WorkerRequest], settings: Settings
         package_root = str(Path(__file__).resolve().parents[2])  # the user's python imports this remat_lint
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(hook), package_root, env.get("PYTHONPATH", "")) if p)
         env[REQUESTS_ENV], env[OUT_ENV] = str(requests_file), str(out_file)
+        token = isolation.mark(env)
         limit = dataclasses.replace(options, timeout=options.timeout * RUN_TIMEOUT_FACTOR)
         with open(output_file, "wb") as output:
             proc = subprocess.Popen(command, shell=True, cwd=settings.root, env=env, stdin=subprocess.DEVNULL,
@@ -275,6 +277,7 @@ def run_recorded(command: str, requests: list[WorkerRequest], settings: Settings
                 failure = _watch(proc, limit)
             finally:
                 _kill(proc)
+                isolation.sweep(token)
         by_path: dict[str, list[dict[str, Any]]] = {}
         recorded: list[str] | None = None
         for raw in out_file.read_text(encoding="utf-8", errors="replace").splitlines():
@@ -309,10 +312,12 @@ def _trace_check(code: str) -> TraceCheck | None:
 
 def run_worker(request: WorkerRequest, root: Path, options: TraceOptions) -> tuple[list[dict[str, Any]], str | None]:
     """Run one worker; its JSON lines, and why it stopped early (None when it finished)."""
+    env = worker_env(options)
+    token = isolation.mark(env)
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         proc = subprocess.Popen(
             [sys.executable, "-m", "remat_lint.trace.worker"],
-            stdin=subprocess.PIPE, stdout=out, stderr=err, cwd=root, env=worker_env(options),
+            stdin=subprocess.PIPE, stdout=out, stderr=err, cwd=root, env=env,
             start_new_session=True,
         )
         assert proc.stdin is not None
@@ -322,8 +327,9 @@ def run_worker(request: WorkerRequest, root: Path, options: TraceOptions) -> tup
             failure = _watch(proc, options)
         finally:
             # The worker leads its own session: stop it on Ctrl-C, and whatever it started (a data
-            # loader, a server) once it is done.
+            # loader, a server) once it is done, in its session or out of it.
             _kill(proc)
+            isolation.sweep(token)
         out.seek(0)
         err.seek(0)
         lines = []

@@ -1,0 +1,126 @@
+"""--trace against user code that fights its worker (remat_lint/trace/isolation.py, driver.py):
+children that fork, leave the session (``start_new_session``, ``setsid``), ``os._exit``, a
+segfault, a ``chdir``, megabytes of output. Each module's findings say what happened, the run goes
+on with the right exit code, and no process that the user's code started is left."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("jax")
+psutil = pytest.importorskip("psutil")
+
+pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="process sessions and /proc: Linux")
+
+BAD_POLICY = textwrap.dedent(
+    """\
+    from functools import partial
+
+    import jax
+    import jax.numpy as jnp
+
+
+    # remat-lint: trace(f32[8,8])
+    @partial(jax.checkpoint, policy="dots_saveable")
+    def block(x):
+        return jnp.sin(x @ x)
+
+    """
+)
+SLEEPER = "import time; time.sleep(600)"
+
+HOSTILE = {
+    # children that keep running after the module is imported, each noting its pid in pids/
+    "forks.py": "import os, time\nif os.fork() == 0:\n    open(f'pids/{os.getpid()}', 'w').close()\n    time.sleep(600)\n",
+    "new_session.py": (
+        "import subprocess, sys\n"
+        f"child = subprocess.Popen([sys.executable, '-c', {SLEEPER!r}], start_new_session=True)\n"
+        "open(f'pids/{child.pid}', 'w').close()\n"
+    ),
+    "setsid.py": (
+        "import os, time\n"
+        "if os.fork() == 0:\n"
+        "    os.setsid()\n"
+        "    if os.fork() == 0:  # a daemon: two forks, a session of its own, its parent gone\n"
+        "        open(f'pids/{os.getpid()}', 'w').close()\n"
+        "        time.sleep(600)\n"
+        "    os._exit(0)\n"
+    ),
+    "exits.py": "import os\nos._exit(3)\n",
+    "segfault.py": "import ctypes\nctypes.string_at(0)\n",
+    "chdir.py": "import os\nos.chdir('/')\n",
+    "prints.py": "import sys\nsys.stdout.write('x' * 4_000_000)\nprint('{\"not\": \"a result\"}', end='')\n",
+}
+
+
+def _left(pids: Path) -> list[int]:
+    """The recorded children still alive (a zombie is dead: its parent reaps it)."""
+    alive = []
+    for entry in pids.iterdir():
+        try:
+            if psutil.Process(int(entry.name)).status() != psutil.STATUS_ZOMBIE:
+                alive.append(int(entry.name))
+        except psutil.NoSuchProcess:
+            pass
+    return alive
+
+
+def test_hostile_modules_leave_unconfirmed_findings_saying_why_and_no_process_behind(tmp_path: Path):
+    (tmp_path / "pids").mkdir()
+    for name, code in HOSTILE.items():
+        (tmp_path / name).write_text(BAD_POLICY + code)
+    (tmp_path / "fine.py").write_text(BAD_POLICY)
+    proc = subprocess.run(
+        [sys.executable, "-m", "remat_lint", "--trace", "--trace-timeout", "120", "--output-format", "json", "."],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=600,
+    )
+    assert proc.returncode == 1, proc.stderr  # REM001 confirmed in fine.py (and those that keep running)
+    traces = {Path(item["filename"]).name: item["trace"] for item in json.loads(proc.stdout)}
+    assert traces["fine.py"]["status"] == "confirmed"
+    assert traces["exits.py"]["status"] == "unconfirmed" and traces["exits.py"]["reason"].startswith(
+        "the worker failed (exit 3)"
+    )
+    assert traces["segfault.py"] == {
+        "status": "unconfirmed",
+        "evidence": None,
+        "reason": "the worker crashed (SIGSEGV)",
+    }
+    for name in ("forks.py", "new_session.py", "setsid.py", "chdir.py", "prints.py"):  # the module itself runs on
+        assert traces[name]["status"] == "confirmed", (name, traces[name])
+    recorded = sorted(int(p.name) for p in (tmp_path / "pids").iterdir())
+    assert len(recorded) == 3  # the three children did start
+    deadline = time.monotonic() + 5  # SIGKILL is delivered at once; the table may lag a moment
+    while _left(tmp_path / "pids") and time.monotonic() < deadline:
+        time.sleep(0.1)
+    left = _left(tmp_path / "pids")
+    for pid in left:  # not to leave them to the next test either
+        os.kill(pid, 9)
+    assert left == []
+
+
+def test_a_process_out_of_the_workers_session_is_swept(tmp_path: Path):
+    from remat_lint.trace import isolation
+
+    env = dict(os.environ)
+    token = isolation.mark(env)
+    child = subprocess.Popen([sys.executable, "-c", SLEEPER], env=env, start_new_session=True)
+    other = subprocess.Popen([sys.executable, "-c", SLEEPER], start_new_session=True)  # not the worker's
+    try:
+        time.sleep(0.2)
+        isolation.sweep(token)
+        assert child.wait(timeout=5) == -9
+        assert other.poll() is None
+    finally:
+        other.kill()
+        other.wait()
