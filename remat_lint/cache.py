@@ -33,6 +33,14 @@ DEFAULT_DIR = replay.CACHE_DIR  # one name: the launcher looks for replay record
 _TAG = "Signature: 8a477f597d28d172789f06886806bc55\n# remat-lint's result cache (https://bford.info/cachedir/)\n"
 
 
+def folder(settings_root: Path, configured: str | None, named: str | None = None) -> Path:
+    """The cache folder, as ruff's: ``named`` (--cache-dir), else $REMAT_LINT_CACHE_DIR (both from
+    the working directory), else the configuration's cache-dir, else DEFAULT_DIR (both from the
+    project's root)."""
+    named = named or os.environ.get(replay.CACHE_DIR_VARIABLE)
+    return Path(os.path.abspath(named)) if named else settings_root / (configured or DEFAULT_DIR)
+
+
 def code_paths() -> list[tuple[str, str]]:
     """The linter's own code: every folder of its packages and every .py file in them, each with
     the package folder it is under."""

@@ -16,6 +16,7 @@ from typing import Any, TextIO
 
 from remat_lint import __version__, autofix, jax_version, recording
 from remat_lint.cache import DEFAULT_DIR, Cache
+from remat_lint.cache import folder as cache_folder
 from remat_lint.config import ConfigError, RuleSelection, Settings, validate_selectors
 from remat_lint.discovery import discover
 from remat_lint.findings import Finding
@@ -365,12 +366,9 @@ def _check_budget(args: argparse.Namespace) -> None:
 
 
 def _cache(args: argparse.Namespace, settings: Settings) -> Cache | None:
-    """--cache-dir, else $REMAT_LINT_CACHE_DIR (both from the working directory, as ruff's), else
-    the configuration's cache-dir (from the project's root)."""
     if args.no_cache:
         return None
-    named = args.cache_dir or os.environ.get(CACHE_DIR_VARIABLE)
-    return Cache(os.path.abspath(named) if named else settings.root / (settings.cache_dir or DEFAULT_DIR))
+    return Cache(cache_folder(settings.root, settings.cache_dir, args.cache_dir))
 
 
 def _display(result: RunResult) -> None:

@@ -68,7 +68,7 @@ class Plugin:
             yield 1, 0, f"{PARSE_ERROR} {undecodable}", type(self)
             return
         try:
-            from remat_lint.cache import DEFAULT_DIR, Cache
+            from remat_lint.cache import Cache, folder
             from remat_lint.engine import lint_source
             from remat_lint.runner import ProjectPass
 
@@ -79,7 +79,7 @@ class Plugin:
                                  facts=project_codes(settings.enabled_codes()), is_test_file=settings.is_test_file(self.filename),
                                  tree=self.tree, defer_project=True)
             # Project-wide rules (REM008, REM101) see the other files as the CLI does, through the same cache.
-            ProjectPass([self.filename], resolver, cache=Cache(settings.root / (settings.cache_dir or DEFAULT_DIR)))([result])
+            ProjectPass([self.filename], resolver, cache=Cache(folder(settings.root, settings.cache_dir)))([result])
             findings = result.findings
             jax_version.retarget(findings, settings.jax_target()[0])
         except ConfigError as exc:  # flake8 cannot exit 2 for us: say it on the file

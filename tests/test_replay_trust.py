@@ -192,3 +192,14 @@ def test_cache_dir_variable_over_the_configuration(project, lint, monkeypatch):
     monkeypatch.setenv("REMAT_LINT_CACHE_DIR", "env-cache")
     assert primed(lint, "pkg").code == 1
     assert (project / "env-cache" / "replay").is_dir()
+
+
+def test_the_cache_folder_of_the_cli_and_the_flake8_plugin(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("REMAT_LINT_CACHE_DIR", raising=False)
+    root = tmp_path / "project"
+    assert cache.folder(root, None) == root / ".remat_lint_cache"
+    assert cache.folder(root, "build/c") == root / "build" / "c"  # the configuration's: from the project's root
+    monkeypatch.setenv("REMAT_LINT_CACHE_DIR", "env")
+    assert cache.folder(root, "build/c") == tmp_path / "env"  # the variable's: from the working directory
+    assert cache.folder(root, "build/c", "cli") == tmp_path / "cli"
