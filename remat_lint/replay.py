@@ -88,7 +88,9 @@ def plan(argv: list[str]) -> Invocation | None:
 def _scan(argv: list[str]) -> tuple[str | None, list[str]] | None:
     """The --cache-dir and the paths of a replayable ``argv``, None for any other."""
     arguments = argv[1:] if argv[:1] == ["check"] else argv
-    cache_dir, paths, index, options = None, [], 0, True
+    cache_dir: str | None = None
+    paths: list[str] = []
+    index, options = 0, True
     while index < len(arguments):
         argument = arguments[index]
         index += 1
