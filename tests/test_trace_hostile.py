@@ -124,3 +124,18 @@ def test_a_process_out_of_the_workers_session_is_swept(tmp_path: Path):
     finally:
         other.kill()
         other.wait()
+
+
+def test_an_allocation_faster_than_the_poll_fails_at_once_on_cpu(tmp_path: Path):
+    (tmp_path / "pyproject.toml").write_text("[tool.remat-lint.trace]\nmemory-limit-mb = 512\n")
+    (tmp_path / "grab.py").write_text(BAD_POLICY + "hoard = b'x' * (3 * 2**30)  # 3 GiB at once\n")
+    proc = subprocess.run(
+        [sys.executable, "-m", "remat_lint", "--trace", "--backend", "cpu", "--output-format", "json", "grab.py"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=600,
+    )
+    [item] = json.loads(proc.stdout)
+    assert proc.returncode == 1 and item["trace"]["status"] == "unconfirmed"
+    assert item["trace"]["reason"] == "importing the module fails: MemoryError"

@@ -6,6 +6,12 @@ is therefore started with a token of its own in its environment (``mark``), whic
 inherit through fork and exec, and ``sweep`` kills every process of this user that carries it,
 round after round until none is left (a child may fork while the others are killed). What this
 cannot follow: a process exec'd with an environment of its own making (``env={}``).
+
+Memory: the driver polls a worker's resident set and kills it above the cap; an allocation faster
+than the poll overshoots it. On CPU the worker also caps its own data segment (``RLIMIT_DATA``,
+private writable memory: measured 231 MB for 227 MB resident after a jitted grad, where the
+address space was 1.5 GB, so ``RLIMIT_AS`` would stop XLA itself) at the cap plus ``HEADROOM_MB``:
+an allocation past it fails at once with a MemoryError. Not on GPU/TPU, where it is not measured.
 """
 
 from __future__ import annotations
@@ -15,6 +21,8 @@ import os
 import signal
 
 VARIABLE = "REMAT_LINT_TRACE_WORKER"
+MEMORY_VARIABLE = "REMAT_LINT_TRACE_DATA_LIMIT_MB"
+HEADROOM_MB = 1024  # above the polled cap: the poll still reports an ordinary overrun in its words
 ROUNDS = 50  # a fork bomb faster than this many sweeps outruns it: the process group kill stops most
 
 
@@ -23,6 +31,19 @@ def mark(env: dict[str, str]) -> str:
     token = os.urandom(8).hex()
     env[VARIABLE] = token
     return token
+
+
+def limit_memory() -> None:
+    """In the worker: cap the data segment as the driver asked (soft and hard: the traced code
+    cannot raise it again)."""
+    value = os.environ.get(MEMORY_VARIABLE, "")
+    if not value.isdigit():
+        return
+    import resource
+
+    limit = int(value) * 1024 * 1024
+    with contextlib.suppress(ValueError, OSError):
+        resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
 
 
 def sweep(token: str) -> None:

@@ -28,7 +28,7 @@ from typing import Any
 
 import jax
 
-from remat_lint.trace import build
+from remat_lint.trace import build, isolation
 from remat_lint.trace import evidence as ev
 from remat_lint.trace.evidence import Run, failure, judge_import, verdict
 from remat_lint.trace.inputs import inline_targets, parameter_examples, parse_targets, suggestion
@@ -45,6 +45,7 @@ PLANNED_SOURCES = ("pyproject", "inline comment", "recorded")
 
 
 def main() -> None:
+    isolation.limit_memory()
     request = WorkerRequest.from_json(sys.stdin.read())
     out = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)
