@@ -1,7 +1,7 @@
 """--trace against user code that fights its worker (remat_lint/trace/isolation.py, driver.py):
 children that fork, leave the session (``start_new_session``, ``setsid``), ``os._exit``, a
-segfault, a ``chdir``, megabytes of output. Each module's findings say what happened, the run goes
-on with the right exit code, and no process that the user's code started is left."""
+segfault, a ``chdir``, megabytes of output, 3 GiB at once. Each module's findings say what
+happened, the run goes on with the right exit code, and no process the user's code started is left."""
 
 from __future__ import annotations
 
@@ -61,6 +61,18 @@ HOSTILE = {
 }
 
 
+def trace(folder: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], dict[str, dict]]:
+    """``remat-lint --trace --output-format json ARGS`` in ``folder``: the process, and each file's trace."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "remat_lint", "--trace", "--output-format", "json", *args],
+        capture_output=True,
+        text=True,
+        cwd=folder,
+        timeout=600,
+    )
+    return proc, {Path(item["filename"]).name: item["trace"] for item in json.loads(proc.stdout)}
+
+
 def _left(pids: Path) -> list[int]:
     """The recorded children still alive (a zombie is dead: its parent reaps it)."""
     alive = []
@@ -78,15 +90,8 @@ def test_hostile_modules_leave_unconfirmed_findings_saying_why_and_no_process_be
     for name, code in HOSTILE.items():
         (tmp_path / name).write_text(BAD_POLICY + code)
     (tmp_path / "fine.py").write_text(BAD_POLICY)
-    proc = subprocess.run(
-        [sys.executable, "-m", "remat_lint", "--trace", "--trace-timeout", "120", "--output-format", "json", "."],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        timeout=600,
-    )
+    proc, traces = trace(tmp_path, "--trace-timeout", "120", ".")
     assert proc.returncode == 1, proc.stderr  # REM001 confirmed in fine.py (and those that keep running)
-    traces = {Path(item["filename"]).name: item["trace"] for item in json.loads(proc.stdout)}
     assert traces["fine.py"]["status"] == "confirmed"
     assert traces["exits.py"]["status"] == "unconfirmed" and traces["exits.py"]["reason"].startswith(
         "the worker failed (exit 3)"
@@ -129,13 +134,10 @@ def test_a_process_out_of_the_workers_session_is_swept(tmp_path: Path):
 def test_an_allocation_faster_than_the_poll_fails_at_once_on_cpu(tmp_path: Path):
     (tmp_path / "pyproject.toml").write_text("[tool.remat-lint.trace]\nmemory-limit-mb = 512\n")
     (tmp_path / "grab.py").write_text(BAD_POLICY + "hoard = b'x' * (3 * 2**30)  # 3 GiB at once\n")
-    proc = subprocess.run(
-        [sys.executable, "-m", "remat_lint", "--trace", "--backend", "cpu", "--output-format", "json", "grab.py"],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        timeout=600,
-    )
-    [item] = json.loads(proc.stdout)
-    assert proc.returncode == 1 and item["trace"]["status"] == "unconfirmed"
-    assert item["trace"]["reason"] == "importing the module fails: MemoryError"
+    proc, traces = trace(tmp_path, "--backend", "cpu", "grab.py")
+    assert proc.returncode == 1
+    assert traces["grab.py"] == {
+        "status": "unconfirmed",
+        "evidence": None,
+        "reason": "importing the module fails: MemoryError",
+    }
