@@ -138,6 +138,6 @@ def test_an_allocation_faster_than_the_poll_fails_at_once_on_cpu(tmp_path: Path)
     assert proc.returncode == 1
     assert traces["grab.py"] == {
         "status": "unconfirmed",
-        "evidence": None,
+        "evidence": {"exception": "MemoryError", "lines": [12], "stage": "import"},  # the line that allocates
         "reason": "importing the module fails: MemoryError",
     }
