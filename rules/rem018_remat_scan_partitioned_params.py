@@ -8,7 +8,7 @@ from remat_lint.analysis.semantic import SemanticModel, child_nodes
 from remat_lint.findings import Severity
 from remat_lint.rule import Invalid, Rule
 
-_REMAT_SCAN = frozenset({"flax.linen.remat_scan", "flax.linen.transforms.remat_scan"})
+_REMAT_SCAN = "flax.linen.remat_scan"
 # Initializer wrappers whose parameters are boxed in ``nn.Partitioned`` (``LogicallyPartitioned`` is one).
 _PARTITIONING = frozenset(
     {
@@ -107,7 +107,7 @@ class RematScanPartitionedParams(Rule):
     def check(self) -> None:
         model = self.ctx.model
         for call in model.calls:
-            if model.qualified_name(call.func) not in _REMAT_SCAN:
+            if model.qualified_name(call.func) != _REMAT_SCAN:
                 continue
             target = body_argument(call, 0, "target")
             layer = model.definition(target) if target is not None else None
@@ -117,10 +117,10 @@ class RematScanPartitionedParams(Rule):
             if where is not None:
                 self.report(
                     call,
-                    f"`nn.remat_scan` over `{layer.name.value}`, whose parameters are partitioned "
-                    f"(`{self.ctx.code(where.func)}`): initialising raises `PartitioningUnspecifiedError: Trying to "
-                    'transform a Partitioned variable but "partition_name" is not specified in metadata_params`; '
-                    "`nn.remat_scan` takes no `metadata_params`. Use `nn.scan(nn.remat(...), ..., "
+                    f"`nn.remat_scan` over `{layer.name.value}` raises `PartitioningUnspecifiedError` at init: its "
+                    f"parameters are partitioned (`{self.ctx.code(where.func)}`). Flax says: 'Trying to transform a "
+                    'Partitioned variable but "partition_name" is not specified in metadata_params\', and '
+                    "`nn.remat_scan` takes no `metadata_params`; use `nn.scan(nn.remat(...), ..., "
                     "metadata_params={nn.PARTITION_NAME: 'layers'})`",
                 )
 

@@ -105,10 +105,10 @@ class FullRematSkippedByNoneGuard(Rule):
             row = self.ctx.positions.start_line(setting)
             self.report(
                 guard.test,
-                f"The guard `{self.ctx.code(guard.test)}` skips the checkpoint when `{policy.value}` is None, and it comes "
-                f'from a table that maps "{_string(setting)}" to None (line {row}): that setting gets no checkpoint at all, although '
-                "`policy=None` is the full checkpoint (measured: 2.5x-6.4x the full checkpoint's temp memory). Map it to "
-                "`jax.checkpoint_policies.nothing_saveable`, or test the setting instead of the policy",
+                f"The guard `{self.ctx.code(guard.test)}` skips the checkpoint for the setting "
+                f'"{_string(setting)}", which the table maps to None (line {row}). `policy=None` is the full checkpoint: '
+                "that setting gets no checkpoint at all (measured: 2.5x-6.4x the full checkpoint's temp memory); map it "
+                "to `jax.checkpoint_policies.nothing_saveable`, or test the setting instead of the policy",
             )
 
 

@@ -103,7 +103,11 @@ def test_rem018_message_states_the_error():
         """,
         "REM018",
     )
-    assert f"PartitioningUnspecifiedError: {PARTITION_ERROR}" in msg and "metadata_params={nn.PARTITION_NAME" in msg
+    assert (
+        "raises `PartitioningUnspecifiedError` at init" in msg
+        and f"'{PARTITION_ERROR}'" in msg
+        and "metadata_params={nn.PARTITION_NAME" in msg
+    )
 
 
 # --- REM019 ---------------------------------------------------------------------------------------
