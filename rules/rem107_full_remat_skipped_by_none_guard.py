@@ -150,12 +150,13 @@ def _same_variable(model: SemanticModel, a: cst.Name, b: cst.Name) -> bool:
 
 
 def _full_setting_mapped_to_none(model: SemanticModel, policy: cst.Name) -> cst.SimpleString | None:
-    """The key ``"full"`` of the dict literal ``policy`` is looked up in, when it maps to None."""
+    """The key ``"full"`` of the dict literal ``policy`` is looked up in, when it maps to None and the
+    lookup may ask for it (a literal key asks for itself only)."""
     value = model.assigned_value(policy)
-    if isinstance(value, cst.Subscript):
-        table = value.value
+    if isinstance(value, cst.Subscript) and len(value.slice) == 1 and isinstance(value.slice[0].slice, cst.Index):
+        table, key = value.value, value.slice[0].slice.value
     elif isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value == "get":
-        table = value.func.value
+        table, key = value.func.value, value.args[0].value if value.args else None
     else:
         return None
     table = resolve_policy(model, table)
@@ -168,6 +169,7 @@ def _full_setting_mapped_to_none(model: SemanticModel, policy: cst.Name) -> cst.
             and _string(element.key) in _FULL_SETTINGS
             and isinstance(element.value, cst.Name)
             and element.value.value == "None"
+            and not (isinstance(key, cst.SimpleString) and _string(key) != _string(element.key))
         ):
             return element.key
     return None
