@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from remat_lint.analysis.bodies import receiver_class
-from remat_lint.analysis.layers import AppliedLayer, flag_argument, layer_of
+from remat_lint.analysis.bodies import method, receiver_class
+from remat_lint.analysis.layers import AppliedLayer, flag_argument, instance_attribute, layer_of
 from remat_lint.analysis.semantic import SemanticModel, child_nodes
 from remat_lint.findings import Severity
 from remat_lint.rule import Invalid, Rule
@@ -16,13 +16,15 @@ _STATEFUL = {
     "flax.nnx.Dropout": "RngCount",
     "flax.nnx.nn.stochastic.Dropout": "RngCount",
 }
+_MAX_DEPTH = 4  # Modules followed down from the closure's call
 
 
 class NnxRematClosureState(Rule):
     """
     ## What it does
     Flags `nnx.remat` of a closure (a `lambda` or nested `def` inside a method) that calls a
-    `BatchNorm` or `Dropout` layer of `self` in training mode.
+    `BatchNorm` or `Dropout` layer of `self` in training mode, or a Module of this file whose
+    `__call__` does.
 
     ## Why is this bad?
     `nnx.remat` lifts the NNX state of its *arguments* into the checkpoint. A layer read through
@@ -30,7 +32,7 @@ class NnxRematClosureState(Rule):
     (BatchNorm's running statistics, Dropout's RNG counter), NNX refuses the write from the inner
     trace. Measured on flax 0.12.8, with and without `nnx.grad` / `nnx.value_and_grad`: the first
     call raises `TraceContextError: Cannot mutate BatchStat from a different trace level`
-    (`RngCount` for Dropout). A layer without state
+    (`RngCount` for Dropout; the same through a Module of `self` that holds them). A layer without state
     (`nnx.Linear`), `use_running_average=True`, `deterministic=True` and `model.eval()` run.
 
     Passing the module as an argument (`nnx.remat(lambda m, h: m.bn(m.lin(h)))(self, h)`) or
@@ -129,23 +131,44 @@ def _is_method(model: SemanticModel, node: cst.Lambda | cst.FunctionDef) -> bool
 
 
 def _stateful_closure_calls(model: SemanticModel, closure: cst.Lambda | cst.FunctionDef) -> list[tuple[cst.Call, str]]:
-    """Calls in ``closure`` of a ``self.<layer>`` of the enclosing method whose layer updates state
-    (nothing gives it a mode flag), with the variable type it writes."""
+    """Calls in ``closure`` of a ``self.<attr>`` of the enclosing method that update state, with the
+    variable types written (``BatchStat or RngCount``)."""
     found: list[tuple[cst.Call, str]] = []
-    stack: list[cst.CSTNode] = [closure.body]
+    for call in _self_calls(model, closure.body):
+        variables = _state_updates(model, call, 0)
+        if variables:
+            found.append((call, " or ".join(sorted(variables))))
+    return found
+
+
+def _self_calls(model: SemanticModel, body: cst.CSTNode) -> list[cst.Call]:
+    """The calls of ``self.<attr>(...)`` in ``body``, ``self`` being a method's first parameter."""
+    calls: list[cst.Call] = []
+    stack: list[cst.CSTNode] = [body]
     while stack:
         node = stack.pop()
         stack.extend(child_nodes(node))
-        if not (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)):
-            continue
-        if receiver_class(model, node.func.value) is None:  # not the enclosing method's ``self``
-            continue
-        layer = layer_of(model, node)
-        qname = model.qualified_name(layer.construction.func) if layer is not None else None
-        if layer is None or qname not in _STATEFUL or _may_be_off(node, layer):
-            continue
-        found.append((node, _STATEFUL[qname]))
-    return found
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+            if receiver_class(model, node.func.value) is not None:
+                calls.append(node)
+    return calls
+
+
+def _state_updates(model: SemanticModel, call: cst.Call, depth: int) -> set[str]:
+    """The variable types that ``call`` (``self.<attr>(...)``) writes: a stateful layer's that nothing
+    may switch off, or those its Module writes when ``<attr>`` is an instance of a class of this file
+    (its undecorated ``__call__``, followed down the same way)."""
+    layer = layer_of(model, call)
+    if layer is not None:
+        qname = model.qualified_name(layer.construction.func) or ""
+        return {_STATEFUL[qname]} if qname in _STATEFUL and not _may_be_off(call, layer) else set()
+    cls = receiver_class(model, call.func.value)  # type: ignore[attr-defined]
+    built = instance_attribute(model, cls, call.func.attr.value) if cls is not None else None  # type: ignore[attr-defined]
+    module = model.definition(built.func) if isinstance(built, cst.Call) else None
+    forward = method(model, module, "__call__") if isinstance(module, cst.ClassDef) and depth < _MAX_DEPTH else None
+    if forward is None or forward.decorators:  # a checkpointed __call__ raises too, but names other state
+        return set()
+    return {v for inner in _self_calls(model, forward.body) for v in _state_updates(model, inner, depth + 1)}
 
 
 def _may_be_off(call: cst.Call, layer: AppliedLayer) -> bool:

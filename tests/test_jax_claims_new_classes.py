@@ -135,6 +135,28 @@ def test_nnx_remat_closure_over_stateful_layer_raises(layer, variable, grad):
         run(block)
 
 
+def test_nnx_remat_closure_over_a_module_holding_state_raises():
+    class Inner(nnx.Module):
+        def __init__(self, rngs):
+            self.norm = nnx.BatchNorm(4, rngs=rngs)
+            self.drop = nnx.Dropout(0.5, rngs=rngs)
+
+        def __call__(self, x):
+            return self.drop(self.norm(x))
+
+    class Outer(nnx.Module):
+        def __init__(self, rngs):
+            self.inner = Inner(rngs)
+
+        def __call__(self, x):
+            return nnx.remat(lambda h: self.inner(h))(x)
+
+    with pytest.raises(
+        flax_errors.TraceContextError, match="Cannot mutate (BatchStat|RngCount) from a different trace level"
+    ):
+        nnx.grad(lambda m: m(X).sum())(Outer(nnx.Rngs(0, dropout=1)))
+
+
 @pytest.mark.parametrize("layer", ["norm", "drop", "linear"])
 def test_nnx_remat_with_the_module_as_argument_runs(layer):
     block = Block(nnx.Rngs(0, dropout=1))
