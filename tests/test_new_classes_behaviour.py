@@ -92,9 +92,16 @@ def test_a_guard_on_another_variable_or_in_another_function_is_not_reported():
     assert rows(guarded_elsewhere) == rows(nested) == rows(rebound) == []
 
 
-def test_the_guard_is_reported_and_names_the_table_line():
+def test_the_guard_is_reported_and_names_the_table():
     [finding] = lint(TABLE + "p = P.get(s)\nif p is not None:\n    f = jax.checkpoint(f, policy=p)", {"REM107"})
     assert finding.start.row == 4
     assert finding.message.startswith(
-        'The guard `p is not None` skips the checkpoint for the setting "full", which the table maps to None (line 2)'
+        'The guard `p is not None` skips the checkpoint for the setting "full", which `P` maps to None'
     )
+
+
+def test_a_dict_call_is_a_table_and_a_local_dict_is_not():
+    guarded = "def b(f, s):\n    p = P[s]\n    if p is not None:\n        f = jax.checkpoint(f, policy=p)\n    return f"
+    assert rows("import jax\nP = dict(full=None)\n" + guarded) == [("REM107", 5)]
+    assert rows("import jax\nP = dict(none=None)\n" + guarded) == []
+    assert rows("import jax\ndef dict(**k):\n    return k\nP = dict(full=None)\n" + guarded) == []
