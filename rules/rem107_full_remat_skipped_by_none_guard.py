@@ -122,26 +122,30 @@ def _none_guard(model: SemanticModel, node: cst.CSTNode, policy: cst.Name) -> No
         if isinstance(ancestor, _FUNCTION_BOUNDARIES):
             return None
         if isinstance(ancestor, (cst.If, cst.IfExp)):
-            variable = _tested(ancestor.test, in_else=child is ancestor.orelse)
-            if variable is not None and _same_variable(model, variable, policy):
-                return NoneGuard(ancestor.test, variable)
+            for variable in _tested(ancestor.test, in_else=child is ancestor.orelse):
+                if _same_variable(model, variable, policy):
+                    return NoneGuard(ancestor.test, variable)
         child = ancestor
     return None
 
 
-def _tested(test: cst.BaseExpression, in_else: bool) -> cst.Name | None:
-    """The name ``test`` requires to be set on the branch taken (body, or ``else`` when ``in_else``)."""
+def _tested(test: cst.BaseExpression, in_else: bool) -> list[cst.Name]:
+    """The names ``test`` requires to be set on the branch taken (body, or ``else`` when ``in_else``):
+    through ``and`` in the body, ``or`` in the ``else``."""
+    if isinstance(test, cst.BooleanOperation):
+        both = isinstance(test.operator, cst.Or) if in_else else isinstance(test.operator, cst.And)
+        return [*_tested(test.left, in_else), *_tested(test.right, in_else)] if both else []
     if isinstance(test, cst.Name) and not in_else:
-        return test
+        return [test]
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not) and in_else:
-        return test.expression if isinstance(test.expression, cst.Name) else None
+        return [test.expression] if isinstance(test.expression, cst.Name) else []
     if isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and isinstance(test.left, cst.Name):
         target = test.comparisons[0]
         if not (isinstance(target.comparator, cst.Name) and target.comparator.value == "None"):
-            return None
+            return []
         if isinstance(target.operator, cst.IsNot) and not in_else or isinstance(target.operator, cst.Is) and in_else:
-            return test.left
-    return None
+            return [test.left]
+    return []
 
 
 def _same_variable(model: SemanticModel, a: cst.Name, b: cst.Name) -> bool:

@@ -105,3 +105,18 @@ def test_a_dict_call_is_a_table_and_a_local_dict_is_not():
     assert rows("import jax\nP = dict(full=None)\n" + guarded) == [("REM107", 5)]
     assert rows("import jax\nP = dict(none=None)\n" + guarded) == []
     assert rows("import jax\ndef dict(**k):\n    return k\nP = dict(full=None)\n" + guarded) == []
+
+
+@pytest.mark.parametrize(
+    ("branch", "reported"),
+    [
+        ("    if p is not None and on:\n        f = jax.checkpoint(f, policy=p)\n    return f", True),
+        ("    if p is None or not on:\n        return f\n    else:\n        return jax.checkpoint(f, policy=p)", True),
+        ("    if p is not None or on:\n        f = jax.checkpoint(f, policy=p)\n    return f", False),
+        ("    if p is None and on:\n        return f\n    else:\n        return jax.checkpoint(f, policy=p)", False),
+    ],
+    ids=["and-in-body", "or-in-else", "or-in-body", "and-in-else"],
+)
+def test_a_guard_combined_with_another_condition(branch, reported):
+    source = "import jax\nP = {'full': None}\ndef b(f, s, on):\n    p = P[s]\n" + branch
+    assert rows(source) == ([("REM107", 5)] if reported else [])
