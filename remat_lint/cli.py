@@ -145,6 +145,8 @@ def _main(argv: list[str]) -> int:
         return EXIT_ERROR
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # the reader closed the pipe: the launcher ends the run quietly
+        raise
     except Exception:  # an internal error is a bug: say so, exit 2, never look like "clean"
         import traceback
 
