@@ -157,21 +157,32 @@ def _main(argv: list[str]) -> int:
 
 def rule_command(argv: list[str]) -> int:
     parser = _Parser(prog="remat-lint rule", description="Explain a rule.")
-    parser.add_argument("code", nargs="?", help="a rule code or name, e.g. REM001 or policy-not-callable")
+    parser.add_argument("code", nargs="?", help="a rule code, a code prefix (REM1: those rules) or a name, e.g. policy-not-callable")
     parser.add_argument("--all", action="store_true", help="explain every rule")
+    parser.add_argument("--output-format", choices=("text", "json"), default="text",
+                        help="json: ruff's `rule --output-format json` fields (a list with --all or a prefix)")
     args = parser.parse_args(argv)
-    from remat_lint.docs import explain  # imports every rule (and libcst): only this command needs them
+    from remat_lint.docs import explain, explanation  # imports every rule (and libcst): only this command needs them
     from remat_lint.registry import all_rules, rule_by_code
 
+    single = False  # a code or a name asks for one rule (an object in json, as ruff prints it)
     if args.all:
-        print("\n\n".join(explain(rule) for rule in all_rules()))
-        return EXIT_CLEAN
-    if not args.code:
-        raise UsageError("give a rule code or name (e.g. REM001, policy-not-callable) or --all")
-    rule = rule_by_code(args.code) or next((r for r in all_rules() if r.name == args.code.lower()), None)
-    if rule is None:
-        raise UsageError(f"unknown rule {args.code!r}")
-    print(explain(rule))
+        rules = list(all_rules())
+    elif not args.code:
+        raise UsageError("give a rule code, prefix or name (e.g. REM001, REM1, policy-not-callable) or --all")
+    else:
+        one = rule_by_code(args.code) or next((r for r in all_rules() if r.name == args.code.lower()), None)
+        single = one is not None
+        rules = [one] if one is not None else [r for r in all_rules() if r.code.startswith(args.code.upper())]
+        if not rules:
+            raise UsageError(f"unknown rule {args.code!r}")
+    if args.output_format == "json":
+        import json
+
+        shown = [explanation(rule) for rule in rules]
+        print(json.dumps(shown[0] if single else shown, indent=2))
+    else:
+        print("\n\n".join(explain(rule) for rule in rules))
     return EXIT_CLEAN
 
 
