@@ -438,7 +438,7 @@ def _report(args: argparse.Namespace, result: RunResult, fixed: int = 0, out: Te
     for form, path in args.extra_output:
         _write_report(path, reporter(form)(shown, sources))
     out.flush()  # the summary goes to stderr: keep it after the findings on a terminal
-    if not args.quiet and (args.statistics or args.output_format in ("full", "concise")):
+    if not args.quiet and (args.statistics or args.output_format in ("full", "concise", "grouped")):
         print(_summary(result, fixed, fixable, hidden), file=sys.stderr)
     counted = [f for f in findings if not (f.trace and f.trace.get("status") == "refuted")]  # --trace disproved the rest
     if counted and not args.exit_zero:
