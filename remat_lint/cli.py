@@ -104,6 +104,7 @@ def build_parser() -> argparse.ArgumentParser:
     run_group.add_argument("--stdin-filename", metavar="PATH", help="the name of the file read from stdin")
     run_group.add_argument("-j", "--jobs", type=_jobs, default=0, metavar="N", help="worker processes (default: all cores)")
     run_group.add_argument("--no-cache", action="store_true", help="neither read nor write the result cache")
+    run_group.add_argument("--ignore-noqa", action="store_true", help="report findings whatever `# noqa` comments say")
     run_group.add_argument("--force-exclude", action="store_true",
                            help="apply exclude/extend-exclude to files named on the command line too (pre-commit passes every file)")
     trace = parser.add_argument_group("dynamic mode (runs your code in worker processes)")
@@ -231,7 +232,7 @@ def _check(args: argparse.Namespace, paths: list[str], use_stdin: bool, resolver
             outcome = autofix.fix_sources({name: decode_source(name, data)}, resolver, unsafe=args.unsafe_fixes,
                                           jobs=jobs, cache=cache)
             return _fix(args, outcome, [], stdin_data=data)
-        result = run([], resolver, stdin=(name, data), jobs=jobs, cache=cache)
+        result = run([], resolver, stdin=(name, data), jobs=jobs, cache=cache, ignore_noqa=args.ignore_noqa)
     else:
         found = discover(paths, resolver)
         if args.force_exclude:
@@ -244,7 +245,7 @@ def _check(args: argparse.Namespace, paths: list[str], use_stdin: bool, resolver
             outcome = autofix.fix_sources(autofix.read_sources(found.files), resolver, unsafe=args.unsafe_fixes,
                                           jobs=jobs, cache=cache)
             return _fix(args, outcome, errors)
-        result = run(found.files, resolver, jobs=jobs, cache=cache)
+        result = run(found.files, resolver, jobs=jobs, cache=cache, ignore_noqa=args.ignore_noqa)
         if args.add_noqa:
             return _add_noqa(result)
     result.findings = sorted(errors + result.findings, key=lambda f: f.sort_key)
