@@ -102,11 +102,13 @@ def unused(
 def _finding(
     path: str, line: str, directive: Directive, stale: list[str], unknown: list[str], kept: list[str]
 ) -> Finding:
-    parts = [
-        f"{label}: {', '.join(f'`{c}`' for c in codes)}"
-        for label, codes in (("unused", stale), ("unknown", unknown))
-        if codes
-    ]
+    parts = [f"{label}: {_listed(codes)}" for label, codes in (("unused", stale), ("unknown", unknown)) if codes]
+    why = [f"No {_listed(stale)} finding is reported on this line, so it only hides the next real one"] if stale else []
+    why += (
+        [f"{'There' if not stale else 'there'} is no remat-lint rule {_listed(unknown)} (a typo, or a removed code)"]
+        if unknown
+        else []
+    )
     match, row = directive.match, directive.row
     edit = _removal(line, directive, kept)
     fix = None if edit is None else Fix("Remove unused `noqa` directive", Applicability.SAFE, (edit,))
@@ -114,12 +116,16 @@ def _finding(
         UnusedNoqa.code,
         UnusedNoqa.name,
         UnusedNoqa.severity,
-        f"Unused `noqa` directive ({'; '.join(parts)})",
+        f"Unused `noqa` directive ({'; '.join(parts)}). {'; '.join(why)}",
         path,
         Position(row, match.start()),
         Position(row, match.end()),
         fix,
     )
+
+
+def _listed(codes: list[str]) -> str:
+    return ", ".join(f"`{code}`" for code in codes)
 
 
 def _removal(line: str, directive: Directive, kept: list[str]) -> TextEdit | None:
