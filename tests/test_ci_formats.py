@@ -139,6 +139,14 @@ def test_gitlab_fingerprints_are_unique_and_survive_lines_added_above(project, c
     assert [i["fingerprint"] for i in json.loads(lint(capsys, "gitlab")[1])] == before
 
 
+def test_gitlab_paths_are_relative_to_the_ci_project_dir(project, capsys, monkeypatch):
+    monkeypatch.setenv("CI_PROJECT_DIR", str(project.parent))
+    assert {i["location"]["path"] for i in json.loads(lint(capsys, "gitlab")[1])} == {
+        f"{project.name}/a.py",
+        f"{project.name}/b.py",
+    }
+
+
 def test_junit_is_xml_with_a_suite_per_file_and_a_failing_case_per_finding(project, capsys):
     code, out, _ = lint(capsys, "junit")
     root = ET.fromstring(out)

@@ -4,7 +4,9 @@ Each issue has GitLab's required fields: ``description``, ``check_name`` (the co
 writes it), ``fingerprint``, ``severity`` and ``location`` with ``path`` and ``lines.begin``.
 GitLab tells new issues from fixed ones by fingerprint, so it does not depend on the line number
 (an issue survives lines added above it); identical findings in one file are told apart by their
-order, as ruff does.
+order, as ruff does. Paths are relative to ``CI_PROJECT_DIR`` when GitLab sets it (as ruff's are),
+else to the working directory; a notebook's finding points at the notebook's first line (its rows
+count within a cell, which GitLab cannot show), as ruff's does.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import collections
 import hashlib
 import json
+import os
 
 from remat_lint.findings import Finding, Severity
 from remat_lint.reporters import place, severity
@@ -27,7 +30,14 @@ def fingerprint(f: Finding, seen: collections.Counter[tuple[str, str, str]]) -> 
     return hashlib.sha256("\0".join([*key, str(occurrence)]).encode()).hexdigest()[:32]
 
 
+def location(f: Finding, project_dir: str | None) -> dict[str, object]:
+    path = f.path if project_dir is None else os.path.relpath(os.path.abspath(f.path), project_dir)
+    lines = {"begin": 1, "end": 1} if f.cell is not None else {"begin": f.start.row, "end": f.end.row}
+    return {"path": path, "lines": lines}
+
+
 def gitlab(findings: list[Finding], sources: dict[str, str]) -> str:
+    project_dir = os.environ.get("CI_PROJECT_DIR")
     seen: collections.Counter[tuple[str, str, str]] = collections.Counter()
     issues = [
         {
@@ -35,7 +45,7 @@ def gitlab(findings: list[Finding], sources: dict[str, str]) -> str:
             "check_name": f.code,
             "fingerprint": fingerprint(f, seen),
             "severity": SEVERITIES[severity(f)],
-            "location": {"path": f.path, "lines": {"begin": f.start.row, "end": f.end.row}},
+            "location": location(f, project_dir),
         }
         for f in findings
     ]
