@@ -24,7 +24,16 @@ def closed_pipe_run(cwd: Path, *args: str) -> tuple[int, str]:
 
 
 @pytest.mark.parametrize(
-    "args", [("rule", "REM001"), ("rule", "--all"), ("a.py",), ("--output-format", "json", "a.py")]
+    "args",
+    [
+        ("rule", "REM001"),
+        ("rule", "--all", "--output-format", "json"),
+        ("a.py",),
+        ("--output-format", "json", "a.py"),
+        ("--statistics", "a.py"),
+        ("--show-files", "."),
+        ("--diff", "a.py"),
+    ],
 )
 def test_a_closed_pipe_ends_the_run_quietly(tmp_path: Path, args: tuple[str, ...]) -> None:
     (tmp_path / "a.py").write_text(FINDING)
