@@ -109,3 +109,10 @@ def test_no_fix_where_text_follows_the_directive(project, capsys):
     (project / "a.py").write_text("h = 1  # noqa: REM999 because\n")
     assert cli.main(["--no-cache", "--extend-select", "REM100", "--fix", "a.py"]) == 1
     assert (project / "a.py").read_text() == "h = 1  # noqa: REM999 because\n"
+
+
+def test_unused_noqa_is_style_in_sarif_not_performance(project, capsys):
+    (project / "a.py").write_text("h = 1  # noqa: REM999\n")
+    cli.main(["--no-cache", "--extend-select", "REM100", "--output-format", "sarif", "a.py"])
+    rules = json.loads(capsys.readouterr().out)["runs"][0]["tool"]["driver"]["rules"]
+    assert [(r["id"], r["properties"]["tags"][-1]) for r in rules] == [("REM100", "style")]
