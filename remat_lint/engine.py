@@ -21,10 +21,10 @@ from remat_lint.noqa import Suppressions
 from remat_lint.prefilter import Prefilter, prefilter_for
 from remat_lint.project.extract import summarize
 from remat_lint.registry import all_rules
-from remat_lint.rules.rem100_unused_noqa import UnusedNoqa
-from remat_lint.rules.rem100_unused_noqa import unused as unused_noqa
 from remat_lint.results import FileResult, build_project, diagnostic, project_codes, project_phase
 from remat_lint.rule import FixSpec, RawFinding
+from remat_lint.rules.rem100_unused_noqa import UnusedNoqa
+from remat_lint.rules.rem100_unused_noqa import unused as unused_noqa
 
 
 def lint_source(
