@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from remat_lint.cache import Cache
 from remat_lint.findings import Applicability, Finding, TextEdit
 from remat_lint.fixes import non_overlapping
-from remat_lint.noqa import Suppressions, noqa_edits
+from remat_lint.noqa import UNUSED_NOQA, Suppressions, noqa_edits
 from remat_lint.resolver import Resolver
 from remat_lint.results import PARSE_ERROR, FileResult, SourceFile
 from remat_lint.runner import ProjectPass, RunResult, display_path, lint_one, read_source
@@ -96,6 +96,9 @@ def _rows(edit: TextEdit) -> range:
 
 
 def _blocked(finding: Finding, noqa: Suppressions) -> bool:
+    """A fix is not applied on a line a ``# noqa`` covers, but REM100's, which edits the directive."""
+    if finding.code == UNUSED_NOQA:
+        return False
     return finding.fix is not None and any(noqa.has_noqa(row) for e in finding.fix.edits for row in _rows(e))
 
 

@@ -104,6 +104,7 @@ def build_parser() -> argparse.ArgumentParser:
     run_group.add_argument("--stdin-filename", metavar="PATH", help="the name of the file read from stdin")
     run_group.add_argument("-j", "--jobs", type=_jobs, default=0, metavar="N", help="worker processes (default: all cores)")
     run_group.add_argument("--no-cache", action="store_true", help="neither read nor write the result cache")
+    run_group.add_argument("--ignore-noqa", action="store_true", help="report findings whatever `# noqa` comments say")
     run_group.add_argument("--force-exclude", action="store_true",
                            help="apply exclude/extend-exclude to files named on the command line too (pre-commit passes every file)")
     trace = parser.add_argument_group("dynamic mode (runs your code in worker processes)")
@@ -145,6 +146,8 @@ def _main(argv: list[str]) -> int:
         return EXIT_ERROR
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # the reader closed the pipe: the launcher ends the run quietly
+        raise
     except Exception:  # an internal error is a bug: say so, exit 2, never look like "clean"
         import traceback
 
@@ -155,21 +158,32 @@ def _main(argv: list[str]) -> int:
 
 def rule_command(argv: list[str]) -> int:
     parser = _Parser(prog="remat-lint rule", description="Explain a rule.")
-    parser.add_argument("code", nargs="?", help="a rule code or name, e.g. REM001 or policy-not-callable")
+    parser.add_argument("code", nargs="?", help="a rule code, a code prefix (REM1: those rules) or a name, e.g. policy-not-callable")
     parser.add_argument("--all", action="store_true", help="explain every rule")
+    parser.add_argument("--output-format", choices=("text", "json"), default="text",
+                        help="json: ruff's `rule --output-format json` fields (a list with --all or a prefix)")
     args = parser.parse_args(argv)
-    from remat_lint.docs import explain  # imports every rule (and libcst): only this command needs them
+    from remat_lint.docs import explain, explanation  # imports every rule (and libcst): only this command needs them
     from remat_lint.registry import all_rules, rule_by_code
 
+    single = False  # a code or a name asks for one rule (an object in json, as ruff prints it)
     if args.all:
-        print("\n\n".join(explain(rule) for rule in all_rules()))
-        return EXIT_CLEAN
-    if not args.code:
-        raise UsageError("give a rule code or name (e.g. REM001, policy-not-callable) or --all")
-    rule = rule_by_code(args.code) or next((r for r in all_rules() if r.name == args.code.lower()), None)
-    if rule is None:
-        raise UsageError(f"unknown rule {args.code!r}")
-    print(explain(rule))
+        rules = list(all_rules())
+    elif not args.code:
+        raise UsageError("give a rule code, prefix or name (e.g. REM001, REM1, policy-not-callable) or --all")
+    else:
+        one = rule_by_code(args.code) or next((r for r in all_rules() if r.name == args.code.lower()), None)
+        single = one is not None
+        rules = [one] if one is not None else [r for r in all_rules() if r.code.startswith(args.code.upper())]
+        if not rules:
+            raise UsageError(f"unknown rule {args.code!r}")
+    if args.output_format == "json":
+        import json
+
+        shown = [explanation(rule) for rule in rules]
+        print(json.dumps(shown[0] if single else shown, indent=2))
+    else:
+        print("\n\n".join(explain(rule) for rule in rules))
     return EXIT_CLEAN
 
 
@@ -218,7 +232,7 @@ def _check(args: argparse.Namespace, paths: list[str], use_stdin: bool, resolver
             outcome = autofix.fix_sources({name: decode_source(name, data)}, resolver, unsafe=args.unsafe_fixes,
                                           jobs=jobs, cache=cache)
             return _fix(args, outcome, [], stdin_data=data)
-        result = run([], resolver, stdin=(name, data), jobs=jobs, cache=cache)
+        result = run([], resolver, stdin=(name, data), jobs=jobs, cache=cache, ignore_noqa=args.ignore_noqa)
     else:
         found = discover(paths, resolver)
         if args.force_exclude:
@@ -231,7 +245,7 @@ def _check(args: argparse.Namespace, paths: list[str], use_stdin: bool, resolver
             outcome = autofix.fix_sources(autofix.read_sources(found.files), resolver, unsafe=args.unsafe_fixes,
                                           jobs=jobs, cache=cache)
             return _fix(args, outcome, errors)
-        result = run(found.files, resolver, jobs=jobs, cache=cache)
+        result = run(found.files, resolver, jobs=jobs, cache=cache, ignore_noqa=args.ignore_noqa)
         if args.add_noqa:
             return _add_noqa(result)
     result.findings = sorted(errors + result.findings, key=lambda f: f.sort_key)
@@ -425,7 +439,7 @@ def _report(args: argparse.Namespace, result: RunResult, fixed: int = 0, out: Te
     for form, path in args.extra_output:
         _write_report(path, reporter(form)(shown, sources))
     out.flush()  # the summary goes to stderr: keep it after the findings on a terminal
-    if not args.quiet and (args.statistics or args.output_format in ("full", "concise")):
+    if not args.quiet and (args.statistics or args.output_format in ("full", "concise", "grouped")):
         print(_summary(result, fixed, fixable, hidden), file=sys.stderr)
     counted = [f for f in findings if not (f.trace and f.trace.get("status") == "refuted")]  # --trace disproved the rest
     if counted and not args.exit_zero:

@@ -61,6 +61,22 @@ def test_site_report_text():
     ]
 
 
+def test_site_report_paths_are_relative_to_the_working_directory(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    model = str(tmp_path / "pkg" / "model.py")
+    report = {"line": 18, "residuals": [
+        {"shape": "f32[16,64]", "dtype": "float32", "bytes": 4096, "source": f"output of add from {model}:23:11 (mlp_block)"},
+        {"shape": "f32[16,64]", "dtype": "float32", "bytes": 4096, "source": "named 'h' from /elsewhere/lib.py:5:2 (f)"},
+    ]}
+    outcome = driver.TraceOutcome(sites=[driver.SiteReport(model, "loss(f32[16,64])", report)])
+    assert driver.format_sites(outcome).splitlines()[:4] == [
+        "pkg/model.py:18: checkpoint site (traced as loss(f32[16,64]))",
+        "  residuals saved for the backward pass: 2",
+        "    f32[16,64]       float32      4.0 KiB  output of add from pkg/model.py:23:11 (mlp_block)",
+        "    f32[16,64]       float32      4.0 KiB  named 'h' from /elsewhere/lib.py:5:2 (f)",
+    ]
+
+
 def test_the_run_command_comes_from_the_flag_then_the_config():
     settings = Settings(trace={"run": "python -m pytest -q tests"})
     assert driver.options_from(settings, None, None).run == "python -m pytest -q tests"

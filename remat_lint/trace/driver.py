@@ -17,6 +17,7 @@ import importlib.util
 import itertools
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -398,6 +399,11 @@ def describe_run(outcome: TraceOutcome, findings: list[Finding]) -> str:
     return f"--trace: traced on {backends}{flags}: {tally}{refuted}."
 
 
+# The file in a residual's source as the worker words it (JAX's ``source_info_util.summarize``:
+# "output of add from /abs/model.py:23:11 (mlp_block)"): shown relative to the working directory, as findings are.
+_SOURCE_FILE = re.compile(r"(?<= from )(?P<file>.+?)(?=:\d+(?::\d+)? \()")
+
+
 def format_sites(outcome: TraceOutcome) -> str:
     """The residual table and policy comparison of each checkpoint site, for text output."""
     from remat_lint.runner import display_path
@@ -409,7 +415,8 @@ def format_sites(outcome: TraceOutcome) -> str:
         residuals = rep.get("residuals") or []
         out.append(f"  residuals saved for the backward pass: {len(residuals)}")
         for r in residuals:
-            out.append(f"    {r.get('shape', '')!s:<16} {r.get('dtype', '')!s:<9} {byte_size(r.get('bytes')):>10}  {r.get('source', '')}")
+            source = _SOURCE_FILE.sub(lambda m: display_path(m.group("file")), str(r.get("source", "")))
+            out.append(f"    {r.get('shape', '')!s:<16} {r.get('dtype', '')!s:<9} {byte_size(r.get('bytes')):>10}  {source}")
         policies = rep.get("policies") or []
         if policies:
             out.append(f"  {'policy':<34} {'residuals':>10} {'temp':>10} {'FLOPs':>12}")
