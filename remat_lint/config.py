@@ -308,12 +308,7 @@ def _apply(table: dict[str, Any], settings: Settings, where: str) -> None:
     settings.extend_exclude = _str_list(table, "extend-exclude", settings.extend_exclude, where)
     settings.test_paths = _str_list(table, "test-paths", settings.test_paths, where)
     if "per-file-ignores" in table:
-        pfi = table["per-file-ignores"]
-        if not isinstance(pfi, dict) or not all(isinstance(v, list) and all(isinstance(c, str) for c in v) for v in pfi.values()):
-            raise ConfigError(f"{where}per-file-ignores must map globs to lists of codes")
-        for codes in pfi.values():
-            validate_selectors(codes, where)
-        settings.per_file_ignores = {str(k): list(v) for k, v in pfi.items()}
+        settings.per_file_ignores = _per_file_ignores(table, "per-file-ignores", where)
     if "cache-dir" in table:
         if not isinstance(table["cache-dir"], str):
             raise ConfigError(f"{where}cache-dir must be a string")
@@ -326,9 +321,24 @@ def _apply(table: dict[str, Any], settings: Settings, where: str) -> None:
             raise ConfigError(f"{where}target-jax-version: {exc}") from exc
         settings.target_jax_version, settings.target_from = target, where.rstrip(": ")
     if "trace" in table:
-        if not isinstance(table["trace"], dict):
-            raise ConfigError(f"{where}trace must be a table ([tool.remat-lint.trace])")
+        from remat_lint.trace import table as trace_table  # only parses: no JAX
+
+        try:
+            trace_table.check(table["trace"])
+        except trace_table.TableError as exc:
+            raise ConfigError(f"{where}{exc}") from exc
         settings.trace = dict(table["trace"])
+
+
+def _per_file_ignores(table: dict[str, Any], key: str, where: str) -> dict[str, list[str]]:
+    value = table[key]
+    if not isinstance(value, dict):
+        raise ConfigError(f"{where}{key} must map globs to lists of codes (a table), got {value!r}")
+    for glob, codes in value.items():
+        if not isinstance(codes, list) or not all(isinstance(c, str) for c in codes):
+            raise ConfigError(f"{where}{key} must map globs to lists of codes: {glob!r} = {codes!r}")
+        validate_selectors(codes, f"{where}{key} {glob!r}: ")
+    return {str(glob): list(codes) for glob, codes in value.items()}
 
 
 def _str_list(table: dict[str, Any], key: str, default: Any, where: str = "") -> Any:
@@ -336,5 +346,5 @@ def _str_list(table: dict[str, Any], key: str, default: Any, where: str = "") ->
         return default
     value = table[key]
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise ConfigError(f"{where}{key} must be a list of strings")
+        raise ConfigError(f"{where}{key} must be a list of strings, got {value!r}")
     return list(value)

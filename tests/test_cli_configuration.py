@@ -1,0 +1,89 @@
+"""Configuration as a user meets it through the command line (issue 27): bad values stop the run
+with the file, the key and what was expected; discovery, stdin and settings follow ruff."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from remat_lint import cli
+
+BAD = "import jax\ng = jax.checkpoint(lambda x: x, policy='dots_saveable')\n"  # REM001 on line 2
+
+
+def lint(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = cli.main(["--no-cache", *args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def codes(capsys: pytest.CaptureFixture[str], *args: str) -> list[tuple[str, str]]:
+    code, out, err = lint(capsys, "--output-format", "json", *args)
+    assert code in (0, 1), err
+    return sorted((Path(f["filename"]).as_posix(), f["code"]) for f in json.loads(out))
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a.py").write_text(BAD)
+    return tmp_path
+
+
+# --- every table is checked when it is read ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("table", "expected"),
+    [
+        (
+            '[tool.remat-lint.trace]\ntimeout = "x"\n',
+            "[tool.remat-lint.trace] timeout must be a positive number of seconds, got 'x'",
+        ),
+        (
+            '[tool.remat-lint.trace]\nmemory-limit-mb = "big"\n',
+            "[tool.remat-lint.trace] memory-limit-mb must be a positive whole number of megabytes, got 'big'",
+        ),
+        ("[tool.remat-lint.trace]\ntimeot = 5\n", "unknown key 'timeot' in [tool.remat-lint.trace]"),
+        (
+            '[tool.remat-lint.trace]\nbackend = "cuda"\n',
+            "[tool.remat-lint.trace] backend must be one of cpu, gpu, tpu, got 'cuda'",
+        ),
+        ("[tool.remat-lint.trace]\nrun = 3\n", "[tool.remat-lint.trace] run must be a command line (a string), got 3"),
+        (
+            '[[tool.remat-lint.trace.targets]]\nfunction = "m:f"\nargz = []\n',
+            "[[tool.remat-lint.trace.targets]] #1: unknown keys ['argz']",
+        ),
+        (
+            '[[tool.remat-lint.trace.targets]]\nfunction = "m:f"\nargs = 3\n',
+            "[[tool.remat-lint.trace.targets]] #1: `args` and `init_args` must be lists",
+        ),
+        ('[[tool.remat-lint.trace.targets]]\nfunction = "m:f"\nargs = ["f32[8,"]\n', "not a shape string: 'f32[8,'"),
+        (
+            '[tool.remat-lint.per-file-ignores]\n"a.py" = "REM001"\n',
+            "per-file-ignores must map globs to lists of codes: 'a.py' = 'REM001'",
+        ),
+        (
+            '[tool.remat-lint.per-file-ignores]\n"a.py" = ["REM999"]\n',
+            "per-file-ignores 'a.py': unknown rule selector 'REM999'",
+        ),
+    ],
+)
+def test_a_bad_value_in_any_table_exits_2_naming_the_file_the_key_and_what_was_expected(
+    project, capsys, table, expected
+):
+    (project / "pyproject.toml").write_text(table)
+    code, out, err = lint(capsys, ".")  # without --trace: configuration is checked when it is read
+    assert (code, out) == (2, "")
+    assert err.startswith(f"remat-lint: configuration error: {project / 'pyproject.toml'}: ")
+    assert expected in err and "Traceback" not in err
+
+
+def test_a_well_formed_trace_table_is_accepted(project, capsys):
+    (project / "pyproject.toml").write_text(
+        '[tool.remat-lint.trace]\ntimeout = 2.5\nmemory-limit-mb = 512\nbackend = "cpu"\nrun = "pytest"\n'
+        '[[tool.remat-lint.trace.targets]]\nfunction = "pkg.mod:f"\nargs = ["f32[8,8]"]\nargnums = [0]\n'
+    )
+    assert codes(capsys, ".") == [("a.py", "REM001")]
