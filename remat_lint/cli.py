@@ -214,6 +214,8 @@ def _check(args: argparse.Namespace, paths: list[str], use_stdin: bool, resolver
     if use_stdin:
         name = args.stdin_filename or "-"
         data = sys.stdin.buffer.read()
+        if args.force_exclude and args.stdin_filename and _force_excluded(name, resolver(name)):
+            return _excluded_stdin(args, data)  # as ruff: an editor passes every buffer, excluded or not
         if args.fix or args.diff:
             outcome = autofix.fix_sources({name: decode_source(name, data)}, resolver, unsafe=args.unsafe_fixes,
                                           jobs=jobs, cache=cache)
@@ -223,6 +225,8 @@ def _check(args: argparse.Namespace, paths: list[str], use_stdin: bool, resolver
         found = discover(paths, resolver)
         if args.force_exclude:
             found.files = [f for f in found.files if not _force_excluded(f, resolver(f))]
+        if not found.files and not found.errors:
+            print("remat-lint: warning: No Python files found under the given path(s)", file=sys.stderr)  # ruff's words
         if args.show_files:
             print("".join(f"{display_path(f)}\n" for f in found.files), end="")
             return EXIT_CLEAN
@@ -279,6 +283,16 @@ def _add_noqa(result: RunResult) -> int:
 
 def _force_excluded(path: str, settings: Settings) -> bool:
     return settings.matches(path, [*settings.exclude, *settings.extend_exclude])
+
+
+def _excluded_stdin(args: argparse.Namespace, data: bytes) -> int:
+    """stdin named as an excluded file: no findings (--fix echoes the source, --diff shows none)."""
+    if args.diff:
+        return EXIT_CLEAN
+    if args.fix:
+        sys.stdout.buffer.write(data)
+        sys.stdout.flush()
+    return _report(args, RunResult(), out=sys.stderr if args.fix else None)
 
 
 def _trace(args: argparse.Namespace, result: RunResult, files: list[str], resolver: Resolver) -> int:

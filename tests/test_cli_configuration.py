@@ -3,6 +3,7 @@ with the file, the key and what was expected; discovery, stdin and settings foll
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 
@@ -87,3 +88,36 @@ def test_a_well_formed_trace_table_is_accepted(project, capsys):
         '[[tool.remat-lint.trace.targets]]\nfunction = "pkg.mod:f"\nargs = ["f32[8,8]"]\nargnums = [0]\n'
     )
     assert codes(capsys, ".") == [("a.py", "REM001")]
+
+
+# --- stdin under --force-exclude, and nothing to lint ----------------------------------------------
+
+
+@pytest.fixture
+def excluded_stdin(project: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    (project / "pyproject.toml").write_text('[tool.remat-lint]\nextend-exclude = ["third"]\n')
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(BAD.encode())))
+    return project
+
+
+def test_force_exclude_applies_to_the_name_given_to_stdin(excluded_stdin, capsys):
+    code, out, err = lint(capsys, "-", "--stdin-filename", "third/c.py", "--force-exclude")
+    assert (code, out, err) == (0, "", "All checks passed!\n")
+
+
+def test_force_exclude_on_stdin_under_fix_echoes_the_source_unchanged(excluded_stdin, capsys):
+    code, out, _ = lint(capsys, "--fix", "-", "--stdin-filename", "third/c.py", "--force-exclude")
+    assert (code, out) == (0, BAD)
+
+
+def test_stdin_named_as_an_excluded_file_is_linted_without_force_exclude(excluded_stdin, capsys):
+    code, out, _ = lint(capsys, "--output-format", "concise", "-", "--stdin-filename", "third/c.py")
+    assert code == 1 and out.startswith("third/c.py:2:5: REM001")
+
+
+def test_a_folder_without_python_files_warns_as_ruff_does(project, capsys):
+    (project / "empty").mkdir()
+    code, out, err = lint(capsys, "empty")
+    assert (code, out) == (0, "")
+    assert err == "remat-lint: warning: No Python files found under the given path(s)\nAll checks passed!\n"
+    assert "No Python files" not in lint(capsys, ".")[2]
