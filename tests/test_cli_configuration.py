@@ -121,3 +121,9 @@ def test_a_folder_without_python_files_warns_as_ruff_does(project, capsys):
     assert (code, out) == (0, "")
     assert err == "remat-lint: warning: No Python files found under the given path(s)\nAll checks passed!\n"
     assert "No Python files" not in lint(capsys, ".")[2]
+
+
+def test_the_project_passes_its_own_linter_with_its_own_configuration(monkeypatch, capsys):
+    monkeypatch.chdir(Path(__file__).resolve().parent.parent)
+    code, out, err = lint(capsys, "--output-format", "concise")
+    assert (code, out, err) == (0, "", "All checks passed!\n")
