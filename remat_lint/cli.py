@@ -296,8 +296,7 @@ def _excluded_stdin(args: argparse.Namespace, data: bytes) -> int:
 
 
 def _trace(args: argparse.Namespace, result: RunResult, files: list[str], resolver: Resolver) -> int:
-    """--trace: judge the findings in worker processes, report them, then the checkpoint sites
-    (with the configuration of the folder that holds the files)."""
+    """--trace: judge the findings in worker processes, report them, then the checkpoint sites."""
     from remat_lint.trace import driver
 
     notebooks = [f for f in files if f.endswith(NOTEBOOK)]
@@ -305,11 +304,17 @@ def _trace(args: argparse.Namespace, result: RunResult, files: list[str], resolv
         print(f"remat-lint: warning: notebooks are not traced (their findings are static only): {', '.join(notebooks)}",
               file=sys.stderr)
     files = [f for f in files if not f.endswith(NOTEBOOK)]
-    settings = resolver.in_folder(os.path.commonpath([os.path.dirname(os.path.abspath(f)) for f in files]) if files else os.getcwd())
-    options = driver.options_from(settings, args.trace_timeout, args.backend, jobs=args.jobs or 1,  # -j N: N workers
-                                  run=args.trace_run, memory_budget=args.memory_budget or "")
-    traced = [f for f in result.findings if not f.path.endswith(NOTEBOOK)]
-    outcome = driver.trace(traced, files, settings, options)
+    outcome = driver.TraceOutcome()
+    for settings, group in _by_configuration(files, resolver):  # each file traced with its own [tool.remat-lint.trace]
+        options = driver.options_from(settings, args.trace_timeout, args.backend, jobs=args.jobs or 1,  # -j N: N workers
+                                      run=args.trace_run, memory_budget=args.memory_budget or "")
+        paths = set(group)
+        part = driver.trace([f for f in result.findings if f.path in paths], group, settings, options)
+        outcome.sites += part.sites
+        outcome.budgets += part.budgets
+        outcome.warnings += part.warnings
+        outcome.backends |= part.backends
+        outcome.xla_flags = outcome.xla_flags or part.xla_flags
     for warning in outcome.warnings:
         print(f"remat-lint: warning: {warning}", file=sys.stderr)
     _display(result)
@@ -336,6 +341,15 @@ def _trace(args: argparse.Namespace, result: RunResult, files: list[str], resolv
     if args.memory_budget is not None and (args.budget_fix or args.budget_diff):
         return _budget_fix(args, outcome.budgets, code)
     return code
+
+
+def _by_configuration(files: list[str], resolver: Resolver) -> list[tuple[Settings, list[str]]]:
+    """The files grouped by the configuration that governs each (the working directory's when none)."""
+    groups: dict[int, tuple[Settings, list[str]]] = {}
+    for path in files:
+        settings = resolver(path)
+        groups.setdefault(id(settings), (settings, []))[1].append(path)
+    return list(groups.values()) or [(resolver.in_folder(os.getcwd()), [])]
 
 
 def _budget_fix(args: argparse.Namespace, plans: list[Any], code: int) -> int:

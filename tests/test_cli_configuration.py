@@ -127,3 +127,31 @@ def test_the_project_passes_its_own_linter_with_its_own_configuration(monkeypatc
     monkeypatch.chdir(Path(__file__).resolve().parent.parent)
     code, out, err = lint(capsys, "--output-format", "concise")
     assert (code, out, err) == (0, "", "All checks passed!\n")
+
+
+# --- --trace A B: each file with its own configuration ---------------------------------------------
+
+
+def test_trace_gives_each_file_the_trace_table_of_its_own_configuration(project, monkeypatch, capsys):
+    from remat_lint.trace import driver
+
+    for folder, timeout in (("demo", 7), ("other", 9)):
+        (project / folder).mkdir()
+        (project / folder / "pyproject.toml").write_text(
+            f'[tool.remat-lint.trace]\ntimeout = {timeout}\n[[tool.remat-lint.trace.targets]]\nfunction = "{folder}:f"\n'
+        )
+        (project / folder / f"{folder}.py").write_text(BAD)
+    calls = []
+
+    def stand_in(findings, files, settings, options):
+        calls.append(([f.path for f in findings], files, settings.trace["targets"], options.timeout))
+        return driver.TraceOutcome(warnings=[f"traced {files}"])
+
+    monkeypatch.setattr(driver, "trace", stand_in)
+    code, _, err = lint(capsys, "--trace", "demo/demo.py", "other/other.py")
+    assert code == 1
+    assert calls == [
+        (["demo/demo.py"], ["demo/demo.py"], [{"function": "demo:f"}], 7.0),
+        (["other/other.py"], ["other/other.py"], [{"function": "other:f"}], 9.0),
+    ]
+    assert "traced ['demo/demo.py']" in err and "traced ['other/other.py']" in err
