@@ -22,7 +22,7 @@ from remat_lint.findings import Finding
 from remat_lint.reporters import FORMATS, reporter
 from remat_lint.resolver import Resolver
 from remat_lint.results import diagnostic
-from remat_lint.runner import RunResult, decode_source, default_jobs, display_path, run
+from remat_lint.runner import RunResult, decode_source, default_jobs, display_path, project_root, run
 from remat_lint.sources import SUFFIX as NOTEBOOK
 from remat_lint.sources import in_cells
 
@@ -262,7 +262,8 @@ def show_settings(path: str, resolver: Resolver) -> str:
     rows = [
         ("path", path),
         ("config file", str(settings.config_file) if settings.config_file else "(none: defaults)"),
-        ("root", str(settings.root)),
+        ("project root", project_root(resolver, [os.path.join(os.path.abspath(path), "-")] if os.path.isdir(path)
+                                      else [os.path.abspath(path)]) or "(none: only the linted files)"),
         ("enabled", ", ".join(sorted(settings.enabled_codes()))),
         ("per-file-ignores", ", ".join(f"{glob} = {codes}" for glob, codes in settings.per_file_ignores.items()) or "(none)"),
         ("exclude", ", ".join([*settings.exclude, *settings.extend_exclude])),

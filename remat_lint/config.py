@@ -100,6 +100,9 @@ class Settings:
     cache_dir: str | None = None
     trace: dict[str, Any] = field(default_factory=dict)
     root: Path = field(default_factory=Path.cwd)  # the directory relative paths are resolved from
+    # The folder of the outermost configuration of the project, when this one lies inside it
+    # (resolver.py): cross-module analysis and the JAX pin are the project's, not this folder's.
+    project_root: Path | None = None
     config_file: Path | None = None
     target_jax_version: str | None = None  # None: the project's pin (jax_version.detect)
     target_from: str = ""  # where target_jax_version was set
@@ -122,7 +125,7 @@ class Settings:
             if self.target_jax_version is not None:
                 self._target = (jax_version.parse(self.target_jax_version), self.target_from)
             else:
-                self._target = jax_version.detect(str(self.root))
+                self._target = jax_version.detect(str(self.project_root or self.root))
         return self._target
 
     def codes_for(self, path: str, enabled: frozenset[str] | None = None) -> frozenset[str]:
@@ -235,6 +238,12 @@ def find_config(start: Path) -> Path | None:
         if found is not None:
             return found
     return None
+
+
+def declares_package(folder: Path) -> bool:
+    """Whether ``folder`` holds a pyproject.toml with a [project] table: a package of its own."""
+    pyproject = folder / "pyproject.toml"
+    return pyproject.is_file() and isinstance(_read_toml(pyproject).get("project"), dict)
 
 
 def load_settings(config_file: Path | None, _extending: tuple[Path, ...] = ()) -> Settings:

@@ -16,7 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from remat_lint import jax_version
-from remat_lint.config import RuleSelection, Settings, config_in, find_config, load_settings
+from remat_lint.config import RuleSelection, Settings, config_in, declares_package, find_config, load_settings
 from remat_lint.findings import Finding
 
 
@@ -80,5 +80,21 @@ class Resolver:
                 settings = replace(settings, selection=[*settings.selection, self.overrides])
             if self.target_jax_version is not None:
                 settings = replace(settings, target_jax_version=self.target_jax_version, target_from="--target-jax-version")
+            if config is not None and not self.fixed:
+                settings = self._within_project(settings)
             self._loaded[key] = settings
         return self._loaded[key]
+
+    def _within_project(self, settings: Settings) -> Settings:
+        """A configuration below another one chooses rules for its folder; unless its folder is a
+        package of its own (a pyproject.toml with [project]), the project stays the outer one's:
+        its root is what cross-module analysis sees, and its JAX target applies unless set here."""
+        folder = settings.root
+        outer = None if declares_package(folder) or folder.parent == folder else find_config(folder.parent)
+        if outer is None:
+            return settings
+        enclosing = self._settings(outer)
+        inherited = replace(settings, project_root=enclosing.project_root or enclosing.root)
+        if settings.target_jax_version is None:
+            inherited = replace(inherited, target_jax_version=enclosing.target_jax_version, target_from=enclosing.target_from)
+        return inherited

@@ -155,3 +155,48 @@ def test_trace_gives_each_file_the_trace_table_of_its_own_configuration(project,
         (["other/other.py"], ["other/other.py"], [{"function": "other:f"}], 9.0),
     ]
     assert "traced ['demo/demo.py']" in err and "traced ['other/other.py']" in err
+
+
+# --- a nested configuration chooses rules; the project stays the outer one's --------------------------
+
+TYPO = 'import jax\ng = jax.checkpoint(lambda x: x, policy=jax.checkpoint_policies.save_only_these_names("atn_out"))\n'
+
+
+@pytest.fixture
+def nested(project: Path) -> Path:
+    (project / "pyproject.toml").write_text('[tool.remat-lint]\ntarget-jax-version = "0.4.30"\n')
+    (project / "pkg" / "sub").mkdir(parents=True)
+    (project / "pkg" / "names.py").write_text(
+        'from jax.ad_checkpoint import checkpoint_name\ndef f(x):\n    return checkpoint_name(x, "attn_out")\n'
+    )
+    (project / "pkg" / "sub" / "uses.py").write_text(TYPO)
+    return project
+
+
+def settings_rows(capsys: pytest.CaptureFixture[str], path: str) -> dict[str, str]:
+    code, out, _ = lint(capsys, "--show-settings", path)
+    assert code == 0
+    return {line[:19].strip(): line[19:] for line in out.splitlines()}
+
+
+@pytest.mark.parametrize("extend", ["", 'extend = "../../pyproject.toml"\n'])
+def test_a_nested_configuration_that_only_chooses_rules_keeps_the_project_and_its_jax_target(nested, capsys, extend):
+    (nested / "pkg" / "sub" / "pyproject.toml").write_text(f'[tool.remat-lint]\n{extend}ignore = ["REM001"]\n')
+    rows = settings_rows(capsys, "pkg/sub/uses.py")
+    assert rows["config file"] == str(nested / "pkg" / "sub" / "pyproject.toml")
+    assert rows["project root"] == str(nested)
+    assert rows["target-jax-version"] == f"0.4.30 ({nested / 'pyproject.toml'})"
+    assert "REM001" not in rows["enabled"]
+    # the name declared in pkg/names.py is seen: the typo in pkg/sub/uses.py is reported, linted alone or not
+    assert codes(capsys, "pkg/sub/uses.py") == [("pkg/sub/uses.py", "REM008")]
+    assert codes(capsys, ".") == [("a.py", "REM001"), ("pkg/sub/uses.py", "REM008")]
+
+
+def test_a_nested_package_of_its_own_is_its_own_project(nested, capsys):
+    (nested / "pkg" / "sub" / "pyproject.toml").write_text(
+        '[project]\nname = "sub"\ndependencies = ["jax==0.4.35"]\n[tool.remat-lint]\nignore = ["REM001"]\n'
+    )
+    rows = settings_rows(capsys, "pkg/sub")
+    assert rows["project root"] == str(nested / "pkg" / "sub")
+    assert rows["target-jax-version"] == f"0.4.35 ({nested / 'pkg' / 'sub' / 'pyproject.toml'})"
+    assert codes(capsys, "pkg/sub/uses.py") == []  # no file of its own declares a name
