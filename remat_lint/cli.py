@@ -16,7 +16,7 @@ from typing import Any, TextIO
 
 from remat_lint import __version__, autofix, jax_version, recording
 from remat_lint.cache import DEFAULT_DIR, Cache
-from remat_lint.config import ConfigError, RuleSelection, Settings, validate_selectors
+from remat_lint.config import ConfigError, RuleSelection, Settings, parse_overrides, validate_selectors
 from remat_lint.discovery import discover
 from remat_lint.findings import Finding
 from remat_lint.reporters import FORMATS, reporter
@@ -66,6 +66,20 @@ def _jobs(value: str) -> int:
     return int(value)
 
 
+def _globs(value: str) -> list[str]:
+    globs = [glob.strip() for glob in value.split(",")]
+    if not all(globs):
+        raise argparse.ArgumentTypeError(f"empty glob in {value!r}")
+    return globs
+
+
+def _per_file(value: str) -> tuple[str, list[str]]:
+    glob, sep, codes = value.rpartition(":")
+    if not sep or not glob:
+        raise argparse.ArgumentTypeError(f"expected GLOB:CODES, e.g. 'tests/*:REM007', got {value!r}")
+    return glob, _codes(codes)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="remat-lint",
@@ -89,14 +103,22 @@ def build_parser() -> argparse.ArgumentParser:
                      help="colour the full and concise output (auto: on a terminal, unless NO_COLOR is set; FORCE_COLOR forces it)")
     out.add_argument("-q", "--quiet", action="store_true", help="print findings only, no summary")
     fix = parser.add_argument_group("fixes")
-    fix.add_argument("--fix", action="store_true", help="apply safe fixes (files are rewritten in place)")
+    fix.add_argument("--fix", action=argparse.BooleanOptionalAction,
+                     help="apply safe fixes (files are rewritten in place); --no-fix overrides `fix = true` in configuration")
+    fix.add_argument("--fix-only", action="store_true",
+                     help="apply safe fixes and report nothing else: exit 0 (with --exit-non-zero-on-fix: 1 when something was fixed)")
+    fix.add_argument("--show-fixes", action="store_true",
+                     help="list the fixes applied per file and rule (without --fix: the fixes available)")
     fix.add_argument("--unsafe-fixes", action="store_true", help="with --fix or --diff: apply unsafe fixes too")
     fix.add_argument("--diff", action="store_true", help="print the fixes as a unified diff and write nothing; exit 1 if there are any")
     fix.add_argument("--add-noqa", action="store_true",
                      help="add a `# noqa: CODE` to every line with a finding (adopting on existing code), then exit 0")
-    fix.add_argument("--exit-non-zero-on-fix", action="store_true", help="with --fix: exit 1 when something was fixed, even if nothing remains")
+    fix.add_argument("--exit-non-zero-on-fix", action="store_true",
+                     help="with --fix or --fix-only: exit 1 when something was fixed, even if nothing remains")
     run_group = parser.add_argument_group("run")
-    run_group.add_argument("--config", type=Path, metavar="PATH", help="pyproject.toml to read [tool.remat-lint] from")
+    run_group.add_argument("--config", action="append", default=[], metavar="PATH|KEY=VALUE",
+                           help="a pyproject.toml or remat-lint.toml to read for every file, or a TOML `key = value` of "
+                                "[tool.remat-lint] that wins over every configuration (repeatable), e.g. --config 'ignore = [\"REM203\"]'")
     run_group.add_argument("--target-jax-version", type=_version, metavar="VERSION",
                            help="word findings for this JAX version (default: the project's pin, else the installed jax)")
     run_group.add_argument("--show-settings", action="store_true", help="print the settings that govern the first PATH, then exit")
@@ -106,6 +128,15 @@ def build_parser() -> argparse.ArgumentParser:
     run_group.add_argument("--no-cache", action="store_true", help="neither read nor write the result cache")
     run_group.add_argument("--force-exclude", action="store_true",
                            help="apply exclude/extend-exclude to files named on the command line too (pre-commit passes every file)")
+    files = parser.add_argument_group("file selection (each wins over the configuration files)")
+    files.add_argument("--exclude", type=_globs, action="append", metavar="GLOBS", help="comma-separated globs to exclude, instead of `exclude`")
+    files.add_argument("--extend-exclude", type=_globs, action="append", metavar="GLOBS", help="globs to exclude on top of `exclude`")
+    files.add_argument("--per-file-ignores", type=_per_file, action="append", metavar="GLOB:CODES",
+                       help="codes to ignore in the files GLOB matches, instead of `per-file-ignores` (repeatable), e.g. 'tests/*:REM007'")
+    files.add_argument("--extend-per-file-ignores", type=_per_file, action="append", metavar="GLOB:CODES",
+                       help="like --per-file-ignores, on top of those configured")
+    files.add_argument("--respect-gitignore", action=argparse.BooleanOptionalAction,
+                       help="skip what .gitignore, .ignore and .git/info/exclude ignore (default: on; `respect-gitignore`)")
     trace = parser.add_argument_group("dynamic mode (runs your code in worker processes)")
     trace.add_argument("--trace", action="store_true", help="confirm findings by tracing the code with JAX")
     trace.add_argument("--trace-timeout", type=float, metavar="SECONDS", help="per-module worker timeout (default 120)")
@@ -174,22 +205,44 @@ def rule_command(argv: list[str]) -> int:
 
 
 def load_configuration(args: argparse.Namespace) -> Resolver:
-    """The configuration of every file: the nearest one above it, or ``--config``; the command
-    line's selection applies on top of each."""
-    if args.config and not args.config.is_file():
-        raise ConfigError(f"config file {args.config} not found")
+    """The configuration of every file: the nearest one above it, or ``--config PATH``; the command
+    line's keys and selection apply on top of each."""
+    files = [Path(value) for value in args.config if "=" not in value or os.path.isfile(value)]
+    for file in files:
+        if not file.is_file():
+            raise ConfigError(f"config file {file} not found")
+    if len(files) > 1:
+        raise UsageError(f"--config: give one configuration file, got {', '.join(map(str, files))}")
     for selectors in (args.select or [], args.extend_select or [], args.ignore or []):
         validate_selectors(selectors, "command line: ")
     overrides = None
     if args.select is not None or args.extend_select or args.ignore:
         select = None if args.select is None else tuple(args.select)
         overrides = RuleSelection(select, tuple(args.extend_select or ()), tuple(args.ignore or ()))
-    return Resolver(overrides, args.config, target_jax_version=args.target_jax_version)
+    keys = parse_overrides([value for value in args.config if Path(value) not in files])
+    flags = {
+        "exclude": args.exclude and [glob for globs in args.exclude for glob in globs],
+        "extend-exclude": args.extend_exclude and [glob for globs in args.extend_exclude for glob in globs],
+        "per-file-ignores": args.per_file_ignores and _mapping(args.per_file_ignores),
+        "extend-per-file-ignores": args.extend_per_file_ignores and _mapping(args.extend_per_file_ignores),
+        "respect-gitignore": args.respect_gitignore,
+    }
+    keys.update((key, value) for key, value in flags.items() if value is not None)
+    return Resolver(overrides, files[0] if files else None, target_jax_version=args.target_jax_version, keys=keys)
+
+
+def _mapping(pairs: list[tuple[str, list[str]]]) -> dict[str, list[str]]:
+    mapping: dict[str, list[str]] = {}
+    for glob, codes in pairs:
+        mapping.setdefault(glob, []).extend(codes)
+    return mapping
 
 
 def check_command(args: argparse.Namespace) -> int:
     paths = args.paths or ["."]
     use_stdin = paths == ["-"]
+    if args.fix_only:
+        args.fix = True
     if "-" in paths and not use_stdin:
         raise UsageError("'-' (stdin) cannot be combined with other paths")
     if args.plot and args.memory_budget is None:
@@ -201,6 +254,8 @@ def check_command(args: argparse.Namespace) -> int:
     if args.add_noqa and (args.fix or args.diff or args.trace or use_stdin):
         raise UsageError("--add-noqa edits files: it cannot be combined with --fix, --diff, --trace or stdin")
     resolver = load_configuration(args)
+    if args.fix is None:  # `fix = true` in configuration, as ruff: not where fixing cannot apply
+        args.fix = resolver.default.fix and not (args.diff or args.trace or args.add_noqa)
     if args.show_settings:
         print(show_settings(paths[0] if not use_stdin else (args.stdin_filename or "-"), resolver))
         return EXIT_CLEAN
@@ -425,7 +480,14 @@ def _fix(args: argparse.Namespace, outcome: autofix.FixOutcome, errors: list[Fin
     failures = [] if stdin_data is not None else autofix.write_fixes(outcome.changed)
     for failure in failures:
         print(f"remat-lint: error: {failure}", file=sys.stderr)
-    code = _report(args, result, fixed=outcome.fixed, out=sys.stderr if stdin_data is not None else None)
+    if args.fix_only:  # ruff: what was fixed, nothing about what remains
+        if outcome.fixed and not args.quiet:
+            if args.show_fixes:
+                print(autofix.listing(_fixed_title(outcome.fixed) + ":", outcome.applied), file=sys.stderr)
+            print(_fixed_title(outcome.fixed) + ".", file=sys.stderr)
+        code = EXIT_CLEAN
+    else:
+        code = _report(args, result, applied=outcome.applied, out=sys.stderr if stdin_data is not None else None)
     if failures:
         return EXIT_ERROR
     if outcome.fixed and args.exit_non_zero_on_fix and not args.exit_zero:
@@ -433,9 +495,11 @@ def _fix(args: argparse.Namespace, outcome: autofix.FixOutcome, errors: list[Fin
     return code
 
 
-def _report(args: argparse.Namespace, result: RunResult, fixed: int = 0, out: TextIO | None = None) -> int:
+def _report(args: argparse.Namespace, result: RunResult, applied: collections.Counter[tuple[str, str, str]] | None = None,
+            out: TextIO | None = None) -> int:
     out = out or sys.stdout
     findings = result.findings
+    fixed = sum(applied.values()) if applied else 0
     fixable, hidden = autofix.fixable_counts(findings, result.sources, args.unsafe_fixes)
     if args.statistics:
         counts = collections.Counter((f.code, f.name) for f in findings)
@@ -454,12 +518,27 @@ def _report(args: argparse.Namespace, result: RunResult, fixed: int = 0, out: Te
     for form, path in args.extra_output:
         _write_report(path, reporter(form)(shown, sources))
     out.flush()  # the summary goes to stderr: keep it after the findings on a terminal
+    if args.show_fixes and not args.quiet:
+        _show_fixes(applied, autofix.fixable(findings, result.sources, args.unsafe_fixes))
     if not args.quiet and (args.statistics or args.output_format in ("full", "concise")):
         print(_summary(result, fixed, fixable, hidden), file=sys.stderr)
     counted = [f for f in findings if not (f.trace and f.trace.get("status") == "refuted")]  # --trace disproved the rest
     if counted and not args.exit_zero:
         return EXIT_FINDINGS
     return EXIT_CLEAN
+
+
+def _show_fixes(applied: collections.Counter[tuple[str, str, str]] | None, fixable: list[Finding]) -> None:
+    """--show-fixes: the fixes applied, else those --fix would apply (ruff lists only the first)."""
+    if applied:
+        print(autofix.listing(_fixed_title(sum(applied.values())) + ":", applied) + "\n", file=sys.stderr)
+    elif fixable:
+        available = collections.Counter((f.path, f.code, f.name) for f in fixable)
+        print(autofix.listing(f"{len(fixable)} fixable with the `--fix` option:", available) + "\n", file=sys.stderr)
+
+
+def _fixed_title(n: int) -> str:
+    return f"Fixed {n} error{'s' if n != 1 else ''}"
 
 
 def _colour(choice: str, out: TextIO) -> bool:

@@ -7,6 +7,7 @@ ignore wins a tie). ``per-file-ignores`` maps globs to codes.
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import functools
 import os
@@ -15,6 +16,7 @@ import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+from types import ModuleType
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from remat_lint import jax_version
@@ -61,6 +63,9 @@ KNOWN_KEYS = {
     "trace",
     "extend",
     "target-jax-version",
+    "extend-per-file-ignores",
+    "respect-gitignore",
+    "fix",
 }
 
 
@@ -98,6 +103,8 @@ class Settings:
     extend_exclude: list[str] = field(default_factory=list)
     test_paths: list[str] = field(default_factory=lambda: list(DEFAULT_TEST_PATHS))
     cache_dir: str | None = None
+    respect_gitignore: bool = True  # skip what .gitignore, .ignore and .git/info/exclude ignore (ruff's default)
+    fix: bool = False  # `fix = true`: apply safe fixes without --fix (--no-fix overrides it)
     trace: dict[str, Any] = field(default_factory=dict)
     root: Path = field(default_factory=Path.cwd)  # the directory relative paths are resolved from
     # The folder of the outermost configuration of the project, when this one lies inside it
@@ -270,12 +277,50 @@ def load_settings(config_file: Path | None, _extending: tuple[Path, ...] = ()) -
     return settings
 
 
-def _read_toml(path: Path) -> dict[str, Any]:
-    # Imported here: ~3 ms that a run without a configuration file never pays.
+def with_overrides(settings: Settings, table: dict[str, Any]) -> Settings:
+    """``settings`` with the command line's keys on top (``--config 'key = value'``, --exclude ...):
+    they win over every configuration file; a ``trace`` table there sets single keys."""
+    if not table:
+        return settings
+    settings = dataclasses.replace(settings, selection=list(settings.selection), per_file_ignores=dict(settings.per_file_ignores))
+    if isinstance(table.get("trace"), dict):
+        table = {**table, "trace": {**settings.trace, **table["trace"]}}
+    if isinstance(table.get("extend-exclude"), list):  # on top of the configuration's, as its name says
+        table = {**table, "extend-exclude": [*settings.extend_exclude, *table["extend-exclude"]]}
+    _apply(table, settings, "command line: ")
+    return settings
+
+
+def parse_overrides(fragments: list[str]) -> dict[str, Any]:
+    """The ``--config 'key = value'`` fragments (TOML, as ruff's --config) as one table, later
+    ones winning; each is checked now, so that an error names the fragment."""
+    tomllib = _tomllib()
+    merged: dict[str, Any] = {}
+    for fragment in fragments:
+        try:
+            table = tomllib.loads(fragment)
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"--config {fragment!r} is neither a file nor a TOML `key = value` pair: {exc}") from exc
+        if "extend" in table:
+            raise ConfigError(f"--config {fragment!r}: extend is for configuration files (give the file as --config PATH)")
+        _apply(table, Settings(), f"--config {fragment!r}: ")
+        if isinstance(merged.get("trace"), dict) and isinstance(table.get("trace"), dict):
+            table = {**table, "trace": {**merged["trace"], **table["trace"]}}
+        merged.update(table)
+    return merged
+
+
+def _tomllib() -> ModuleType:
+    # Imported when needed: ~3 ms that a run without a configuration file never pays.
     if sys.version_info >= (3, 11):
         import tomllib
     else:  # pragma: no cover
         import tomli as tomllib
+    return tomllib
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    tomllib = _tomllib()
     try:
         return tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as exc:
@@ -318,6 +363,15 @@ def _apply(table: dict[str, Any], settings: Settings, where: str) -> None:
     settings.test_paths = _str_list(table, "test-paths", settings.test_paths, where)
     if "per-file-ignores" in table:
         settings.per_file_ignores = _per_file_ignores(table, "per-file-ignores", where)
+    if "extend-per-file-ignores" in table:
+        extra = _per_file_ignores(table, "extend-per-file-ignores", where)
+        settings.per_file_ignores = {glob: [*settings.per_file_ignores.get(glob, []), *extra.get(glob, [])]
+                                     for glob in {**settings.per_file_ignores, **extra}}
+    for key in ("respect-gitignore", "fix"):
+        if key in table:
+            if not isinstance(table[key], bool):
+                raise ConfigError(f"{where}{key} must be true or false, got {table[key]!r}")
+            setattr(settings, key.replace("-", "_"), table[key])
     if "cache-dir" in table:
         if not isinstance(table["cache-dir"], str):
             raise ConfigError(f"{where}cache-dir must be a string")

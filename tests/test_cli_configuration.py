@@ -200,3 +200,177 @@ def test_a_nested_package_of_its_own_is_its_own_project(nested, capsys):
     assert rows["project root"] == str(nested / "pkg" / "sub")
     assert rows["target-jax-version"] == f"0.4.35 ({nested / 'pkg' / 'sub' / 'pyproject.toml'})"
     assert codes(capsys, "pkg/sub/uses.py") == []  # no file of its own declares a name
+
+
+# --- .gitignore, .ignore and .git/info/exclude -----------------------------------------------------
+
+
+@pytest.fixture
+def checkout(project: Path) -> Path:
+    """A git checkout (a .git folder is what marks one) with ignored files, ruff's cases."""
+    (project / ".git" / "info").mkdir(parents=True)
+    for path in ("gen/out.py", "sub/deep/c.py", "sub/d.py", "sub/keep.py", "logs/x.py"):
+        (project / path).parent.mkdir(parents=True, exist_ok=True)
+        (project / path).write_text(BAD)
+    (project / ".gitignore").write_text("gen/\nsub/*.py\n!sub/keep.py\n")
+    (project / "sub" / ".ignore").write_text("deep\n")
+    (project / ".git" / "info" / "exclude").write_text("logs\n")
+    return project
+
+
+def shown(capsys: pytest.CaptureFixture[str], *args: str) -> list[str]:
+    code, out, err = lint(capsys, "--show-files", *args)
+    assert code == 0, err
+    return out.splitlines()
+
+
+def test_ignored_files_are_not_linted_as_ruff_skips_them(checkout, capsys):
+    assert shown(capsys) == ["a.py", "sub/keep.py"]  # a nested .gitignore pattern, a negation, .ignore, info/exclude
+    assert codes(capsys, ".") == [("a.py", "REM001"), ("sub/keep.py", "REM001")]
+
+
+def test_ignore_files_apply_from_a_subfolder_too(checkout, capsys, monkeypatch):
+    monkeypatch.chdir(checkout / "sub")
+    assert shown(capsys) == ["keep.py"]
+
+
+def test_gitignore_applies_only_in_a_git_checkout_and_ignore_everywhere(checkout, capsys):
+    (checkout / ".git" / "info" / "exclude").unlink()
+    (checkout / ".git" / "info").rmdir()
+    (checkout / ".git").rmdir()
+    assert shown(capsys) == ["a.py", "gen/out.py", "logs/x.py", "sub/d.py", "sub/keep.py"]
+
+
+def test_paths_named_on_the_command_line_are_linted_even_if_ignored(checkout, capsys):
+    # ruff 0.17.6 lints them, with --force-exclude too (it applies `exclude`, not ignore files)
+    assert shown(capsys, "gen", "sub/d.py") == ["gen/out.py", "sub/d.py"]
+    assert shown(capsys, "--force-exclude", "sub/d.py") == ["sub/d.py"]
+
+
+@pytest.mark.parametrize("how", [("--no-respect-gitignore",), ("--config", "respect-gitignore = false")])
+def test_respect_gitignore_can_be_turned_off(checkout, capsys, how):
+    everything = ["a.py", "gen/out.py", "logs/x.py", "sub/d.py", "sub/deep/c.py", "sub/keep.py"]
+    assert shown(capsys, *how) == everything
+    (checkout / "pyproject.toml").write_text("[tool.remat-lint]\nrespect-gitignore = false\n")
+    assert shown(capsys) == everything
+    assert shown(capsys, "--respect-gitignore") == ["a.py", "sub/keep.py"]
+
+
+def test_an_unreadable_ignore_line_is_skipped_not_fatal(checkout, capsys):
+    (checkout / ".gitignore").write_text("!\n\\\ngen/\n")
+    assert "gen/out.py" not in shown(capsys)
+
+
+# --- fixes: fix = true, --no-fix, --fix-only, --show-fixes -----------------------------------------
+
+FIXED = "import jax\ng = jax.checkpoint(lambda x: x, policy=jax.checkpoint_policies.dots_saveable)\n"
+
+
+def test_fix_true_in_configuration_fixes_and_no_fix_overrides_it(project, capsys):
+    (project / "pyproject.toml").write_text("[tool.remat-lint]\nfix = true\n")
+    assert lint(capsys, "--no-fix", "a.py")[0] == 1 and (project / "a.py").read_text() == BAD
+    code, _, err = lint(capsys, "a.py")
+    assert code == 0 and (project / "a.py").read_text() == FIXED
+    assert err == "Found 1 error (1 fixed, 0 remaining).\n"
+
+
+def test_fix_only_fixes_and_reports_nothing_else(project, capsys):
+    (project / "b.py").write_text(
+        "import jax\njax.checkpoint(f, static_argnums=0.5)\n" + BAD
+    )  # a finding without a fix
+    code, out, err = lint(capsys, "--fix-only", ".")
+    assert (code, out, err) == (0, "", "Fixed 2 errors.\n")
+    assert (project / "a.py").read_text() == FIXED
+    code, out, err = lint(capsys, "--fix-only", ".")  # nothing left to fix: silent, like ruff
+    assert (code, out, err) == (0, "", "")
+
+
+def test_fix_only_exits_1_with_exit_non_zero_on_fix_when_it_fixed_something(project, capsys):
+    assert lint(capsys, "--fix-only", "--exit-non-zero-on-fix", "a.py")[0] == 1
+    assert lint(capsys, "--fix-only", "--exit-non-zero-on-fix", "a.py")[0] == 0
+
+
+def test_show_fixes_lists_the_fixes_applied_per_file_and_rule(project, capsys):
+    (project / "b.py").write_text(BAD + BAD.replace("g =", "h ="))
+    code, _, err = lint(capsys, "--fix", "--show-fixes", ".")
+    assert code == 0
+    assert err == (
+        "Fixed 3 errors:\n- a.py:\n    1 × REM001 (policy-not-callable)\n- b.py:\n    2 × REM001 (policy-not-callable)\n\n"
+        "Found 3 errors (3 fixed, 0 remaining).\n"
+    )
+
+
+def test_show_fixes_without_fix_lists_the_fixes_available(project, capsys):
+    code, _, err = lint(capsys, "--show-fixes", "--output-format", "concise", "a.py")
+    assert code == 1 and (project / "a.py").read_text() == BAD
+    assert err.startswith(
+        "1 fixable with the `--fix` option:\n- a.py:\n    1 × REM001 (policy-not-callable)\n\nFound 1 error."
+    )
+
+
+# --- the command line's configuration keys --------------------------------------------------------
+
+
+@pytest.fixture
+def layout(project: Path) -> Path:
+    (project / "pyproject.toml").write_text('[tool.remat-lint]\nextend-exclude = ["gen"]\n')
+    for path in ("gen/g.py", "tests/test_t.py", "b.py"):
+        (project / path).parent.mkdir(exist_ok=True)
+        (project / path).write_text(BAD)
+    return project
+
+
+def test_inline_config_overrides_win_over_the_configuration_file(layout, capsys):
+    assert codes(capsys, "--config", 'ignore = ["REM001"]') == []
+    assert codes(capsys, "--config", 'extend-exclude = ["b.py"]', "--config", 'select = ["REM001"]') == [
+        ("a.py", "REM001"),
+        ("tests/test_t.py", "REM001"),
+    ]  # extend-exclude adds to the file's (gen stays excluded); fragments are repeatable
+
+
+def test_inline_config_combines_with_a_config_file(layout, capsys):
+    (layout / "other.toml").write_text('[tool.remat-lint]\nexclude = ["tests"]\n')
+    assert codes(capsys, "--config", "other.toml", "--config", 'per-file-ignores = {"b.py" = ["REM001"]}') == [
+        ("a.py", "REM001"),
+        ("gen/g.py", "REM001"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("fragment", "expected"),
+    [
+        ('ignor = ["REM001"]', "--config 'ignor = [\"REM001\"]': unknown key 'ignor'"),
+        ("fix = 1", "fix must be true or false, got 1"),
+        ("trace.timeout = 'x'", "[tool.remat-lint.trace] timeout must be a positive number of seconds"),
+        ("nosuch.toml", "config file nosuch.toml not found"),
+        ("select = ", "is neither a file nor a TOML `key = value` pair"),
+    ],
+)
+def test_a_bad_inline_config_exits_2_naming_it(layout, capsys, fragment, expected):
+    code, out, err = lint(capsys, "--config", fragment)
+    assert (code, out) == (2, "") and expected in err
+
+
+def test_exclude_and_extend_exclude_on_the_command_line(layout, capsys):
+    assert shown(capsys, "--extend-exclude", "b.py,tests") == ["a.py"]
+    (layout / "build").mkdir()
+    (layout / "build" / "x.py").write_text(BAD)
+    # --exclude replaces `exclude` (its defaults, such as build, too); the file's extend-exclude stays
+    assert shown(capsys, "--exclude", "b.py") == ["a.py", "build/x.py", "tests/test_t.py"]
+
+
+def test_per_file_ignores_on_the_command_line_and_their_extension(layout, capsys):
+    (layout / "pyproject.toml").write_text(
+        '[tool.remat-lint]\nextend-exclude = ["gen"]\nper-file-ignores = {"b.py" = ["REM001"]}\n'
+    )
+    assert codes(capsys) == [("a.py", "REM001"), ("tests/test_t.py", "REM001")]
+    assert codes(capsys, "--per-file-ignores", "a.py:REM001") == [("b.py", "REM001"), ("tests/test_t.py", "REM001")]
+    assert codes(capsys, "--extend-per-file-ignores", "tests/*:REM0", "--extend-per-file-ignores", "a.py:REM001") == []
+
+
+def test_extend_per_file_ignores_in_configuration_adds_to_the_extended_files(layout, capsys):
+    (layout / "base.toml").write_text('[tool.remat-lint]\nper-file-ignores = {"b.py" = ["REM001"]}\n')
+    (layout / "pyproject.toml").write_text(
+        '[tool.remat-lint]\nextend = "base.toml"\nextend-exclude = ["gen"]\nextend-per-file-ignores = {"a.py" = ["REM001"]}\n'
+    )
+    assert codes(capsys) == [("tests/test_t.py", "REM001")]

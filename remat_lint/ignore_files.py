@@ -1,0 +1,83 @@
+"""What ``.ignore``, ``.gitignore`` and ``.git/info/exclude`` ignore while walking, as ruff skips it
+(``respect-gitignore``; measured with ruff 0.17.6): ``.ignore`` files everywhere, ``.gitignore``
+and ``.git/info/exclude`` only inside a git checkout (a folder with ``.git`` at or above it). A
+deeper file wins over a shallower one, ``.ignore`` over ``.gitignore`` over ``.git/info/exclude``,
+and in one file the last matching line (``!`` re-includes). A path named on the command line is
+not matched here: it is linted, as in ruff (even with --force-exclude). Patterns are gitignore's,
+read by ``pathspec``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+
+from pathspec import GitIgnoreSpec
+
+_Rules = tuple[tuple[str, GitIgnoreSpec], ...]  # (the folder an ignore file is in, its patterns), strongest first
+
+
+class IgnoreFiles:
+    def __init__(self) -> None:
+        self._by_folder: dict[str, tuple[_Rules, bool]] = {}
+
+    def ignored_in(self, folder: str) -> Callable[[str, bool], bool]:
+        """Whether an entry of ``folder`` (by name; ``is_dir``: a folder) is ignored. A walk never
+        enters an ignored folder, so one that is ignored was named on the command line: as ruff
+        does, everything in it is linted."""
+        folder = os.path.abspath(folder)
+        parent = os.path.dirname(folder)
+        if parent != folder and _matched(self._rules(parent)[0], folder, True):
+            return _nothing
+        rules, _ = self._rules(folder)
+        return lambda name, is_dir: _matched(rules, os.path.join(folder, name), is_dir)
+
+    def _rules(self, folder: str) -> tuple[_Rules, bool]:
+        """The rules that apply in ``folder``, and whether it lies in a git checkout."""
+        known = self._by_folder.get(folder)
+        if known is not None:
+            return known
+        parent = os.path.dirname(folder)
+        above, in_git = self._rules(parent) if parent != folder else ((), False)
+        git_root = os.path.exists(os.path.join(folder, ".git"))
+        names = [
+            ".ignore",
+            *([".gitignore"] if in_git or git_root else []),
+            *([".git/info/exclude"] if git_root else []),
+        ]
+        own = tuple((folder, spec) for name in names if (spec := _read(os.path.join(folder, name))) is not None)
+        self._by_folder[folder] = (own + above, in_git or git_root)
+        return self._by_folder[folder]
+
+
+def _matched(rules: _Rules, path: str, is_dir: bool) -> bool:
+    for base, spec in rules:
+        relative = os.path.relpath(path, base).replace(os.sep, "/") + ("/" if is_dir else "")
+        include = spec.check_file(relative).include
+        if include is not None:
+            return include
+    return False
+
+
+def _nothing(name: str, is_dir: bool) -> bool:
+    return False
+
+
+def _read(path: str) -> GitIgnoreSpec | None:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            lines = handle.read().splitlines()
+    except OSError:  # absent (the usual case), unreadable, or a folder
+        return None
+    try:
+        return GitIgnoreSpec.from_lines(lines)
+    except ValueError:  # git skips a line it cannot read (a lone `!` or `\`); so do we
+        return GitIgnoreSpec.from_lines([line for line in lines if _valid(line)])
+
+
+def _valid(line: str) -> bool:
+    try:
+        GitIgnoreSpec.from_lines([line])
+    except ValueError:
+        return False
+    return True
