@@ -44,7 +44,7 @@ def discover(paths: list[str], resolver: Resolver) -> Discovery:
             for directory, dirnames, filenames in os.walk(path, onerror=on_error):
                 settings = resolver.in_folder(os.path.abspath(directory))
                 excluded = settings.excluded_in(directory)
-                ignored = ignore_files.ignored_in(directory) if settings.respect_gitignore else None
+                ignored = ignore_files.ignored_in(directory, {*dirnames, *filenames}) if settings.respect_gitignore else None
                 dirnames[:] = sorted(d for d in dirnames if not excluded(d) and not (ignored and ignored(d, True)))
                 for name in sorted(filenames):
                     full = os.path.join(directory, name)

@@ -10,42 +10,48 @@ read by ``pathspec``.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Collection
+from typing import TYPE_CHECKING
 
-from pathspec import GitIgnoreSpec
+if TYPE_CHECKING:
+    from pathspec import GitIgnoreSpec
 
-_Rules = tuple[tuple[str, GitIgnoreSpec], ...]  # (the folder an ignore file is in, its patterns), strongest first
+_Rules = tuple[tuple[str, "GitIgnoreSpec"], ...]  # (the folder an ignore file is in, its patterns), strongest first
 
 
 class IgnoreFiles:
     def __init__(self) -> None:
         self._by_folder: dict[str, tuple[_Rules, bool]] = {}
 
-    def ignored_in(self, folder: str) -> Callable[[str, bool], bool]:
-        """Whether an entry of ``folder`` (by name; ``is_dir``: a folder) is ignored. A walk never
-        enters an ignored folder, so one that is ignored was named on the command line: as ruff
-        does, everything in it is linted."""
+    def ignored_in(self, folder: str, names: Collection[str] | None = None) -> Callable[[str, bool], bool]:
+        """Whether an entry of ``folder`` (by name; ``is_dir``: a folder) is ignored; ``names``: the
+        folder's entries when the caller listed them (then no ignore file is looked for in vain:
+        a third of discovery's time). A walk never enters an ignored folder, so one that is
+        ignored was named on the command line: as ruff does, everything in it is linted."""
         folder = os.path.abspath(folder)
         parent = os.path.dirname(folder)
         if parent != folder and _matched(self._rules(parent)[0], folder, True):
             return _nothing
-        rules, _ = self._rules(folder)
+        rules, _ = self._rules(folder, names)
+        if not rules:
+            return _nothing
         return lambda name, is_dir: _matched(rules, os.path.join(folder, name), is_dir)
 
-    def _rules(self, folder: str) -> tuple[_Rules, bool]:
+    def _rules(self, folder: str, names: Collection[str] | None = None) -> tuple[_Rules, bool]:
         """The rules that apply in ``folder``, and whether it lies in a git checkout."""
         known = self._by_folder.get(folder)
         if known is not None:
             return known
         parent = os.path.dirname(folder)
         above, in_git = self._rules(parent) if parent != folder else ((), False)
-        git_root = os.path.exists(os.path.join(folder, ".git"))
-        names = [
+        git_root = ".git" in names if names is not None else os.path.exists(os.path.join(folder, ".git"))
+        candidates = [
             ".ignore",
             *([".gitignore"] if in_git or git_root else []),
             *([".git/info/exclude"] if git_root else []),
         ]
-        own = tuple((folder, spec) for name in names if (spec := _read(os.path.join(folder, name))) is not None)
+        present = (name for name in candidates if names is None or name.partition("/")[0] in names)
+        own = tuple((folder, spec) for name in present if (spec := _read(os.path.join(folder, name))) is not None)
         self._by_folder[folder] = (own + above, in_git or git_root)
         return self._by_folder[folder]
 
@@ -69,6 +75,8 @@ def _read(path: str) -> GitIgnoreSpec | None:
             lines = handle.read().splitlines()
     except OSError:  # absent (the usual case), unreadable, or a folder
         return None
+    from pathspec import GitIgnoreSpec  # here: ~30 ms that a tree without ignore files never pays
+
     try:
         return GitIgnoreSpec.from_lines(lines)
     except ValueError:  # git skips a line it cannot read (a lone `!` or `\`); so do we
@@ -76,6 +84,8 @@ def _read(path: str) -> GitIgnoreSpec | None:
 
 
 def _valid(line: str) -> bool:
+    from pathspec import GitIgnoreSpec
+
     try:
         GitIgnoreSpec.from_lines([line])
     except ValueError:
