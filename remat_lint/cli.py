@@ -323,6 +323,8 @@ def show_settings(path: str, resolver: Resolver) -> str:
         ("per-file-ignores", ", ".join(f"{glob} = {codes}" for glob, codes in settings.per_file_ignores.items()) or "(none)"),
         ("exclude", ", ".join([*settings.exclude, *settings.extend_exclude])),
         ("test-paths", ", ".join(settings.test_paths)),
+        ("respect-gitignore", str(settings.respect_gitignore).lower()),
+        ("fix", str(settings.fix).lower()),
         ("cache-dir", settings.cache_dir or DEFAULT_DIR),
         ("target-jax-version", f"{target or '(newest)'} ({source})"),
     ]

@@ -253,6 +253,7 @@ def test_respect_gitignore_can_be_turned_off(checkout, capsys, how):
     assert shown(capsys, *how) == everything
     (checkout / "pyproject.toml").write_text("[tool.remat-lint]\nrespect-gitignore = false\n")
     assert shown(capsys) == everything
+    assert settings_rows(capsys, "a.py")["respect-gitignore"] == "false"
     assert shown(capsys, "--respect-gitignore") == ["a.py", "sub/keep.py"]
 
 
@@ -268,6 +269,7 @@ FIXED = "import jax\ng = jax.checkpoint(lambda x: x, policy=jax.checkpoint_polic
 
 def test_fix_true_in_configuration_fixes_and_no_fix_overrides_it(project, capsys):
     (project / "pyproject.toml").write_text("[tool.remat-lint]\nfix = true\n")
+    assert settings_rows(capsys, "a.py")["fix"] == "true"
     assert lint(capsys, "--no-fix", "a.py")[0] == 1 and (project / "a.py").read_text() == BAD
     code, _, err = lint(capsys, "a.py")
     assert code == 0 and (project / "a.py").read_text() == FIXED
