@@ -257,6 +257,13 @@ def test_respect_gitignore_can_be_turned_off(checkout, capsys, how):
     assert shown(capsys, "--respect-gitignore") == ["a.py", "sub/keep.py"]
 
 
+def test_ignore_wins_over_gitignore_in_the_same_folder_and_a_deeper_file_over_both(checkout, capsys):
+    (checkout / ".ignore").write_text("!gen/\n")
+    (checkout / "gen" / ".gitignore").write_text("out.py\n")
+    (checkout / "gen" / "kept.py").write_text(BAD)
+    assert shown(capsys) == ["a.py", "gen/kept.py", "sub/keep.py"]
+
+
 def test_an_unreadable_ignore_line_is_skipped_not_fatal(checkout, capsys):
     (checkout / ".gitignore").write_text("!\n\\\ngen/\n")
     assert "gen/out.py" not in shown(capsys)
