@@ -45,15 +45,30 @@ class IgnoreFiles:
         parent = os.path.dirname(folder)
         above, in_git = self._rules(parent) if parent != folder else ((), False)
         git_root = ".git" in names if names is not None else os.path.exists(os.path.join(folder, ".git"))
-        candidates = [
-            ".ignore",
-            *([".gitignore"] if in_git or git_root else []),
-            *([".git/info/exclude"] if git_root else []),
-        ]
-        present = (name for name in candidates if names is None or name.partition("/")[0] in names)
-        own = tuple((folder, spec) for name in present if (spec := _read(os.path.join(folder, name))) is not None)
+        candidates = [".ignore", *([".gitignore"] if in_git or git_root else [])]
+        present = [os.path.join(folder, name) for name in candidates if names is None or name in names]
+        if git_root:
+            present.append(_exclude_file(folder))
+        own = tuple((folder, spec) for path in present if (spec := _read(path)) is not None)
         self._by_folder[folder] = (own + above, in_git or git_root)
         return self._by_folder[folder]
+
+
+def _exclude_file(checkout: str) -> str:
+    """``.git/info/exclude``; in a linked worktree (``.git`` is a file naming its git dir) that of
+    the repository it shares, where git reads it."""
+    dot_git = os.path.join(checkout, ".git")
+    try:
+        with open(dot_git, encoding="utf-8") as handle:
+            git_dir = os.path.join(checkout, handle.read().partition("gitdir:")[2].strip())
+    except OSError:  # a folder: the usual checkout
+        return os.path.join(dot_git, "info", "exclude")
+    try:
+        with open(os.path.join(git_dir, "commondir"), encoding="utf-8") as handle:
+            git_dir = os.path.join(git_dir, handle.read().strip())
+    except OSError:  # a submodule's git dir is its own
+        pass
+    return os.path.join(git_dir, "info", "exclude")
 
 
 def _matched(rules: _Rules, path: str, is_dir: bool) -> bool:

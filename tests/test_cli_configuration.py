@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -262,6 +263,20 @@ def test_ignore_wins_over_gitignore_in_the_same_folder_and_a_deeper_file_over_bo
     (checkout / "gen" / ".gitignore").write_text("out.py\n")
     (checkout / "gen" / "kept.py").write_text(BAD)
     assert shown(capsys) == ["a.py", "gen/kept.py", "sub/keep.py"]
+
+
+def test_a_linked_worktree_reads_the_exclude_file_of_the_repository_it_shares(tmp_path, monkeypatch, capsys):
+    git = ["git", "-c", "user.email=a@b", "-c", "user.name=n", "-C"]
+    main = tmp_path / "main"
+    subprocess.run(["git", "init", "-q", str(main)], check=True)
+    (main / "a.py").write_text(BAD)
+    subprocess.run([*git, str(main), "add", "a.py"], check=True)
+    subprocess.run([*git, str(main), "commit", "-qm", "a"], check=True)
+    subprocess.run([*git, str(main), "worktree", "add", "-q", str(tmp_path / "linked")], check=True)
+    (main / ".git" / "info" / "exclude").write_text("local.py\n")
+    (tmp_path / "linked" / "local.py").write_text(BAD)
+    monkeypatch.chdir(tmp_path / "linked")
+    assert shown(capsys) == ["a.py"]
 
 
 def test_an_unreadable_ignore_line_is_skipped_not_fatal(checkout, capsys):
