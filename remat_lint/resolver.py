@@ -97,14 +97,17 @@ class Resolver:
         return self._loaded[key]
 
     def _within_project(self, settings: Settings) -> Settings:
-        """A configuration below another one chooses rules for its folder; unless its folder is a
-        package of its own (a pyproject.toml with [project]), the project stays the outer one's:
-        its root is what cross-module analysis sees, and its JAX target applies unless set here."""
+        """A configuration below another one chooses rules for its folder, and the project stays
+        the outer one's: its root is what cross-module analysis sees, and its JAX target applies
+        unless set here. A folder is a project of its own when it is a package (a pyproject.toml
+        with [project]) or when the outer configuration excludes it (such as a fixture project)."""
         folder = settings.root
         outer = None if declares_package(folder) or folder.parent == folder else find_config(folder.parent)
         if outer is None:
             return settings
         enclosing = self._settings(outer)
+        if enclosing.matches(str(folder), [*enclosing.exclude, *enclosing.extend_exclude]):
+            return settings
         inherited = replace(settings, project_root=enclosing.project_root or enclosing.root)
         if settings.target_jax_version is None:
             inherited = replace(inherited, target_jax_version=enclosing.target_jax_version, target_from=enclosing.target_from)

@@ -193,6 +193,13 @@ def test_a_nested_configuration_that_only_chooses_rules_keeps_the_project_and_it
     assert codes(capsys, ".") == [("a.py", "REM001"), ("pkg/sub/uses.py", "REM008")]
 
 
+def test_a_nested_configuration_the_outer_one_excludes_is_a_project_of_its_own(nested, capsys):
+    (nested / "pyproject.toml").write_text('[tool.remat-lint]\nextend-exclude = ["pkg"]\n')
+    (nested / "pkg" / "sub" / "pyproject.toml").write_text("[tool.remat-lint]\n")  # a fixture project, say
+    assert settings_rows(capsys, "pkg/sub/uses.py")["project root"] == str(nested / "pkg" / "sub")
+    assert codes(capsys, "pkg/sub/uses.py") == []
+
+
 def test_a_nested_package_of_its_own_is_its_own_project(nested, capsys):
     (nested / "pkg" / "sub" / "pyproject.toml").write_text(
         '[project]\nname = "sub"\ndependencies = ["jax==0.4.35"]\n[tool.remat-lint]\nignore = ["REM001"]\n'
