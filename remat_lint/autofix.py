@@ -8,6 +8,7 @@ then ``os.replace``) with their permissions, encoding (BOM, coding cookie) and l
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import dataclasses
 import os
@@ -42,9 +43,23 @@ class FixedFile:
 @dataclass
 class FixOutcome:
     result: RunResult  # the findings that remain, after the project-wide pass
-    fixed: int = 0
     changed: list[FixedFile] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    applied: collections.Counter[tuple[str, str, str]] = field(default_factory=collections.Counter)  # (path, code, name)
+
+    @property
+    def fixed(self) -> int:
+        return sum(self.applied.values())
+
+
+def listing(title: str, counts: collections.Counter[tuple[str, str, str]]) -> str:
+    """ruff's --show-fixes enumeration: per file, how many findings of each rule."""
+    lines = [title]
+    for path in sorted({path for path, _, _ in counts}):
+        lines.append(f"- {display_path(path)}:")
+        lines += [f"    {n} \N{MULTIPLICATION SIGN} {code} ({name})"
+                  for (where, code, name), n in sorted(counts.items()) if where == path]
+    return "\n".join(lines)
 
 
 def applicable(finding: Finding, unsafe: bool) -> bool:
@@ -167,7 +182,7 @@ def _fix_file(
             return current
         results[path] = fresh
         project_pass(list(results.values()))
-        outcome.fixed += len(chosen)
+        outcome.applied.update((path, f.code, f.name) for f in chosen)
         current = new
     outcome.warnings.append(f"{display_path(path)}: fixes did not converge after {MAX_PASSES} passes")
     return current

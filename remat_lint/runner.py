@@ -282,14 +282,15 @@ class ProjectPass:
 
 
 def project_root(resolver: Resolver, linted: Iterable[str]) -> str | None:
-    """The folder of the configuration that governs the linted files; without one, the nearest folder
+    """The folder of the project's outermost configuration above the linted files (a configuration
+    nested inside it only chooses rules: resolver.py); without one, the nearest folder
     above the linted files that holds a pyproject.toml, .git or .hg (black's project root:
     pre-commit runs at the top of a git checkout, whose pyproject.toml rarely configures us).
     ``linted``: absolute paths."""
     common = os.path.commonpath([os.path.dirname(path) for path in linted])
     settings = resolver.in_folder(common)
     if settings.config_file is not None:
-        return os.path.dirname(os.path.abspath(settings.config_file))
+        return os.path.abspath(settings.project_root or settings.root)
     for directory in (common, *Path(common).parents):
         if any(os.path.exists(os.path.join(directory, marker)) for marker in PROJECT_MARKERS):
             return str(directory)

