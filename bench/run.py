@@ -58,6 +58,13 @@ raise SystemExit(main())
 FLAKE8 = "from flake8.main.cli import main\nraise SystemExit(main())\n"
 
 
+def shown(folder: str) -> str:
+    """A corpus folder as the report names it: its parent's name and its own (site-packages/jax),
+    never the machine's absolute path."""
+    path = Path(folder)
+    return f"{path.parent.name}/{path.name}"
+
+
 def run_once(cmd: list[str], cwd: str) -> Sample:
     with tempfile.NamedTemporaryFile() as stderr:
         out = subprocess.run([PYTHON, "-c", LAUNCHER, stderr.name, *cmd], cwd=cwd, capture_output=True, text=True)
@@ -224,7 +231,7 @@ def main() -> None:
     shutil.rmtree(work, ignore_errors=True)
 
     out = [
-        f"Corpus: {', '.join(dirs)}: {len(files)} files, {lines:,} lines; 4x: four copies.",
+        f"Corpus: {', '.join(shown(d) for d in dirs)}: {len(files)} files, {lines:,} lines; 4x: four copies.",
         f"Machine: {start_machine} (at start); {machine().split('; ')[-1]} (at end).",
         f"Tools: {version([args.remat_lint, '--version'])}, {version([str(BIN / 'ruff'), '--version'])}, "
         f"flake8 {version([str(BIN / 'flake8'), '--version']).split()[0]}.",

@@ -8,13 +8,14 @@ then ``os.replace``) with their permissions, encoding (BOM, coding cookie) and l
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 from dataclasses import dataclass, field
 
 from remat_lint.cache import Cache
 from remat_lint.findings import Applicability, Finding, TextEdit
 from remat_lint.fixes import non_overlapping
-from remat_lint.noqa import Suppressions, noqa_edits
+from remat_lint.noqa import UNUSED_NOQA, Suppressions, noqa_edits
 from remat_lint.resolver import Resolver
 from remat_lint.results import PARSE_ERROR, FileResult, SourceFile
 from remat_lint.rewrite import write_atomic
@@ -40,9 +41,23 @@ class FixedFile:
 @dataclass
 class FixOutcome:
     result: RunResult  # the findings that remain, after the project-wide pass
-    fixed: int = 0
     changed: list[FixedFile] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    applied: collections.Counter[tuple[str, str, str]] = field(default_factory=collections.Counter)  # (path, code, name)
+
+    @property
+    def fixed(self) -> int:
+        return sum(self.applied.values())
+
+
+def listing(title: str, counts: collections.Counter[tuple[str, str, str]]) -> str:
+    """ruff's --show-fixes enumeration: per file, how many findings of each rule."""
+    lines = [title]
+    for path in sorted({path for path, _, _ in counts}):
+        lines.append(f"- {display_path(path)}:")
+        lines += [f"    {n} \N{MULTIPLICATION SIGN} {code} ({name})"
+                  for (where, code, name), n in sorted(counts.items()) if where == path]
+    return "\n".join(lines)
 
 
 def applicable(finding: Finding, unsafe: bool) -> bool:
@@ -95,6 +110,9 @@ def _rows(edit: TextEdit) -> range:
 
 
 def _blocked(finding: Finding, noqa: Suppressions) -> bool:
+    """A fix is not applied on a line a ``# noqa`` covers, but REM100's, which edits the directive."""
+    if finding.code == UNUSED_NOQA:
+        return False
     return finding.fix is not None and any(noqa.has_noqa(row) for e in finding.fix.edits for row in _rows(e))
 
 
@@ -163,7 +181,7 @@ def _fix_file(
             return current
         results[path] = fresh
         project_pass(list(results.values()))
-        outcome.fixed += len(chosen)
+        outcome.applied.update((path, f.code, f.name) for f in chosen)
         current = new
     outcome.warnings.append(f"{display_path(path)}: fixes did not converge after {MAX_PASSES} passes")
     return current

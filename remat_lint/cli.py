@@ -17,14 +17,14 @@ from typing import Any, TextIO
 from remat_lint import __version__, autofix, jax_version, recording
 from remat_lint.cache import DEFAULT_DIR, Cache
 from remat_lint.cache import folder as cache_folder
-from remat_lint.config import ConfigError, RuleSelection, Settings, validate_selectors
+from remat_lint.config import ConfigError, RuleSelection, Settings, parse_overrides, validate_selectors
 from remat_lint.discovery import discover
 from remat_lint.findings import Finding
 from remat_lint.replay import CACHE_DIR_VARIABLE
 from remat_lint.reporters import FORMATS, reporter
 from remat_lint.resolver import Resolver
 from remat_lint.results import diagnostic
-from remat_lint.runner import RunResult, decode_source, default_jobs, display_path, run
+from remat_lint.runner import RunResult, decode_source, default_jobs, display_path, project_root, run
 from remat_lint.sources import SUFFIX as NOTEBOOK
 from remat_lint.sources import in_cells
 
@@ -68,6 +68,20 @@ def _jobs(value: str) -> int:
     return int(value)
 
 
+def _globs(value: str) -> list[str]:
+    globs = [glob.strip() for glob in value.split(",")]
+    if not all(globs):
+        raise argparse.ArgumentTypeError(f"empty glob in {value!r}")
+    return globs
+
+
+def _per_file(value: str) -> tuple[str, list[str]]:
+    glob, sep, codes = value.rpartition(":")
+    if not sep or not glob:
+        raise argparse.ArgumentTypeError(f"expected GLOB:CODES, e.g. 'tests/*:REM007', got {value!r}")
+    return glob, _codes(codes)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="remat-lint",
@@ -91,14 +105,22 @@ def build_parser() -> argparse.ArgumentParser:
                      help="colour the full and concise output (auto: on a terminal, unless NO_COLOR is set; FORCE_COLOR forces it)")
     out.add_argument("-q", "--quiet", action="store_true", help="print findings only, no summary")
     fix = parser.add_argument_group("fixes")
-    fix.add_argument("--fix", action="store_true", help="apply safe fixes (files are rewritten in place)")
+    fix.add_argument("--fix", action=argparse.BooleanOptionalAction,
+                     help="apply safe fixes (files are rewritten in place); --no-fix overrides `fix = true` in configuration")
+    fix.add_argument("--fix-only", action="store_true",
+                     help="apply safe fixes and report nothing else: exit 0 (with --exit-non-zero-on-fix: 1 when something was fixed)")
+    fix.add_argument("--show-fixes", action="store_true",
+                     help="list the fixes applied per file and rule (without --fix: the fixes available)")
     fix.add_argument("--unsafe-fixes", action="store_true", help="with --fix or --diff: apply unsafe fixes too")
     fix.add_argument("--diff", action="store_true", help="print the fixes as a unified diff and write nothing; exit 1 if there are any")
     fix.add_argument("--add-noqa", action="store_true",
                      help="add a `# noqa: CODE` to every line with a finding (adopting on existing code), then exit 0")
-    fix.add_argument("--exit-non-zero-on-fix", action="store_true", help="with --fix: exit 1 when something was fixed, even if nothing remains")
+    fix.add_argument("--exit-non-zero-on-fix", action="store_true",
+                     help="with --fix or --fix-only: exit 1 when something was fixed, even if nothing remains")
     run_group = parser.add_argument_group("run")
-    run_group.add_argument("--config", type=Path, metavar="PATH", help="pyproject.toml to read [tool.remat-lint] from")
+    run_group.add_argument("--config", action="append", default=[], metavar="PATH|KEY=VALUE",
+                           help="a pyproject.toml or remat-lint.toml to read for every file, or a TOML `key = value` of "
+                                "[tool.remat-lint] that wins over every configuration (repeatable), e.g. --config 'ignore = [\"REM203\"]'")
     run_group.add_argument("--target-jax-version", type=_version, metavar="VERSION",
                            help="word findings for this JAX version (default: the project's pin, else the installed jax)")
     run_group.add_argument("--show-settings", action="store_true", help="print the settings that govern the first PATH, then exit")
@@ -108,8 +130,18 @@ def build_parser() -> argparse.ArgumentParser:
     run_group.add_argument("--no-cache", action="store_true", help="neither read nor write the result cache")
     run_group.add_argument("--cache-dir", metavar="PATH",
                            help=f"the cache folder (default: ${CACHE_DIR_VARIABLE}, else the configuration's cache-dir, else {DEFAULT_DIR})")
+    run_group.add_argument("--ignore-noqa", action="store_true", help="report findings whatever `# noqa` comments say")
     run_group.add_argument("--force-exclude", action="store_true",
                            help="apply exclude/extend-exclude to files named on the command line too (pre-commit passes every file)")
+    files = parser.add_argument_group("file selection (each wins over the configuration files)")
+    files.add_argument("--exclude", type=_globs, action="append", metavar="GLOBS", help="comma-separated globs to exclude, instead of `exclude`")
+    files.add_argument("--extend-exclude", type=_globs, action="append", metavar="GLOBS", help="globs to exclude on top of `exclude`")
+    files.add_argument("--per-file-ignores", type=_per_file, action="append", metavar="GLOB:CODES",
+                       help="codes to ignore in the files GLOB matches, instead of `per-file-ignores` (repeatable), e.g. 'tests/*:REM007'")
+    files.add_argument("--extend-per-file-ignores", type=_per_file, action="append", metavar="GLOB:CODES",
+                       help="like --per-file-ignores, on top of those configured")
+    files.add_argument("--respect-gitignore", action=argparse.BooleanOptionalAction,
+                       help="skip what .gitignore, .ignore and .git/info/exclude ignore (default: on; `respect-gitignore`)")
     trace = parser.add_argument_group("dynamic mode (runs your code in worker processes)")
     trace.add_argument("--trace", action="store_true", help="confirm findings by tracing the code with JAX")
     trace.add_argument("--trace-timeout", type=float, metavar="SECONDS", help="per-module worker timeout (default 120)")
@@ -149,6 +181,8 @@ def _main(argv: list[str]) -> int:
         return EXIT_ERROR
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # the reader closed the pipe: the launcher ends the run quietly
+        raise
     except Exception:  # an internal error is a bug: say so, exit 2, never look like "clean"
         import traceback
 
@@ -159,41 +193,74 @@ def _main(argv: list[str]) -> int:
 
 def rule_command(argv: list[str]) -> int:
     parser = _Parser(prog="remat-lint rule", description="Explain a rule.")
-    parser.add_argument("code", nargs="?", help="a rule code or name, e.g. REM001 or policy-not-callable")
+    parser.add_argument("code", nargs="?", help="a rule code, a code prefix (REM1: those rules) or a name, e.g. policy-not-callable")
     parser.add_argument("--all", action="store_true", help="explain every rule")
+    parser.add_argument("--output-format", choices=("text", "json"), default="text",
+                        help="json: ruff's `rule --output-format json` fields (a list with --all or a prefix)")
     args = parser.parse_args(argv)
-    from remat_lint.docs import explain  # imports every rule (and libcst): only this command needs them
+    from remat_lint.docs import explain, explanation  # imports every rule (and libcst): only this command needs them
     from remat_lint.registry import all_rules, rule_by_code
 
+    single = False  # a code or a name asks for one rule (an object in json, as ruff prints it)
     if args.all:
-        print("\n\n".join(explain(rule) for rule in all_rules()))
-        return EXIT_CLEAN
-    if not args.code:
-        raise UsageError("give a rule code or name (e.g. REM001, policy-not-callable) or --all")
-    rule = rule_by_code(args.code) or next((r for r in all_rules() if r.name == args.code.lower()), None)
-    if rule is None:
-        raise UsageError(f"unknown rule {args.code!r}")
-    print(explain(rule))
+        rules = list(all_rules())
+    elif not args.code:
+        raise UsageError("give a rule code, prefix or name (e.g. REM001, REM1, policy-not-callable) or --all")
+    else:
+        one = rule_by_code(args.code) or next((r for r in all_rules() if r.name == args.code.lower()), None)
+        single = one is not None
+        rules = [one] if one is not None else [r for r in all_rules() if r.code.startswith(args.code.upper())]
+        if not rules:
+            raise UsageError(f"unknown rule {args.code!r}")
+    if args.output_format == "json":
+        import json
+
+        shown = [explanation(rule) for rule in rules]
+        print(json.dumps(shown[0] if single else shown, indent=2))
+    else:
+        print("\n\n".join(explain(rule) for rule in rules))
     return EXIT_CLEAN
 
 
 def load_configuration(args: argparse.Namespace) -> Resolver:
-    """The configuration of every file: the nearest one above it, or ``--config``; the command
-    line's selection applies on top of each."""
-    if args.config and not args.config.is_file():
-        raise ConfigError(f"config file {args.config} not found")
+    """The configuration of every file: the nearest one above it, or ``--config PATH``; the command
+    line's keys and selection apply on top of each."""
+    files = [Path(value) for value in args.config if "=" not in value or os.path.isfile(value)]
+    for file in files:
+        if not file.is_file():
+            raise ConfigError(f"config file {file} not found")
+    if len(files) > 1:
+        raise UsageError(f"--config: give one configuration file, got {', '.join(map(str, files))}")
     for selectors in (args.select or [], args.extend_select or [], args.ignore or []):
         validate_selectors(selectors, "command line: ")
     overrides = None
     if args.select is not None or args.extend_select or args.ignore:
         select = None if args.select is None else tuple(args.select)
         overrides = RuleSelection(select, tuple(args.extend_select or ()), tuple(args.ignore or ()))
-    return Resolver(overrides, args.config, target_jax_version=args.target_jax_version)
+    keys = parse_overrides([value for value in args.config if Path(value) not in files])
+    flags = {
+        "exclude": args.exclude and [glob for globs in args.exclude for glob in globs],
+        "extend-exclude": args.extend_exclude and [glob for globs in args.extend_exclude for glob in globs],
+        "per-file-ignores": args.per_file_ignores and _mapping(args.per_file_ignores),
+        "extend-per-file-ignores": args.extend_per_file_ignores and _mapping(args.extend_per_file_ignores),
+        "respect-gitignore": args.respect_gitignore,
+    }
+    keys.update((key, value) for key, value in flags.items() if value is not None)
+    return Resolver(overrides, files[0] if files else None, target_jax_version=args.target_jax_version, keys=keys)
+
+
+def _mapping(pairs: list[tuple[str, list[str]]]) -> dict[str, list[str]]:
+    mapping: dict[str, list[str]] = {}
+    for glob, codes in pairs:
+        mapping.setdefault(glob, []).extend(codes)
+    return mapping
 
 
 def check_command(args: argparse.Namespace) -> int:
     paths = args.paths or ["."]
     use_stdin = paths == ["-"]
+    if args.fix_only:
+        args.fix = True
     if "-" in paths and not use_stdin:
         raise UsageError("'-' (stdin) cannot be combined with other paths")
     if args.plot and args.memory_budget is None:
@@ -205,6 +272,8 @@ def check_command(args: argparse.Namespace) -> int:
     if args.add_noqa and (args.fix or args.diff or args.trace or use_stdin):
         raise UsageError("--add-noqa edits files: it cannot be combined with --fix, --diff, --trace or stdin")
     resolver = load_configuration(args)
+    if args.fix is None:  # `fix = true` in configuration, as ruff: not where fixing cannot apply
+        args.fix = resolver.default.fix and not (args.diff or args.trace or args.add_noqa)
     if args.show_settings:
         print(show_settings(paths[0] if not use_stdin else (args.stdin_filename or "-"), resolver))
         return EXIT_CLEAN
@@ -218,15 +287,19 @@ def _check(args: argparse.Namespace, paths: list[str], use_stdin: bool, resolver
     if use_stdin:
         name = args.stdin_filename or "-"
         data = sys.stdin.buffer.read()
+        if args.force_exclude and args.stdin_filename and _force_excluded(name, resolver(name)):
+            return _excluded_stdin(args, data)  # as ruff: an editor passes every buffer, excluded or not
         if args.fix or args.diff:
             outcome = autofix.fix_sources({name: decode_source(name, data)}, resolver, unsafe=args.unsafe_fixes,
                                           jobs=jobs, cache=cache)
             return _fix(args, outcome, [], stdin_data=data)
-        result = run([], resolver, stdin=(name, data), jobs=jobs, cache=cache)
+        result = run([], resolver, stdin=(name, data), jobs=jobs, cache=cache, ignore_noqa=args.ignore_noqa)
     else:
         found = discover(paths, resolver)
         if args.force_exclude:
             found.files = [f for f in found.files if not _force_excluded(f, resolver(f))]
+        if not found.files and not found.errors:
+            print("remat-lint: warning: No Python files found under the given path(s)", file=sys.stderr)  # ruff's words
         if args.show_files:
             print("".join(f"{display_path(f)}\n" for f in found.files), end="")
             return EXIT_CLEAN
@@ -235,7 +308,7 @@ def _check(args: argparse.Namespace, paths: list[str], use_stdin: bool, resolver
             outcome = autofix.fix_sources(autofix.read_sources(found.files), resolver, unsafe=args.unsafe_fixes,
                                           jobs=jobs, cache=cache)
             return _fix(args, outcome, errors)
-        result = run(found.files, resolver, jobs=jobs, cache=cache)
+        result = run(found.files, resolver, jobs=jobs, cache=cache, ignore_noqa=args.ignore_noqa)
         if args.add_noqa:
             return _add_noqa(result)
     result.findings = sorted(errors + result.findings, key=lambda f: f.sort_key)
@@ -262,11 +335,14 @@ def show_settings(path: str, resolver: Resolver) -> str:
     rows = [
         ("path", path),
         ("config file", str(settings.config_file) if settings.config_file else "(none: defaults)"),
-        ("root", str(settings.root)),
+        ("project root", project_root(resolver, [os.path.join(os.path.abspath(path), "-")] if os.path.isdir(path)
+                                      else [os.path.abspath(path)]) or "(none: only the linted files)"),
         ("enabled", ", ".join(sorted(settings.enabled_codes()))),
         ("per-file-ignores", ", ".join(f"{glob} = {codes}" for glob, codes in settings.per_file_ignores.items()) or "(none)"),
         ("exclude", ", ".join([*settings.exclude, *settings.extend_exclude])),
         ("test-paths", ", ".join(settings.test_paths)),
+        ("respect-gitignore", str(settings.respect_gitignore).lower()),
+        ("fix", str(settings.fix).lower()),
         ("cache-dir", settings.cache_dir or DEFAULT_DIR),
         ("target-jax-version", f"{target or '(newest)'} ({source})"),
     ]
@@ -285,9 +361,18 @@ def _force_excluded(path: str, settings: Settings) -> bool:
     return settings.matches(path, [*settings.exclude, *settings.extend_exclude])
 
 
+def _excluded_stdin(args: argparse.Namespace, data: bytes) -> int:
+    """stdin named as an excluded file: no findings (--fix echoes the source, --diff shows none)."""
+    if args.diff:
+        return EXIT_CLEAN
+    if args.fix:
+        sys.stdout.buffer.write(data)
+        sys.stdout.flush()
+    return _report(args, RunResult(), out=sys.stderr if args.fix else None)
+
+
 def _trace(args: argparse.Namespace, result: RunResult, files: list[str], resolver: Resolver) -> int:
-    """--trace: judge the findings in worker processes, report them, then the checkpoint sites
-    (with the configuration of the folder that holds the files)."""
+    """--trace: judge the findings in worker processes, report them, then the checkpoint sites."""
     from remat_lint.trace import driver
 
     notebooks = [f for f in files if f.endswith(NOTEBOOK)]
@@ -295,11 +380,17 @@ def _trace(args: argparse.Namespace, result: RunResult, files: list[str], resolv
         print(f"remat-lint: warning: notebooks are not traced (their findings are static only): {', '.join(notebooks)}",
               file=sys.stderr)
     files = [f for f in files if not f.endswith(NOTEBOOK)]
-    settings = resolver.in_folder(os.path.commonpath([os.path.dirname(os.path.abspath(f)) for f in files]) if files else os.getcwd())
-    options = driver.options_from(settings, args.trace_timeout, args.backend, jobs=args.jobs or 1,  # -j N: N workers
-                                  run=args.trace_run, memory_budget=args.memory_budget or "")
-    traced = [f for f in result.findings if not f.path.endswith(NOTEBOOK)]
-    outcome = driver.trace(traced, files, settings, options)
+    outcome = driver.TraceOutcome()
+    for settings, group in _by_configuration(files, resolver):  # each file traced with its own [tool.remat-lint.trace]
+        options = driver.options_from(settings, args.trace_timeout, args.backend, jobs=args.jobs or 1,  # -j N: N workers
+                                      run=args.trace_run, memory_budget=args.memory_budget or "")
+        paths = set(group)
+        part = driver.trace([f for f in result.findings if f.path in paths], group, settings, options)
+        outcome.sites += part.sites
+        outcome.budgets += part.budgets
+        outcome.warnings += part.warnings
+        outcome.backends |= part.backends
+        outcome.xla_flags = outcome.xla_flags or part.xla_flags
     for warning in outcome.warnings:
         print(f"remat-lint: warning: {warning}", file=sys.stderr)
     _display(result)
@@ -326,6 +417,15 @@ def _trace(args: argparse.Namespace, result: RunResult, files: list[str], resolv
     if args.memory_budget is not None and (args.budget_fix or args.budget_diff):
         return _budget_fix(args, outcome.budgets, code)
     return code
+
+
+def _by_configuration(files: list[str], resolver: Resolver) -> list[tuple[Settings, list[str]]]:
+    """The files grouped by the configuration that governs each (the working directory's when none)."""
+    groups: dict[int, tuple[Settings, list[str]]] = {}
+    for path in files:
+        settings = resolver(path)
+        groups.setdefault(id(settings), (settings, []))[1].append(path)
+    return list(groups.values()) or [(resolver.in_folder(os.getcwd()), [])]
 
 
 def _budget_fix(args: argparse.Namespace, plans: list[Any], code: int) -> int:
@@ -400,7 +500,14 @@ def _fix(args: argparse.Namespace, outcome: autofix.FixOutcome, errors: list[Fin
     failures = [] if stdin_data is not None else autofix.write_fixes(outcome.changed)
     for failure in failures:
         print(f"remat-lint: error: {failure}", file=sys.stderr)
-    code = _report(args, result, fixed=outcome.fixed, out=sys.stderr if stdin_data is not None else None)
+    if args.fix_only:  # ruff: what was fixed, nothing about what remains
+        if outcome.fixed and not args.quiet:
+            if args.show_fixes:
+                print(autofix.listing(_fixed_title(outcome.fixed) + ":", outcome.applied), file=sys.stderr)
+            print(_fixed_title(outcome.fixed) + ".", file=sys.stderr)
+        code = EXIT_CLEAN
+    else:
+        code = _report(args, result, applied=outcome.applied, out=sys.stderr if stdin_data is not None else None)
     if failures:
         return EXIT_ERROR
     if outcome.fixed and args.exit_non_zero_on_fix and not args.exit_zero:
@@ -408,9 +515,11 @@ def _fix(args: argparse.Namespace, outcome: autofix.FixOutcome, errors: list[Fin
     return code
 
 
-def _report(args: argparse.Namespace, result: RunResult, fixed: int = 0, out: TextIO | None = None) -> int:
+def _report(args: argparse.Namespace, result: RunResult, applied: collections.Counter[tuple[str, str, str]] | None = None,
+            out: TextIO | None = None) -> int:
     out = out or sys.stdout
     findings = result.findings
+    fixed = sum(applied.values()) if applied else 0
     fixable, hidden = autofix.fixable_counts(findings, result.sources, args.unsafe_fixes)
     if args.statistics:
         counts = collections.Counter((f.code, f.name) for f in findings)
@@ -429,12 +538,27 @@ def _report(args: argparse.Namespace, result: RunResult, fixed: int = 0, out: Te
     for form, path in args.extra_output:
         _write_report(path, reporter(form)(shown, sources))
     out.flush()  # the summary goes to stderr: keep it after the findings on a terminal
-    if not args.quiet and (args.statistics or args.output_format in ("full", "concise")):
+    if args.show_fixes and not args.quiet:
+        _show_fixes(applied, autofix.fixable(findings, result.sources, args.unsafe_fixes))
+    if not args.quiet and (args.statistics or args.output_format in ("full", "concise", "grouped")):
         print(_summary(result, fixed, fixable, hidden), file=sys.stderr)
     counted = [f for f in findings if not (f.trace and f.trace.get("status") == "refuted")]  # --trace disproved the rest
     if counted and not args.exit_zero:
         return EXIT_FINDINGS
     return EXIT_CLEAN
+
+
+def _show_fixes(applied: collections.Counter[tuple[str, str, str]] | None, fixable: list[Finding]) -> None:
+    """--show-fixes: the fixes applied, else those --fix would apply (ruff lists only the first)."""
+    if applied:
+        print(autofix.listing(_fixed_title(sum(applied.values())) + ":", applied) + "\n", file=sys.stderr)
+    elif fixable:
+        available = collections.Counter((f.path, f.code, f.name) for f in fixable)
+        print(autofix.listing(f"{len(fixable)} fixable with the `--fix` option:", available) + "\n", file=sys.stderr)
+
+
+def _fixed_title(n: int) -> str:
+    return f"Fixed {n} error{'s' if n != 1 else ''}"
 
 
 def _colour(choice: str, out: TextIO) -> bool:

@@ -7,6 +7,7 @@ ignore wins a tie). ``per-file-ignores`` maps globs to codes.
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import functools
 import os
@@ -15,6 +16,7 @@ import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+from types import ModuleType
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from remat_lint import jax_version
@@ -61,6 +63,9 @@ KNOWN_KEYS = {
     "trace",
     "extend",
     "target-jax-version",
+    "extend-per-file-ignores",
+    "respect-gitignore",
+    "fix",
 }
 
 
@@ -98,8 +103,13 @@ class Settings:
     extend_exclude: list[str] = field(default_factory=list)
     test_paths: list[str] = field(default_factory=lambda: list(DEFAULT_TEST_PATHS))
     cache_dir: str | None = None
+    respect_gitignore: bool = True  # skip what .gitignore, .ignore and .git/info/exclude ignore (ruff's default)
+    fix: bool = False  # `fix = true`: apply safe fixes without --fix (--no-fix overrides it)
     trace: dict[str, Any] = field(default_factory=dict)
     root: Path = field(default_factory=Path.cwd)  # the directory relative paths are resolved from
+    # The folder of the outermost configuration of the project, when this one lies inside it
+    # (resolver.py): cross-module analysis and the JAX pin are the project's, not this folder's.
+    project_root: Path | None = None
     config_file: Path | None = None
     target_jax_version: str | None = None  # None: the project's pin (jax_version.detect)
     target_from: str = ""  # where target_jax_version was set
@@ -122,7 +132,7 @@ class Settings:
             if self.target_jax_version is not None:
                 self._target = (jax_version.parse(self.target_jax_version), self.target_from)
             else:
-                self._target = jax_version.detect(str(self.root))
+                self._target = jax_version.detect(str(self.project_root or self.root))
         return self._target
 
     def codes_for(self, path: str, enabled: frozenset[str] | None = None) -> frozenset[str]:
@@ -237,6 +247,12 @@ def find_config(start: Path) -> Path | None:
     return None
 
 
+def declares_package(folder: Path) -> bool:
+    """Whether ``folder`` holds a pyproject.toml with a [project] table: a package of its own."""
+    pyproject = folder / "pyproject.toml"
+    return pyproject.is_file() and isinstance(_read_toml(pyproject).get("project"), dict)
+
+
 def load_settings(config_file: Path | None, _extending: tuple[Path, ...] = ()) -> Settings:
     """The settings a configuration file gives, after the file it ``extend``s (paths in both are
     relative to this file's folder, as ruff resolves an extended configuration)."""
@@ -261,12 +277,50 @@ def load_settings(config_file: Path | None, _extending: tuple[Path, ...] = ()) -
     return settings
 
 
-def _read_toml(path: Path) -> dict[str, Any]:
-    # Imported here: ~3 ms that a run without a configuration file never pays.
+def with_overrides(settings: Settings, table: dict[str, Any]) -> Settings:
+    """``settings`` with the command line's keys on top (``--config 'key = value'``, --exclude ...):
+    they win over every configuration file; a ``trace`` table there sets single keys."""
+    if not table:
+        return settings
+    settings = dataclasses.replace(settings, selection=list(settings.selection), per_file_ignores=dict(settings.per_file_ignores))
+    if isinstance(table.get("trace"), dict):
+        table = {**table, "trace": {**settings.trace, **table["trace"]}}
+    if isinstance(table.get("extend-exclude"), list):  # on top of the configuration's, as its name says
+        table = {**table, "extend-exclude": [*settings.extend_exclude, *table["extend-exclude"]]}
+    _apply(table, settings, "command line: ")
+    return settings
+
+
+def parse_overrides(fragments: list[str]) -> dict[str, Any]:
+    """The ``--config 'key = value'`` fragments (TOML, as ruff's --config) as one table, later
+    ones winning; each is checked now, so that an error names the fragment."""
+    tomllib = _tomllib()
+    merged: dict[str, Any] = {}
+    for fragment in fragments:
+        try:
+            table = tomllib.loads(fragment)
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"--config {fragment!r} is neither a file nor a TOML `key = value` pair: {exc}") from exc
+        if "extend" in table:
+            raise ConfigError(f"--config {fragment!r}: extend is for configuration files (give the file as --config PATH)")
+        _apply(table, Settings(), f"--config {fragment!r}: ")
+        if isinstance(merged.get("trace"), dict) and isinstance(table.get("trace"), dict):
+            table = {**table, "trace": {**merged["trace"], **table["trace"]}}
+        merged.update(table)
+    return merged
+
+
+def _tomllib() -> ModuleType:
+    # Imported when needed: ~3 ms that a run without a configuration file never pays.
     if sys.version_info >= (3, 11):
         import tomllib
     else:  # pragma: no cover
         import tomli as tomllib
+    return tomllib
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    tomllib = _tomllib()
     try:
         return tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as exc:
@@ -308,12 +362,16 @@ def _apply(table: dict[str, Any], settings: Settings, where: str) -> None:
     settings.extend_exclude = _str_list(table, "extend-exclude", settings.extend_exclude, where)
     settings.test_paths = _str_list(table, "test-paths", settings.test_paths, where)
     if "per-file-ignores" in table:
-        pfi = table["per-file-ignores"]
-        if not isinstance(pfi, dict) or not all(isinstance(v, list) and all(isinstance(c, str) for c in v) for v in pfi.values()):
-            raise ConfigError(f"{where}per-file-ignores must map globs to lists of codes")
-        for codes in pfi.values():
-            validate_selectors(codes, where)
-        settings.per_file_ignores = {str(k): list(v) for k, v in pfi.items()}
+        settings.per_file_ignores = _per_file_ignores(table, "per-file-ignores", where)
+    if "extend-per-file-ignores" in table:
+        extra = _per_file_ignores(table, "extend-per-file-ignores", where)
+        settings.per_file_ignores = {glob: [*settings.per_file_ignores.get(glob, []), *extra.get(glob, [])]
+                                     for glob in {**settings.per_file_ignores, **extra}}
+    for key in ("respect-gitignore", "fix"):
+        if key in table:
+            if not isinstance(table[key], bool):
+                raise ConfigError(f"{where}{key} must be true or false, got {table[key]!r}")
+            setattr(settings, key.replace("-", "_"), table[key])
     if "cache-dir" in table:
         if not isinstance(table["cache-dir"], str):
             raise ConfigError(f"{where}cache-dir must be a string")
@@ -326,9 +384,24 @@ def _apply(table: dict[str, Any], settings: Settings, where: str) -> None:
             raise ConfigError(f"{where}target-jax-version: {exc}") from exc
         settings.target_jax_version, settings.target_from = target, where.rstrip(": ")
     if "trace" in table:
-        if not isinstance(table["trace"], dict):
-            raise ConfigError(f"{where}trace must be a table ([tool.remat-lint.trace])")
+        from remat_lint.trace import table as trace_table  # only parses: no JAX
+
+        try:
+            trace_table.check(table["trace"])
+        except trace_table.TableError as exc:
+            raise ConfigError(f"{where}{exc}") from exc
         settings.trace = dict(table["trace"])
+
+
+def _per_file_ignores(table: dict[str, Any], key: str, where: str) -> dict[str, list[str]]:
+    value = table[key]
+    if not isinstance(value, dict):
+        raise ConfigError(f"{where}{key} must map globs to lists of codes (a table), got {value!r}")
+    for glob, codes in value.items():
+        if not isinstance(codes, list) or not all(isinstance(c, str) for c in codes):
+            raise ConfigError(f"{where}{key} must map globs to lists of codes: {glob!r} = {codes!r}")
+        validate_selectors(codes, f"{where}{key} {glob!r}: ")
+    return {str(glob): list(codes) for glob, codes in value.items()}
 
 
 def _str_list(table: dict[str, Any], key: str, default: Any, where: str = "") -> Any:
@@ -336,5 +409,5 @@ def _str_list(table: dict[str, Any], key: str, default: Any, where: str = "") ->
         return default
     value = table[key]
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise ConfigError(f"{where}{key} must be a list of strings")
+        raise ConfigError(f"{where}{key} must be a list of strings, got {value!r}")
     return list(value)

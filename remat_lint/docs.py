@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 from remat_lint.registry import TABLE, all_rules, table_source
-from remat_lint.rule import FixAvailability, Rule
+from remat_lint.rule import DOCS_URL, FixAvailability, Rule
 
 START, END = "<!-- rules:start -->", "<!-- rules:end -->"
 
@@ -34,6 +34,34 @@ def explain(rule: type[Rule]) -> str:
         facts.append("Preview: its behaviour may still change; it runs only when its code is selected.")
     facts.append(f"Since {rule.since}.")
     return f"# {rule.name} ({rule.code})\n\n{' '.join(facts)}\n\n{rule.doc()}"
+
+
+# ruff's words for each availability (its FixAvailability's Display).
+_FIX_SENTENCES = {
+    FixAvailability.NONE: "Fix is not available.",
+    FixAvailability.SOMETIMES: "Fix is sometimes available.",
+    FixAvailability.ALWAYS: "Fix is always available.",
+}
+
+
+def explanation(rule: type[Rule]) -> dict[str, object]:
+    """What ``remat-lint rule CODE --output-format json`` prints for a rule: the fields of ruff's
+    ``rule --output-format json`` (``linter`` is this tool; a rule's messages vary, so
+    ``message_formats`` is empty), then this tool's severity, default and docs address."""
+    return {
+        "name": rule.name,
+        "code": rule.code,
+        "linter": "remat-lint",
+        "summary": rule.summary(),
+        "message_formats": [],
+        "fix": _FIX_SENTENCES[rule.fix],
+        "fix_availability": rule.fix.name.capitalize(),
+        "explanation": rule.doc(),
+        "preview": rule.preview,
+        "severity": rule.severity.value,
+        "default_enabled": rule.default_enabled,
+        "url": DOCS_URL.format(code=rule.code.lower()),
+    }
 
 
 def _fix(rule: type[Rule]) -> str:

@@ -23,6 +23,8 @@ from remat_lint.project.extract import summarize
 from remat_lint.registry import all_rules
 from remat_lint.results import FileResult, build_project, diagnostic, project_codes, project_phase
 from remat_lint.rule import FixSpec, RawFinding
+from remat_lint.rules.rem100_unused_noqa import UnusedNoqa
+from remat_lint.rules.rem100_unused_noqa import unused as unused_noqa
 
 
 def lint_source(
@@ -92,15 +94,26 @@ def lint_source(
     except RecursionError:
         result.findings.append(diagnostic(path, "file too deeply nested to analyse"))
         return result
-    if findings:
-        # flake8 applies inline noqa itself; the file-level `# remat-lint: noqa` is ours in both modes.
-        s = Suppressions.parse(source)
-        check = s.suppresses if apply_noqa else (lambda code, row: s.file_suppresses(code))
-        findings = [f for f in findings if not check(f.code, f.start.row)]
+    if findings or UnusedNoqa.code in checked:
+        findings = _apply_noqa(result, findings, Suppressions.parse(source), source, checked, apply_noqa)
     result.findings.extend(findings)
     if not defer_project:
         project_phase([result], build_project(None, [result]), codes)
     return result
+
+
+def _apply_noqa(result: FileResult, findings: list[Finding], s: Suppressions, source: str, checked: set[str],
+                apply_noqa: bool) -> list[Finding]:
+    """The findings no ``# noqa`` suppresses (the others go to ``result.suppressed``), and REM100's.
+    flake8 applies inline directives itself (``apply_noqa=False``): the file-level ``# remat-lint:
+    noqa`` and the spellings flake8 does not read (``#noqa``) are ours in both modes."""
+    check = s.suppresses if apply_noqa else (lambda code, row: s.file_suppresses(code) or s.unseen_by_flake8(code, row))
+    result.suppressed = [f for f in findings if check(f.code, f.start.row)]
+    kept = [f for f in findings if not check(f.code, f.start.row)]
+    if UnusedNoqa.code in checked:
+        hidden = [f for f in findings if s.suppresses(f.code, f.start.row)]
+        kept += [f for f in unused_noqa(result.path, source, s, hidden, checked) if not check(f.code, f.start.row)]
+    return kept
 
 
 def _syntax_error(path: str, source: str, exc: cst.ParserSyntaxError) -> Finding:

@@ -12,6 +12,17 @@ import sys
 
 
 def main(argv: list[str] | None = None) -> int:
+    from remat_lint import broken_pipe
+
+    try:
+        code = _run(argv)
+        sys.stdout.flush()  # here, not at exit: a closed pipe must fail where it is caught
+        return code
+    except BrokenPipeError:  # no record is saved: what was printed is not the whole output
+        return broken_pipe.quiet_exit()
+
+
+def _run(argv: list[str] | None) -> int:
     from remat_lint import replay
 
     argv = list(sys.argv[1:] if argv is None else argv)

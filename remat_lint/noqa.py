@@ -1,7 +1,9 @@
 """``# noqa`` with flake8's semantics, so the CLI and ``flake8 --select=REM`` suppress the same findings.
 
 An inline ``# noqa[: CODES]`` anywhere on a logical line covers every physical line of it
-(flake8's ``_noqa_line_mapping``); codes match exactly or as prefixes. ``# remat-lint: noqa``
+(flake8's ``_noqa_line_mapping``); codes match exactly or as prefixes. ruff's spellings count
+too: ``#noqa``, ``# NOQA``, ``#noqa:REM001``; flake8 does not see ``#noqa`` without its space, so
+the flake8 plugin applies those itself (``Suppressions.unseen_by_flake8``). ``# remat-lint: noqa``
 (optionally ``: CODES``) on a line of its own suppresses the whole file, and so does flake8's
 ``# flake8: noqa`` at the start of a line (flake8 then skips the file).
 """
@@ -11,12 +13,14 @@ from __future__ import annotations
 import io
 import re
 import tokenize
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from remat_lint.findings import Position, TextEdit
 
-# flake8's NOQA_INLINE_REGEXP, verbatim.
-NOQA_INLINE = re.compile(r"# noqa(?::[\s]?(?P<codes>([A-Z]+[0-9]+(?:[,\s]+)?)+))?", re.IGNORECASE)
+# flake8's NOQA_INLINE_REGEXP, verbatim: what flake8 applies itself.
+FLAKE8_INLINE = re.compile(r"# noqa(?::[\s]?(?P<codes>([A-Z]+[0-9]+(?:[,\s]+)?)+))?", re.IGNORECASE)
+# The CLI's: flake8's, with ruff's spellings (no space after ``#``, spaces after ``:``).
+NOQA_INLINE = re.compile(r"#[ \t]*noqa(?::[ \t]*(?P<codes>([A-Z]+[0-9]+(?:[,\s]+)?)+))?", re.IGNORECASE)
 NOQA_FILE = re.compile(r"^\s*#\s*remat-lint:\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]*(?:[,\s]+[A-Z]+[0-9]*)*))?\s*$", re.I | re.M)
 # flake8's NOQA_FILE, verbatim: a line that starts with it makes flake8 skip the whole file (codes
 # after it are not read), so the CLI skips it too.
@@ -24,6 +28,7 @@ FLAKE8_FILE = re.compile(r"\s*# flake8[:=]\s*noqa", re.I)
 _CODE_SPLIT = re.compile(r"[,\s]+")
 
 ALL = None  # a blanket suppression
+UNUSED_NOQA = "REM100"  # the rule whose fixes edit directives (rules/rem100_unused_noqa.py)
 
 
 def _codes(text: str | None, fold: bool = True) -> frozenset[str] | None:
@@ -34,21 +39,43 @@ def _codes(text: str | None, fold: bool = True) -> frozenset[str] | None:
     return frozenset(code.upper() if fold else code for code in _CODE_SPLIT.split(text) if code)
 
 
+def split_codes(text: str | None) -> list[str]:
+    """The codes of an inline directive as written, in order (none for a blanket ``# noqa``)."""
+    return [code for code in _CODE_SPLIT.split(text or "") if code]
+
+
 def _matches(code: str, codes: frozenset[str] | None) -> bool:
     return codes is ALL or code in codes or code.startswith(tuple(codes))
+
+
+@dataclass(frozen=True)
+class Directive:
+    """An inline ``# noqa``: where it is written and the rows it covers."""
+
+    row: int
+    match: re.Match[str]  # of NOQA_INLINE in the row's line
+    rows: range
+    seen_by_flake8: bool
 
 
 @dataclass
 class Suppressions:
     file_codes: list[frozenset[str] | None]
     line_codes: dict[int, frozenset[str] | None]
+    directives: list[Directive] = field(default_factory=list)
 
     @classmethod
     def parse(cls, source: str) -> "Suppressions":
         file_codes = [_codes(m.group("codes")) for m in NOQA_FILE.finditer(source)] if "remat-lint" in source else []
         if "flake8" in source.lower() and any(FLAKE8_FILE.match(line) for line in source.splitlines()):
             file_codes.append(ALL)
-        return cls(file_codes, _inline(source) if "noqa" in source.lower() else {})
+        directives = _inline(source) if "noqa" in source.lower() else []
+        line_codes = {row: _codes(d.match.group("codes"), fold=False) for d in directives for row in d.rows}
+        return cls(file_codes, line_codes, directives)
+
+    def unseen_by_flake8(self, code: str, row: int) -> bool:
+        """Whether an inline directive that flake8 does not recognise (``#noqa``) suppresses ``code`` on ``row``."""
+        return any(row in d.rows and not d.seen_by_flake8 for d in self.directives) and self.suppresses(code, row)
 
     def file_suppresses(self, code: str) -> bool:
         return any(_matches(code, codes) for codes in self.file_codes)
@@ -62,16 +89,19 @@ class Suppressions:
         return row in self.line_codes
 
 
-def _inline(source: str) -> dict[int, frozenset[str] | None]:
-    lines = source.splitlines(keepends=True)
-    result: dict[int, frozenset[str] | None] = {}
+def _inline(source: str) -> list[Directive]:
+    """The first directive of each logical line (flake8 reads only that one); a comment cannot
+    span lines, so each physical line is searched alone."""
+    lines = source.splitlines()
+    directives = []
     for first, last in token_lines(source):
-        match = NOQA_INLINE.search("".join(lines[first - 1 : last]))
-        if match is not None:
-            codes = _codes(match.group("codes"), fold=False)
-            for row in range(first, last + 1):
-                result[row] = codes
-    return result
+        for row in range(first, min(last, len(lines)) + 1):
+            match = NOQA_INLINE.search(lines[row - 1])
+            if match is not None:
+                seen = any(FLAKE8_INLINE.search(lines[r - 1]) for r in range(first, min(last, len(lines)) + 1))
+                directives.append(Directive(row, match, range(first, last + 1), seen))
+                break
+    return directives
 
 
 def token_lines(source: str) -> list[tuple[int, int]]:

@@ -54,6 +54,8 @@ REPLAYABLE = {
     "--select": True, "--extend-select": True, "--ignore": True, "--output-format": True, "--color": True,
     "--config": True, "--target-jax-version": True, "-j": True, "--jobs": True, "--cache-dir": True,
     "--statistics": False, "--exit-zero": False, "-q": False, "--quiet": False, "--force-exclude": False,
+    "--exclude": True, "--extend-exclude": True, "--per-file-ignores": True, "--extend-per-file-ignores": True,
+    "--ignore-noqa": False, "--respect-gitignore": False, "--no-respect-gitignore": False,
 }
 SECRET_BYTES = 32
 TAG_BYTES = 32

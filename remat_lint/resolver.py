@@ -5,7 +5,8 @@ Each file is governed by the nearest ``remat-lint.toml`` or ``pyproject.toml`` w
 other files are linted with it. A file with none above it gets the configuration found from the
 working directory (or the defaults). ``--config`` makes one file govern everything. Options given
 on the command line are the last selection layer of every configuration, and
-``--target-jax-version`` replaces every configuration's.
+``--target-jax-version`` replaces every configuration's; keys given on the command line
+(``--config 'key = value'``, ``--exclude`` ...) are applied on top of each configuration.
 """
 
 from __future__ import annotations
@@ -14,16 +15,26 @@ import os
 from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from remat_lint import jax_version
-from remat_lint.config import RuleSelection, Settings, config_in, find_config, load_settings
+from remat_lint.config import (
+    RuleSelection,
+    Settings,
+    config_in,
+    declares_package,
+    find_config,
+    load_settings,
+    with_overrides,
+)
 from remat_lint.findings import Finding
 
 
 class Resolver:
     def __init__(self, overrides: RuleSelection | None = None, config: Path | None = None,
-                 target_jax_version: str | None = None) -> None:
+                 target_jax_version: str | None = None, keys: dict[str, Any] | None = None) -> None:
         self.overrides, self.target_jax_version = overrides, target_jax_version
+        self.keys = keys or {}  # the command line's configuration keys (--config 'key = value', --exclude ...)
         self.fixed = config is not None  # --config: one configuration for every file
         self._loaded: dict[Path | None, Settings] = {}
         self._by_folder: dict[str, Settings] = {}
@@ -33,7 +44,7 @@ class Resolver:
     def of(cls, settings: Settings) -> Resolver:
         """Every file governed by ``settings`` (tests, callers that built their own)."""
         resolver = cls.__new__(cls)
-        resolver.overrides, resolver.target_jax_version, resolver.fixed = None, None, True
+        resolver.overrides, resolver.target_jax_version, resolver.fixed, resolver.keys = None, None, True, {}
         resolver._loaded, resolver._by_folder = {}, {}
         resolver.default = settings
         return resolver
@@ -75,10 +86,29 @@ class Resolver:
     def _settings(self, config: Path | None) -> Settings:
         key = config.resolve() if config is not None else None
         if key not in self._loaded:
-            settings = load_settings(config)
+            settings = with_overrides(load_settings(config), self.keys)
             if self.overrides is not None:
                 settings = replace(settings, selection=[*settings.selection, self.overrides])
             if self.target_jax_version is not None:
                 settings = replace(settings, target_jax_version=self.target_jax_version, target_from="--target-jax-version")
+            if config is not None and not self.fixed:
+                settings = self._within_project(settings)
             self._loaded[key] = settings
         return self._loaded[key]
+
+    def _within_project(self, settings: Settings) -> Settings:
+        """A configuration below another one chooses rules for its folder, and the project stays
+        the outer one's: its root is what cross-module analysis sees, and its JAX target applies
+        unless set here. A folder is a project of its own when it is a package (a pyproject.toml
+        with [project]) or when the outer configuration excludes it (such as a fixture project)."""
+        folder = settings.root
+        outer = None if declares_package(folder) or folder.parent == folder else find_config(folder.parent)
+        if outer is None:
+            return settings
+        enclosing = self._settings(outer)
+        if enclosing.matches(str(folder), [*enclosing.exclude, *enclosing.extend_exclude]):
+            return settings
+        inherited = replace(settings, project_root=enclosing.project_root or enclosing.root)
+        if settings.target_jax_version is None:
+            inherited = replace(inherited, target_jax_version=enclosing.target_jax_version, target_from=enclosing.target_from)
+        return inherited

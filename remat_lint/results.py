@@ -52,6 +52,8 @@ class FileResult:
     # What the module offers the others (imports, definitions, calls), when a project-wide rule ran.
     summary: ModuleSummary | None = None
     parsed: bool = False
+    # The findings a `# noqa` suppressed: --ignore-noqa reports them.
+    suppressed: list[Finding] = field(default_factory=list)
 
 
 def diagnostic(path: str, message: str, row: int = 1, column: int = 0) -> Finding:

@@ -105,15 +105,20 @@ def run(
     *,
     jobs: int = 1,
     cache: Cache | None = None,
+    ignore_noqa: bool = False,
 ) -> RunResult:
     """Lint ``paths`` (or one stdin buffer named ``stdin[0]``) and apply the project-wide pass.
 
-    ``jobs``: worker processes at most (a pool is started only when the work pays for it)."""
+    ``jobs``: worker processes at most (a pool is started only when the work pays for it).
+    ``ignore_noqa``: report what ``# noqa`` comments suppressed too (``--ignore-noqa``)."""
     # One file at a time: read, prefiltered and dropped, unless it needs a parse (then a task).
     inputs = [(stdin[0], stdin[1])] if stdin is not None else ((path, _read(path)) for path in paths)
     texts: dict[str, str] = {}  # of files with findings: reporters show their lines
     notebooks: dict[str, Notebook] = {}
     results = _lint(inputs, resolver, jobs=jobs, cache=cache, texts=texts, notebooks=notebooks, files=len(paths))
+    if ignore_noqa:  # the cache keeps what a run with noqa reports; the suppressed findings beside it
+        for result in results:
+            result.findings += result.suppressed
     ProjectPass([stdin[0]] if stdin is not None else paths, resolver, jobs=jobs, cache=cache)(results)
     findings = sorted((f for r in results for f in r.findings), key=lambda f: f.sort_key)
     resolver.retarget(findings)
@@ -157,7 +162,7 @@ def _lint(
     results = scan.results
     for task, result in pairs:
         results[task.index] = result
-        if texts is not None and result.findings:
+        if texts is not None and (result.findings or result.suppressed):
             texts[task.path] = task.text
         if cache is not None and task.key is not None:
             cache.put(task.key, result)
@@ -200,7 +205,7 @@ class _Scan:
         cached = cache.get(key, path) if cache is not None and key is not None else None
         if cached is not None and not (named and cached.summary is None):
             results[index] = cached
-            if self.texts is not None and cached.findings:
+            if self.texts is not None and (cached.findings or cached.suppressed):
                 self.texts[path] = source.text
         elif textual is None and not named and prefilter.rejected_by_text(source.text):
             # What the engine would return, here: no libcst import or worker for it (the engine's
@@ -277,14 +282,15 @@ class ProjectPass:
 
 
 def project_root(resolver: Resolver, linted: Iterable[str]) -> str | None:
-    """The folder of the configuration that governs the linted files; without one, the nearest folder
+    """The folder of the project's outermost configuration above the linted files (a configuration
+    nested inside it only chooses rules: resolver.py); without one, the nearest folder
     above the linted files that holds a pyproject.toml, .git or .hg (black's project root:
     pre-commit runs at the top of a git checkout, whose pyproject.toml rarely configures us).
     ``linted``: absolute paths."""
     common = os.path.commonpath([os.path.dirname(path) for path in linted])
     settings = resolver.in_folder(common)
     if settings.config_file is not None:
-        return os.path.dirname(os.path.abspath(settings.config_file))
+        return os.path.abspath(settings.project_root or settings.root)
     for directory in (common, *Path(common).parents):
         if any(os.path.exists(os.path.join(directory, marker)) for marker in PROJECT_MARKERS):
             return str(directory)

@@ -47,7 +47,9 @@ def test_add_noqa_appends_merges_and_keeps_multi_line_strings_whole(tmp_path):
     assert (tmp_path / "m.py").read_bytes() == EXPECTED.replace("\n", "\r\n").encode()
     assert cli(".", cwd=tmp_path).returncode == 0  # nothing left to report
     flake8 = subprocess.run([sys.executable, "-m", "flake8", "--select=REM", "m.py"], cwd=tmp_path, capture_output=True, text=True)
-    assert flake8.stdout == ""  # flake8 reads the same directives
+    # flake8 reads the same directives; --select=REM enables REM100 too, which finds that the
+    # `# noqa: REM002` the file had suppresses nothing
+    assert flake8.stdout == "m.py:4:36: REM100 Unused `noqa` directive (unused: `REM002`)\n"
 
 
 def test_add_noqa_is_idempotent(tmp_path):

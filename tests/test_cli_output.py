@@ -83,7 +83,8 @@ def test_an_output_file_that_cannot_be_written_is_a_usage_error(project, capsys)
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--extra-output", "xml=a"], "expected FORMAT=PATH with FORMAT one of full, concise, json, json-lines, github, sarif, got 'xml=a'"),
+        (["--extra-output", "xml=a"], "expected FORMAT=PATH with FORMAT one of full, concise, json, json-lines, github, sarif, "
+                                      "gitlab, junit, pylint, rdjson, azure, grouped, got 'xml=a'"),
         (["--extra-output", "sarif"], "expected FORMAT=PATH"),
         (["--extra-output", "sarif="], "expected FORMAT=PATH"),
         (["--target-jax-version", "bogus"], "'bogus' is not a version"),

@@ -113,8 +113,17 @@ def _config_above_the_working_directory(root: Path) -> None:
     (root.parent / "remat-lint.toml").write_text('ignore = ["REM001"]\n')
 
 
+def _ignore_file_in_the_folder(root: Path) -> None:
+    (root / "pkg" / ".ignore").write_text("model.py\n")
+
+
+def _ignore_file_above_the_working_directory(root: Path) -> None:
+    (root.parent / ".ignore").write_text("model.py\n")
+
+
 @pytest.mark.parametrize("change", [_edit_keeping_size_and_time, _touch, _new_file, _config_in_the_folder,
-                                    _config_above_the_working_directory])
+                                    _config_above_the_working_directory, _ignore_file_in_the_folder,
+                                    _ignore_file_above_the_working_directory])
 def test_a_changed_input_is_linted_again(project, lint, change):
     before = primed(lint, "pkg")
     change(project)

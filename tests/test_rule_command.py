@@ -1,13 +1,29 @@
-"""`remat-lint rule CODE` and `rule --all`: every rule's doc, each exactly once, in code order."""
+"""`remat-lint rule CODE` and `rule --all`: every rule's doc, each exactly once, in code order; a
+prefix lists the rules it covers, and ``--output-format json`` prints ruff's ``rule --output-format
+json`` fields (an object for one rule, a list for ``--all`` or a prefix)."""
 
 from __future__ import annotations
 
+import json
 import re
+
+import pytest
 
 from remat_lint import cli
 from remat_lint.docs import explain
 from remat_lint.registry import all_rules
 
+RUFF_FIELDS = {
+    "name",
+    "code",
+    "linter",
+    "summary",
+    "message_formats",
+    "fix",
+    "fix_availability",
+    "explanation",
+    "preview",
+}
 HEADER = re.compile(r"^# ([a-z0-9-]+) \((REM\d{3})\)$", re.MULTILINE)
 
 
@@ -28,3 +44,43 @@ def test_one_rule_prints_its_doc(capsys):
         assert section in out
     assert cli.main(["rule", "rem011"]) == 0  # codes are read case-insensitively
     assert capsys.readouterr().out == out
+
+
+def rule(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = cli.main(["rule", *args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_a_prefix_explains_the_rules_it_covers(capsys):
+    code, out, _ = rule(capsys, "REM1")
+    titles = [line for line in out.splitlines() if line.startswith("# ")]
+    assert code == 0
+    assert titles == [f"# {r.name} ({r.code})" for r in all_rules() if r.code.startswith("REM1")]
+    assert len(titles) > 1
+
+
+def test_all_as_json_lists_every_rule_with_ruffs_fields(capsys):
+    code, out, _ = rule(capsys, "--all", "--output-format", "json")
+    listed = json.loads(out)
+    assert code == 0
+    assert [entry["code"] for entry in listed] == [r.code for r in all_rules()]
+    assert all(RUFF_FIELDS <= set(entry) for entry in listed)
+    rem001 = listed[0]
+    assert rem001["name"] == "policy-not-callable"
+    assert rem001["linter"] == "remat-lint"
+    assert rem001["fix"] == "Fix is sometimes available."
+    assert rem001["explanation"].startswith("## What it does")
+
+
+def test_one_rule_as_json_is_an_object_and_a_prefix_a_list(capsys):
+    assert json.loads(rule(capsys, "policy-not-callable", "--output-format", "json")[1])["code"] == "REM001"
+    assert [entry["code"] for entry in json.loads(rule(capsys, "rem10", "--output-format", "json")[1])] == [
+        r.code for r in all_rules() if r.code.startswith("REM10")
+    ]
+
+
+def test_a_prefix_of_no_rule_is_a_usage_error(capsys):
+    code, _, err = rule(capsys, "REM9")
+    assert code == 2
+    assert "unknown rule 'REM9'" in err

@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 from typing import Callable, Protocol
 
-from remat_lint.findings import Finding
+from remat_lint.findings import Finding, Severity
 
 
 def place(f: Finding) -> str:
@@ -21,6 +21,12 @@ def fix_label(f: Finding, unsafe: str) -> str:
     return {"safe": "", "unsafe": unsafe}.get(value, " (not applied: a `# noqa` covers a line it changes)")
 
 
+def severity(f: Finding) -> Severity:
+    """A finding --trace refuted counts as information only: it does not fail the run either."""
+    refuted = f.trace is not None and f.trace.get("status") == "refuted"
+    return Severity.INFO if refuted else f.severity
+
+
 class Report(Protocol):
     def __call__(self, findings: list[Finding], sources: dict[str, str]) -> str: ...
 
@@ -33,6 +39,12 @@ _REPORTERS = {
     "json-lines": ("json_report", "json_lines"),
     "github": ("github", "github"),
     "sarif": ("sarif", "sarif"),
+    "gitlab": ("gitlab", "gitlab"),
+    "junit": ("junit", "junit"),
+    "pylint": ("pylint", "pylint"),
+    "rdjson": ("rdjson", "rdjson"),
+    "azure": ("azure", "azure"),
+    "grouped": ("grouped", "grouped"),
 }
 FORMATS: tuple[str, ...] = tuple(_REPORTERS)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import collections
 
 from remat_lint.findings import Finding, Severity
-from remat_lint.reporters import fix_label, place
+from remat_lint.reporters import fix_label, place, severity
 
 SHOWN_PER_LEVEL = 10
 LEVELS = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "notice"}
@@ -19,9 +19,7 @@ ORDER = ("error", "warning", "notice")
 
 
 def level(f: Finding) -> str:
-    """A finding --trace refuted is only a notice: it does not fail the run either."""
-    refuted = f.trace is not None and f.trace.get("status") == "refuted"
-    return "notice" if refuted else LEVELS[f.severity]
+    return LEVELS[severity(f)]
 
 
 def escape_data(text: str) -> str:

@@ -18,6 +18,7 @@ from urllib.parse import quote
 
 from remat_lint import __version__
 from remat_lint.findings import Finding, Position, Severity, TextEdit
+from remat_lint.noqa import UNUSED_NOQA
 from remat_lint.registry import RuleInfo, rule_info
 from remat_lint.reporters import fix_label, place
 
@@ -28,8 +29,8 @@ MAX_DESCRIPTION = 1024  # GitHub's limit for short and full descriptions
 LEVELS = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
 PROBLEM_SEVERITY = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "recommendation"}
 # REM0xx break at wrap or grad time, REM1xx waste memory or compute, REM2xx are wrong inside the
-# checkpointed body, REM3xx are style.
-CATEGORIES = {"0": "correctness", "1": "performance", "2": "correctness", "3": "style"}
+# checkpointed body, REM3xx are style; REM100 (unused noqa directives) is style too.
+CATEGORIES = {"0": "correctness", "1": "performance", "2": "correctness", "3": "style", UNUSED_NOQA: "style"}
 
 
 def _clip(text: str) -> str:
@@ -44,7 +45,7 @@ def _section(doc: str, title: str) -> str:
 
 def _descriptor(f: Finding) -> dict[str, Any]:
     rule: RuleInfo | None = rule_info(f.code)
-    tags = ["jax", "gradient-checkpointing", CATEGORIES.get(f.code[3:4], "correctness")]
+    tags = ["jax", "gradient-checkpointing", CATEGORIES.get(f.code, CATEGORIES.get(f.code[3:4], "correctness"))]
     if rule is None:  # REM000: the file could not be read or parsed
         text = "The file could not be read, decoded or parsed, so it was not linted."
         short, full, doc, url = text, text, text, None

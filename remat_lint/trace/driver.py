@@ -17,6 +17,7 @@ import importlib.util
 import itertools
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -45,7 +46,6 @@ class TraceOptions:
     backend: str | None = None  # None: JAX's default
     memory_mb: int = DEFAULT_MEMORY_MB
     jobs: int = 1  # workers at a time (each holds a JAX process: memory, and XLA's own threads)
-    warnings: list[str] = field(default_factory=list)  # configuration problems to show
     run: str | None = None  # --trace-run: the project's command whose differentiated calls give shapes
     memory_budget: str = ""  # --memory-budget: plan each target's checkpoint policies (budget.py)
 
@@ -66,28 +66,19 @@ class TraceOutcome:
     budgets: list[SiteReport] = field(default_factory=list)  # --memory-budget plans, one per target program
 
 
-TABLE_KEYS = {"targets", "timeout", "backend", "memory-limit-mb", "run"}
 RUN_TIMEOUT_FACTOR = 5  # --trace-run gets this many --trace-timeouts: the command, then judging every module
 RANK = {"unconfirmed": 1, "refuted": 2, "confirmed": 3}
-BACKENDS = ("cpu", "gpu", "tpu")
 
 
 def options_from(settings: Settings, timeout: float | None, backend: str | None, jobs: int = 1,
                  run: str | None = None, memory_budget: str = "") -> TraceOptions:
     """--trace-timeout/--backend/--trace-run, else ``[tool.remat-lint.trace]`` timeout/backend/run/memory-limit-mb."""
-    table = settings.trace
-    unknown = [
-        f"unknown key {key!r} in [tool.remat-lint.trace] (known: {', '.join(sorted(TABLE_KEYS))})"
-        for key in sorted(set(table) - TABLE_KEYS)
-    ]
-    if table.get("backend") not in (None, *BACKENDS):
-        raise ConfigError(f"[tool.remat-lint.trace] backend must be one of {', '.join(BACKENDS)}")
+    table = settings.trace  # checked when it was read (trace/table.py)
     return TraceOptions(
         timeout=float(timeout if timeout is not None else table.get("timeout", DEFAULT_TIMEOUT)),
         backend=backend or table.get("backend"),
         memory_mb=int(table.get("memory-limit-mb", DEFAULT_MEMORY_MB)),
         jobs=jobs,
-        warnings=unknown,
         run=run or table.get("run"),
         memory_budget=memory_budget,
     )
@@ -99,7 +90,7 @@ def trace(findings: list[Finding], files: list[str], settings: Settings, options
         raise ConfigError("--trace needs JAX in this environment: pip install 'remat-lint[trace]'")
     if options.backend not in (None, "cpu"):
         check_backend(options)
-    outcome = TraceOutcome(warnings=list(options.warnings))
+    outcome = TraceOutcome()
     _, problems = parse_targets(settings.trace, settings.root)
     outcome.warnings.extend(problems)
     by_path: dict[str, list[Finding]] = {}
@@ -405,6 +396,11 @@ def describe_run(outcome: TraceOutcome, findings: list[Finding]) -> str:
     return f"--trace: traced on {backends}{flags}: {tally}{refuted}."
 
 
+# The file in a residual's source as the worker words it (JAX's ``source_info_util.summarize``:
+# "output of add from /abs/model.py:23:11 (mlp_block)"): shown relative to the working directory, as findings are.
+_SOURCE_FILE = re.compile(r"(?<= from )(?P<file>.+?)(?=:\d+(?::\d+)? \()")
+
+
 def format_sites(outcome: TraceOutcome) -> str:
     """The residual table and policy comparison of each checkpoint site, for text output."""
     from remat_lint.runner import display_path
@@ -416,7 +412,8 @@ def format_sites(outcome: TraceOutcome) -> str:
         residuals = rep.get("residuals") or []
         out.append(f"  residuals saved for the backward pass: {len(residuals)}")
         for r in residuals:
-            out.append(f"    {r.get('shape', '')!s:<16} {r.get('dtype', '')!s:<9} {byte_size(r.get('bytes')):>10}  {r.get('source', '')}")
+            source = _SOURCE_FILE.sub(lambda m: display_path(m.group("file")), str(r.get("source", "")))
+            out.append(f"    {r.get('shape', '')!s:<16} {r.get('dtype', '')!s:<9} {byte_size(r.get('bytes')):>10}  {source}")
         policies = rep.get("policies") or []
         if policies:
             out.append(f"  {'policy':<34} {'residuals':>10} {'temp':>10} {'FLOPs':>12}")

@@ -9,6 +9,7 @@ cheaply. Shape strings (``f32[8,8]``) are read by ``shapes.py``; the worker turn
 from __future__ import annotations
 
 import ast
+import dataclasses
 import os
 import re
 from collections.abc import Callable
@@ -179,6 +180,17 @@ def parse_targets(table: dict[str, Any], root: Path) -> tuple[list[TargetSpec], 
 
 
 def _target(entry: Any, root: Path) -> TargetSpec:
+    spec = check_target(entry)
+    mod = (spec.function if spec.function is not None else str(spec.module)).partition(":")[0]
+    path = resolve_module_file(mod, root)
+    if path is None:
+        raise InputError(f"cannot find module {mod!r} under {root}")
+    return dataclasses.replace(spec, path=str(path.resolve()))
+
+
+def check_target(entry: Any) -> TargetSpec:
+    """A target entry checked and parsed, whatever the project's files hold (its ``path`` is not
+    yet resolved): configuration loading calls this, so a bad entry stops the run at once."""
     if not isinstance(entry, dict):
         raise InputError("each target must be a table")
     unknown = set(entry) - TARGET_KEYS
@@ -187,13 +199,9 @@ def _target(entry: Any, root: Path) -> TargetSpec:
     function, module = entry.get("function"), entry.get("module")
     if function is None and module is None:
         raise InputError("give `function` (and/or `module` for a Flax linen Module)")
-    where = function if function is not None else module
-    mod, _ = _split_ref(where, "function" if function is not None else "module")
+    _split_ref(function if function is not None else module, "function" if function is not None else "module")
     if module is not None:
         _split_ref(module, "module")
-    path = resolve_module_file(mod, root)
-    if path is None:
-        raise InputError(f"cannot find module {mod!r} under {root}")
     transform = entry.get("transform", "auto")
     if transform not in TRANSFORMS:
         raise InputError(f"`transform` must be one of {', '.join(TRANSFORMS)}")
@@ -226,7 +234,7 @@ def _target(entry: Any, root: Path) -> TargetSpec:
         module_args=entry.get("module_args", []),
         init_args=parse_value(init_args),
         init_rngs=rngs,
-        path=str(path.resolve()),
+        path="",
     )
 
 
