@@ -4,7 +4,6 @@ graph of bounded depth between the modules' top-level functions."""
 
 from __future__ import annotations
 
-import ast
 import os
 from dataclasses import dataclass, field
 from typing import Any, Iterator
@@ -53,6 +52,7 @@ class Project:
         self.by_path: dict[str, ProjectModule] = {}
         self._loop_bodies: set[Symbol] | None = None  # computed once, for every file's project phase
         self._reached: dict[Symbol, list[Reach]] | None = None  # the same
+        self.buffers: dict[str, str] = {}  # real path -> text linted instead of the file's (stdin, flake8)
 
     def add(self, path: str, summary: ModuleSummary, facts: dict[str, Any]) -> None:
         """Index a file; outside the root (or without one) it is named as a top-level module, the
@@ -69,6 +69,19 @@ class Project:
 
     def module_of(self, path: str) -> ProjectModule | None:
         return self.by_path.get(os.path.realpath(path))
+
+    def text(self, module: ProjectModule) -> str:
+        """The text ``module`` was linted from: its buffer, or its file read again ("" when unreadable)."""
+        real = os.path.realpath(module.path)
+        if real in self.buffers:
+            return self.buffers[real]
+        from remat_lint.results import SourceFile
+
+        try:
+            with open(module.path, "rb") as handle:
+                return SourceFile.decode(handle.read()).text
+        except (OSError, SyntaxError, UnicodeDecodeError, LookupError):
+            return ""
 
     def resolve(self, module: ProjectModule, ref: Ref) -> Symbol | None:
         """The project's module-level definition that ``ref``, written in ``module``, names."""
@@ -233,20 +246,3 @@ def place(module: ProjectModule, row: int | None, seen_from: ProjectModule) -> s
     """``row`` of ``module`` as a message about ``seen_from`` names it: ``train.py:14``."""
     return os.path.relpath(module.path, os.path.dirname(seen_from.path)) + (f":{row}" if row else "")
 
-
-def call_row(module: ProjectModule, call: ImportedCall) -> int | None:
-    """The first row of ``module`` with a call like ``call`` (the same callee, keywords and number
-    of positional arguments), read again with ``ast`` only when a finding names it."""
-    try:
-        with open(module.path, encoding="utf-8") as handle:
-            tree = ast.parse(handle.read())
-        func = ast.dump(ast.parse(call.func, mode="eval").body)
-    except (OSError, SyntaxError, ValueError):
-        return None
-    rows = [
-        node.lineno
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Call) and ast.dump(node.func) == func and len(node.args) == call.positional
-        and tuple(k.arg for k in node.keywords) == call.keywords
-    ]
-    return min(rows, default=None)
