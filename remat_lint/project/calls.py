@@ -66,12 +66,21 @@ def at_calls(
             continue  # the same call written twice: both are found at once
         seen.add((module.path, call))
         for start, end in call_spans(project.text(module), call):
-            found.append(Finding(candidate.code, candidate.name, candidate.severity, message, module.path, start, end,
-                                 related=(wrap,)))
+            found.append(
+                Finding(
+                    candidate.code,
+                    candidate.name,
+                    candidate.severity,
+                    message,
+                    module.path,
+                    start,
+                    end,
+                    related=(wrap,),
+                )
+            )
     return found
 
 
 def wrap_place(candidate: Finding, seen_from: ProjectModule) -> str:
     """The candidate's place (the wrap) as a message about ``seen_from``'s call names it: ``layers.py:18``."""
     return f"{os.path.relpath(candidate.path, os.path.dirname(seen_from.path))}:{candidate.start.row}"
-

@@ -42,7 +42,9 @@ class ProjectFiles:
             neighbour = f"{module.rsplit('.', 1)[0]}.{dotted}" if module and "." in module else None
             for name in (dotted, neighbour):  # ``import layers`` in a script beside it, as Project.resolve reads it
                 parts = name.split(".") if name else []
-                found.update(self.by_name[p] for i in range(len(parts)) if (p := ".".join(parts[: i + 1])) in self.by_name)
+                found.update(
+                    self.by_name[p] for i in range(len(parts)) if (p := ".".join(parts[: i + 1])) in self.by_name
+                )
         return found
 
     def closure(self, linted: dict[str, str], read: Callable[[str], bytes | None]) -> list[tuple[str, bytes | None]]:
