@@ -160,13 +160,13 @@ class StaticArgNotPositional(Rule):
     def check_project(cls, candidates: list[Finding], module: ProjectModule, project: Project) -> list[Finding]:
         """The calls in other modules of the exported wraps (pending) that pass a static argument
         by keyword or not at all: one finding at each, naming the wrap."""
-        from remat_lint.project.calls import at_calls, wrap_place
+        from remat_lint.project.calls import at_calls, distinct, wrap_place
 
         found = []
         for candidate in candidates:
             data = candidate.data
             symbol = (module.name, str(data["symbols"][0]))
-            for other, call in project.calls_of(symbol, instance=bool(data["instance"])):
+            for other, call in distinct(project.calls_of(symbol, instance=bool(data["instance"]))):
                 missed = next(((i, p) for i, p in data["static"] if p in call.keywords or i - data["shift"] >= call.positional), None)
                 if missed is None:
                     continue
@@ -178,5 +178,5 @@ class StaticArgNotPositional(Rule):
                     f"against the call's positional arguments ({call.positional}{_MODULE_FIRST if data['shift'] else ''}): "
                     f"a keyword or a default does not count; pass `{name}` positionally"
                 )
-                found += at_calls(candidate, project, [(other, call)], message, f"`{symbol[1]}` is checkpointed here with `static_argnums`")
+                found += at_calls(candidate, project, other, call, message, f"`{symbol[1]}` is checkpointed here with `static_argnums`")
         return found

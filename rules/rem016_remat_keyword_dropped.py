@@ -124,16 +124,16 @@ class RematKeywordDropped(Rule):
     def check_project(cls, candidates: list[Finding], module: ProjectModule, project: Project) -> list[Finding]:
         """The calls in other modules of the instances of the exported wraps (pending) that pass a
         keyword of their ``__call__``: one finding at each, naming the wrap."""
-        from remat_lint.project.calls import at_calls, wrap_place
+        from remat_lint.project.calls import at_calls, distinct, wrap_place
 
         found = []
         for candidate in candidates:
             symbol, params = (module.name, str(candidate.data["symbols"][0])), candidate.data["params"]
-            for other, call in project.calls_of(symbol, instance=True):
+            for other, call in distinct(project.calls_of(symbol, instance=True)):
                 name = next((k for k in call.keywords if k in params), None)
                 if name is not None:
                     text = message(name, params[name], f"`{symbol[1]}` is wrapped at {wrap_place(candidate, other)}: ")
-                    found += at_calls(candidate, project, [(other, call)], text, f"`{symbol[1]}` is wrapped by `nn_partitioning.remat` here")
+                    found += at_calls(candidate, project, other, call, text, f"`{symbol[1]}` is wrapped by `nn_partitioning.remat` here")
         return found
 
 

@@ -48,37 +48,29 @@ def _position(lines: list[str], row: int, utf8_column: int) -> Position:
     return Position(row, len(line.encode("utf-8")[:utf8_column].decode("utf-8", "replace")))
 
 
+def distinct(calls: list[tuple[ProjectModule, ImportedCall]]) -> list[tuple[ProjectModule, ImportedCall]]:
+    """``calls`` without repeats: a call written twice alike is one entry, and ``at_calls`` finds both places."""
+    seen: set[tuple[str, ImportedCall]] = set()
+    found = []
+    for module, call in calls:
+        if (module.path, call) not in seen:
+            seen.add((module.path, call))
+            found.append((module, call))
+    return found
+
+
 def at_calls(
-    candidate: Finding,
-    project: Project,
-    calls: list[tuple[ProjectModule, ImportedCall]],
-    message: str,
-    wrap_note: str,
+    candidate: Finding, project: Project, module: ProjectModule, call: ImportedCall, message: str, wrap_note: str
 ) -> list[Finding]:
-    """One finding per call of ``calls`` (each place it is written, in its module's file), with
-    ``message``; the candidate's place, the wrap, is named as a related location with ``wrap_note``."""
+    """One finding with ``message`` at each place ``module`` writes ``call``; the candidate's place,
+    the wrap, is named as a related location with ``wrap_note``."""
     from remat_lint.runner import display_path
 
     wrap = RelatedLocation(display_path(candidate.path), candidate.start, wrap_note)
-    found, seen = [], set()
-    for module, call in calls:
-        if (module.path, call) in seen:
-            continue  # the same call written twice: both are found at once
-        seen.add((module.path, call))
-        for start, end in call_spans(project.text(module), call):
-            found.append(
-                Finding(
-                    candidate.code,
-                    candidate.name,
-                    candidate.severity,
-                    message,
-                    module.path,
-                    start,
-                    end,
-                    related=(wrap,),
-                )
-            )
-    return found
+    return [
+        Finding(candidate.code, candidate.name, candidate.severity, message, module.path, start, end, related=(wrap,))
+        for start, end in call_spans(project.text(module), call)
+    ]
 
 
 def wrap_place(candidate: Finding, seen_from: ProjectModule) -> str:
