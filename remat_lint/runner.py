@@ -244,7 +244,7 @@ class ProjectPass:
         self.codes = project_codes(frozenset(info.code for info in rule_index()))
         self.others: dict[str | None, list[FileResult]] = {}  # per project root: the other files, once collected
         self.buffers = {os.path.realpath(buffer[0]): buffer[1]} if buffer is not None else {}
-        self._files: dict[str, ProjectFiles | None] = {}  # per project root
+        self._files: dict[str, ProjectFiles] = {}  # per project root
 
     def __call__(self, results: list[FileResult]) -> None:
         groups: dict[str | None, list[FileResult]] = {}  # files of several projects are linted at once
@@ -280,21 +280,20 @@ class ProjectPass:
         linted files the prefilter skipped that name one of ``symbols``. When a linted file is not
         one of the project's files (excluded, another folder), only the linted files count."""
         paths = {real: r.path for r in group if r.summary is None and symbols and (real := os.path.realpath(r.path))}
-        files = self._project_files(root)
-        if files is not None and self._in_project(files, group):
+        if root is not None and self._in_project(root, group):
             linted = {os.path.realpath(r.path) for r in group}
-            paths.update((real, path) for real, path in files.reals.items() if real not in linted)
+            project = {os.path.realpath(path): path for path in discover([root], self.resolver).files}
+            paths.update((real, path) for real, path in project.items() if real not in linted)
         return self._summaries(paths, group, symbols)
 
     def _imported_facts(self, root: str | None, group: list[FileResult]) -> list[FileResult]:
         """The summaries, facts and candidates of the files of the project at ``root`` that the
         files of ``group`` import, transitively; then, when they hold candidates, of the files of
         ``group`` the prefilter skipped that name one of their symbols (a caller of a wrap)."""
-        files = self._project_files(root)
-        if files is None or not self._in_project(files, group) or len(group) >= len(files.reals):
+        if root is None or not self._in_project(root, group):
             return []
         texts = {r.path: self._data(r.path) for r in group}
-        imported = files.closure({p: t for p, t in texts.items() if t is not None}, self._data)
+        imported = self._files[root].closure({p: t for p, t in texts.items() if t is not None}, self._data)
         found = _lint(((p, d) for p, d in imported if d is not None), self.resolver, jobs=self.jobs, cache=self.cache)
         others = [_for_project(r) for r in found if r.summary is not None]
         symbols = self._symbols(others)
@@ -324,16 +323,10 @@ class ProjectPass:
             paths = {real: path for real, path in paths.items() if real not in summarized}
         return others
 
-    def _project_files(self, root: str | None) -> ProjectFiles | None:
-        if root is None:
-            return None
-        if root not in self._files:
-            self._files[root] = ProjectFiles(root, discover([root], self.resolver).files)
-        return self._files[root]
-
-    @staticmethod
-    def _in_project(files: ProjectFiles, group: list[FileResult]) -> bool:
-        return all(os.path.realpath(r.path) in files.reals for r in group)
+    def _in_project(self, root: str, group: list[FileResult]) -> bool:
+        """Every file of ``group`` is one a run on ``root`` would lint."""
+        files = self._files.setdefault(root, ProjectFiles(root, self.resolver))
+        return all(files.contains(os.path.realpath(r.path)) for r in group)
 
     def _data(self, path: str) -> bytes | None:
         """A file's bytes (a linted buffer's own); None when it cannot be read."""
