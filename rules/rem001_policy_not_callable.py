@@ -32,6 +32,10 @@ class PolicyNotCallable(Rule):
     config class's field (`cfg.remat_policy` for `cfg: Config`, `Config()` or `Config` imported
     from `config.py`, unless some module assigns that field); the message names the module.
 
+    Where it is reported: at the `policy=` argument, in the module that passes it, also when only
+    that module is linted (pre-commit, flake8, an editor); the message names the module the value
+    comes from.
+
     ## Why is this bad?
     JAX does not check `policy` when it wraps the function. Plain calls, `jit` and `jvp` never
     consult it, so forward-only code and tests pass; the first `grad`, `vjp` or

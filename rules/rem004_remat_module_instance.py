@@ -29,6 +29,9 @@ class RematModuleInstance(Rule):
     to a bound method (`nn.remat(self.encode)`). The Module class may come from another module
     of the project (`from .layers import Block`): its base classes are followed there.
 
+    Where it is reported: at the Linen transform's call, in the module that writes it, also when
+    the Module class comes from another module and only that module is linted.
+
     ## Why is this bad?
     Linen transforms take a Module *class*, or a function whose first argument is a Module.
     Given an instance, Flax raises `flax.errors.TransformTargetError` ("Linen transformations

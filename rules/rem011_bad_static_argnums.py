@@ -60,6 +60,9 @@ class BadStaticArgnums(Rule):
     `from .layers import Block`) is judged against that class's `__call__` (the index past its
     last argument, and the off-by-one); the message says where the class is defined.
 
+    Where it is reported: at the wrap, in the module that writes it, also when the Module class
+    comes from another module and only that module is linted.
+
     ## Why is this bad?
     Measured on jax 0.10.2 / flax 0.12.8:
     - a list is accepted when wrapping; every call raises `TypeError: the static_argnums argument

@@ -276,3 +276,60 @@ def hook_manifest() -> dict:
     yaml = pytest.importorskip("yaml")
     [hook] = yaml.safe_load((Path(__file__).resolve().parent.parent / ".pre-commit-hooks.yaml").read_text())
     return {key: hook[key] for key in ("id", "name", "entry", "types_or", "require_serial")}
+
+
+@pytest.mark.parametrize(
+    "imports",
+    [
+        "import mypkg.layers as L",
+        "from mypkg import (\n    layers as L,\n)",
+        "from mypkg import layers as L  # the wrap's module",
+        "from . import __init__, layers as L",
+    ],
+)
+def test_each_import_form_brings_the_wrap_when_the_caller_is_linted_alone(project, capsys, imports):
+    write(project, {"mypkg/stack.py": STACK.replace("from . import layers as L", imports)})
+    row = CALL[1] + imports.count("\n")
+    assert rows(json_findings(capsys, "--no-cache", "mypkg/stack.py")) == [(CALL[0], row, "REM012")]
+
+
+def test_a_wrap_in_an_excluded_folder_is_not_read_for_a_file_linted_alone(project, capsys):
+    write(project, {"pyproject.toml": "[tool.remat-lint]\nextend-exclude = ['mypkg/layers.py']\n"})
+    assert json_findings(capsys, "--no-cache", ".") == []
+    assert json_findings(capsys, "--no-cache", "mypkg/stack.py") == []
+
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.mark.parametrize(
+    ("fixture", "expected"),
+    [
+        (
+            "xmod",
+            ("REM101", "pkg/losses.py", 16, "pkg/train.py", 11, "differentiated whole here by `jax.value_and_grad`"),
+        ),
+        ("xmod", ("REM102", "pkg/losses.py", 36, "pkg/train.py", 19, "differentiated here by `jax.value_and_grad`")),
+        ("xmod_static", ("REM003", "pkg/policies.py", 8, "pkg/model.py", 28, "`POLICIES` read by key here")),
+        (
+            "xmod_calls",
+            (
+                "REM016",
+                "mypkg/stack.py",
+                20,
+                "mypkg/layers.py",
+                23,
+                "`remat_mlp` is wrapped by `nn_partitioning.remat` here",
+            ),
+        ),
+    ],
+)
+def test_the_other_place_of_a_cross_module_finding_is_a_related_location(capsys, monkeypatch, fixture, expected):
+    monkeypatch.chdir(ROOT / "fixtures" / fixture)
+    found = {
+        (f["code"], f["filename"], f["location"]["row"], r["filename"], r["location"]["row"], r["message"])
+        for f in json_findings(capsys, "--no-cache", "--select", "ALL", ".")
+        for r in f["related"]
+    }
+    code, path, row, other, other_row, note = expected
+    assert (code, os.path.normpath(path), row, os.path.normpath(other), other_row, note) in found

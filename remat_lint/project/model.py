@@ -8,6 +8,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
+from remat_lint.findings import Position, RelatedLocation
 from remat_lint.project.modules import Ref, absolute, import_ref, is_package, module_names
 from remat_lint.project.summary import Constant, Constants, Differentiated, ImportedCall, ModuleSummary
 
@@ -240,6 +241,13 @@ class Project:
                         following.append(callee)
             frontier = following
         return False
+
+
+def related(module: ProjectModule, row: int, message: str) -> RelatedLocation:
+    """``row`` of ``module`` as a finding's related location (JSON ``related``, SARIF, ``full``)."""
+    from remat_lint.runner import display_path
+
+    return RelatedLocation(display_path(module.path), Position(row, 0), message)
 
 
 def place(module: ProjectModule, row: int | None, seen_from: ProjectModule) -> str:
