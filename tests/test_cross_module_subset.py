@@ -310,6 +310,7 @@ ROOT = Path(__file__).resolve().parent.parent
             ("REM101", "pkg/losses.py", 16, "pkg/train.py", 11, "differentiated whole here by `jax.value_and_grad`"),
         ),
         ("xmod", ("REM102", "pkg/losses.py", 36, "pkg/train.py", 19, "differentiated here by `jax.value_and_grad`")),
+        ("xmod_scan", ("REM301", "pkg/model.py", 12, "pkg/train.py", 13, "differentiated here by `jax.grad`")),
         ("xmod_static", ("REM003", "pkg/policies.py", 8, "pkg/model.py", 28, "`POLICIES` read by key here")),
         (
             "xmod_calls",
