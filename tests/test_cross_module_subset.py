@@ -91,6 +91,13 @@ def test_the_call_is_reported_where_it_is_written_naming_the_wrap(project, capsy
     ]
 
 
+def test_the_full_output_notes_the_wrap_under_the_call(project, capsys):
+    assert cli.main(["--no-cache", "mypkg/stack.py"]) == 1
+    out = capsys.readouterr().out
+    assert "5 |     return L.rotary_attention(q, k, v, num_heads=4)\n" in out
+    assert "  = note: mypkg/layers.py:7:1: `rotary_attention` is checkpointed here with `static_argnums`\n" in out
+
+
 def test_linting_only_the_calling_file_finds_it_at_the_same_line(project, capsys):
     whole = rows(json_findings(capsys, "--no-cache", "."))
     assert whole == [(*CALL, "REM012")]
@@ -141,6 +148,9 @@ def test_every_wrong_call_is_reported_and_sarif_names_the_wrap(project, capsys):
     [related] = results[0]["relatedLocations"]
     assert related["physicalLocation"]["artifactLocation"]["uri"] == "mypkg/layers.py"
     assert related["physicalLocation"]["region"]["startLine"] == 7
+    jsonschema = pytest.importorskip("jsonschema")
+    schema = json.loads((Path(__file__).resolve().parent / "data" / "sarif-schema-2.1.0.json").read_text())
+    assert not list(jsonschema.validators.validator_for(schema)(schema).iter_errors(log))
 
 
 REEXPORT = {
