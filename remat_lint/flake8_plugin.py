@@ -83,7 +83,7 @@ class Plugin:
                                      is_test_file=settings.is_test_file(self.filename), tree=self.tree, defer_project=True)
             # Project-wide rules (REM008, REM101) see the other files as the CLI does, through the same cache.
             cache = Cache(settings.root / (settings.cache_dir or DEFAULT_DIR))
-            ProjectPass([self.filename], resolver, cache=cache, buffer=(self.filename, source))([result])
+            ProjectPass([self.filename], resolver, cache=cache, buffers={self.filename: source})([result])
             findings = result.findings
             jax_version.retarget(findings, settings.jax_target()[0])
         except ConfigError as exc:  # flake8 cannot exit 2 for us: say it on the file

@@ -116,8 +116,8 @@ def run(
     notebooks: dict[str, Notebook] = {}
     results = _lint(inputs, resolver, jobs=jobs, cache=cache, texts=texts, notebooks=notebooks, files=len(paths))
     decoded = decode_source(*stdin) if stdin is not None else None
-    buffer = (stdin[0], decoded.text) if isinstance(decoded, SourceFile) else None
-    ProjectPass([stdin[0]] if stdin is not None else paths, resolver, jobs=jobs, cache=cache, buffer=buffer)(results)
+    buffers = {stdin[0]: decoded.text} if stdin is not None and isinstance(decoded, SourceFile) else None
+    ProjectPass([stdin[0]] if stdin is not None else paths, resolver, jobs=jobs, cache=cache, buffers=buffers)(results)
     findings = sorted((f for r in results for f in r.findings), key=lambda f: f.sort_key)
     resolver.retarget(findings)
     with_findings = {f.path for f in findings}
@@ -236,14 +236,16 @@ class ProjectPass:
     differentiate), an alias of it or a base of its class is parsed although the prefilter rejects
     it. The project's files are those a
     run on ``project_root`` would lint; when a linted file is not among them, only the linted
-    files count. ``buffer``: a linted file's text when it is not the file's (stdin)."""
+    files count. ``buffers``: linted files' texts that are not on disk (stdin, flake8's, fixed in memory)."""
 
     def __init__(self, linted: Iterable[str], resolver: Resolver, *, jobs: int = 1, cache: Cache | None = None,
-                 buffer: tuple[str, str] | None = None) -> None:
+                 buffers: dict[str, str] | None = None) -> None:
         self.resolver, self.jobs, self.cache = resolver, jobs, cache
         self.codes = project_codes(frozenset(info.code for info in rule_index()))
         self.others: dict[str | None, list[FileResult]] = {}  # per project root: the other files, once collected
-        self.buffers = {os.path.realpath(buffer[0]): buffer[1]} if buffer is not None else {}
+        self.buffers: dict[str, str] = {}  # real path -> text
+        for path, text in (buffers or {}).items():
+            self.use_text(path, text)
         self._files: dict[str, ProjectFiles] = {}  # per project root
 
     def __call__(self, results: list[FileResult]) -> None:
@@ -269,6 +271,10 @@ class ProjectPass:
             project = build_project(root, [*group, *others])
             project.buffers = self.buffers
             project_phase(group, project, self.codes, context, self._admit)
+
+    def use_text(self, path: str, text: str) -> None:
+        """Read ``text`` as the file ``path``'s (its buffer, or its text after fixes in memory)."""
+        self.buffers[os.path.realpath(path)] = text
 
     def _symbols(self, results: list[FileResult]) -> frozenset[str] | None:
         """The symbols the project-wide candidates in ``results`` name; None when there is none."""

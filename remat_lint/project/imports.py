@@ -68,7 +68,7 @@ class ProjectFiles:
         the packages above it (their ``__init__`` may re-export a name)."""
         names = module_names(os.path.relpath(path, self.root))
         module = names[0] if names else None
-        found = set()
+        found: set[str] = set()
         for dotted in _imported_names(data, module, is_package(path)):
             if dotted.split(".", 1)[0] in LIBRARIES:
                 continue
