@@ -344,3 +344,23 @@ def test_the_other_place_of_a_cross_module_finding_is_a_related_location(capsys,
     }
     code, path, row, other, other_row, note = expected
     assert (code, os.path.normpath(path), row, os.path.normpath(other), other_row, note) in found
+
+
+@pytest.mark.parametrize(
+    ("code", "row", "other", "other_row", "note"),
+    [
+        ("REM001", 19, "pkg/conf/config.py", 10, "`remat_policy` is defined here"),
+        ("REM001", 24, "pkg/conf/constants.py", 6, "`REMAT_POLICY` is defined here"),
+        ("REM011", 9, "pkg/layers.py", 7, "`Block` is defined here"),
+        ("REM004", 12, "pkg/layers.py", 7, "`Block` is defined here"),
+    ],
+)
+def test_a_value_or_class_from_another_module_is_named_where_it_is_defined(
+    capsys, monkeypatch, code, row, other, other_row, note
+):
+    monkeypatch.chdir(ROOT / "fixtures" / "xmod")
+    found = {
+        (f["code"], f["location"]["row"]): [(r["filename"], r["location"]["row"], r["message"]) for r in f["related"]]
+        for f in json_findings(capsys, "--no-cache", "--select", "ALL", ".")
+    }
+    assert found[(code, row)] == [(os.path.normpath(other), other_row, note)]

@@ -84,6 +84,28 @@ class Project:
         except (OSError, SyntaxError, UnicodeDecodeError, LookupError):
             return ""
 
+    def definition(self, symbol: Symbol, message: str) -> RelatedLocation | None:
+        """Where the module-level name ``symbol`` is bound (its first ``def``, ``class`` or
+        assignment; else a field of that name in one of its classes), as a related location; the
+        file is read again with ``ast`` only when a finding names it (the summary keeps no rows)."""
+        import ast
+
+        module = self.modules.get(symbol[0])
+        try:
+            tree = ast.parse(self.text(module)) if module is not None else None
+        except (SyntaxError, ValueError, RecursionError):
+            return None
+        top = list(tree.body) if tree is not None else []
+        fields = [node for cls in top if isinstance(cls, ast.ClassDef) for node in cls.body]  # a config class's field
+        for node in (*top, *fields):
+            names = [node.name] if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) else []
+            if isinstance(node, (ast.Assign, ast.AnnAssign)):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                names = [t.id for t in targets if isinstance(t, ast.Name)]
+            if symbol[1] in names:
+                return related(module, node.lineno, message, node.col_offset)  # type: ignore[arg-type]  # indentation: ASCII
+        return None
+
     def resolve(self, module: ProjectModule, ref: Ref) -> Symbol | None:
         """The project's module-level definition that ``ref``, written in ``module``, names."""
         dotted = absolute(ref, module.name, module.package)
@@ -243,11 +265,11 @@ class Project:
         return False
 
 
-def related(module: ProjectModule, row: int, message: str) -> RelatedLocation:
+def related(module: ProjectModule, row: int, message: str, column: int = 0) -> RelatedLocation:
     """``row`` of ``module`` as a finding's related location (JSON ``related``, SARIF, ``full``)."""
     from remat_lint.runner import display_path
 
-    return RelatedLocation(display_path(module.path), Position(row, 0), message)
+    return RelatedLocation(display_path(module.path), Position(row, column), message)
 
 
 def place(module: ProjectModule, row: int | None, seen_from: ProjectModule) -> str:
