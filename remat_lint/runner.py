@@ -258,9 +258,10 @@ class ProjectPass:
                 roots[folder] = project_root(self.resolver, [real])
             groups.setdefault(roots[folder], []).append(result)
         for root, group in groups.items():
-            if self._symbols(group) is not None:
+            symbols = self._symbols(group)
+            if symbols is not None:
                 if root not in self.others:
-                    self.others[root] = self._other_facts(root, group, self._symbols(group) or frozenset())
+                    self.others[root] = self._other_facts(root, group, symbols)
                 others = self.others[root]
             else:
                 others = self._imported_facts(root, group)
