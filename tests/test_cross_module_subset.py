@@ -364,3 +364,13 @@ def test_a_value_or_class_from_another_module_is_named_where_it_is_defined(
         for f in json_findings(capsys, "--no-cache", "--select", "ALL", ".")
     }
     assert found[(code, row)] == [(os.path.normpath(other), other_row, note)]
+
+
+def test_a_caller_with_candidates_of_its_own_gets_both_kinds_of_findings_alone(project, capsys):
+    """Its own candidate (REM008) reads the whole project; the wrong call is found on the way."""
+    names = "\n\nimport jax\n\npolicy = jax.checkpoint_policies.save_only_these_names('atn')\n"
+    write(project, {"mypkg/stack.py": STACK + names, "mypkg/blocks.py": NAMES["mypkg/layers.py"]})
+    whole = rows(json_findings(capsys, "--no-cache", "."))
+    assert whole == [(*CALL, "REM012"), ("mypkg/stack.py", 10, "REM008")]
+    assert rows(json_findings(capsys, "--no-cache", "mypkg/stack.py")) == whole
+    assert sorted(flake8_rows("mypkg/stack.py")) == [(5, "REM012"), (10, "REM008")]
