@@ -374,3 +374,9 @@ def test_a_caller_with_candidates_of_its_own_gets_both_kinds_of_findings_alone(p
     assert whole == [(*CALL, "REM012"), ("mypkg/stack.py", 10, "REM008")]
     assert rows(json_findings(capsys, "--no-cache", "mypkg/stack.py")) == whole
     assert sorted(flake8_rows("mypkg/stack.py")) == [(5, "REM012"), (10, "REM008")]
+
+
+def test_the_calls_column_counts_code_points_as_every_finding_does(project, capsys):
+    write(project, {"mypkg/stack.py": STACK.replace("return L.rotary", 'return ("é", L.rotary').replace("=4)", "=4))")})
+    [finding] = json_findings(capsys, "--no-cache", "mypkg/stack.py")
+    assert (finding["location"], finding["end_location"]) == ({"row": 5, "column": 18}, {"row": 5, "column": 58})
