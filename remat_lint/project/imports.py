@@ -33,18 +33,31 @@ class ProjectFiles:
     def __init__(self, root: str, resolver: Resolver) -> None:
         self.root, self.resolver = root, resolver
         self._paths: dict[str, str | None] = {}  # dotted name -> path
+        self._excluded: dict[str, Callable[[str], bool]] = {}  # folder -> whether an entry of it is excluded
+        self._folders: dict[str, bool] = {}  # real folder -> whether a run on the root walks it
 
     def contains(self, path: str) -> bool:
         """``path`` (a real path) is below the root and no folder on the way excludes it."""
-        rel = os.path.relpath(path, os.path.realpath(self.root))
-        if rel.startswith(".."):
-            return False
-        folder = self.root
-        for part in rel.split(os.sep):
-            if self.resolver.in_folder(folder).excluded_in(folder)(part):
-                return False
-            folder = os.path.join(folder, part)
-        return True
+        folder, name = os.path.split(path)
+        return self._included(folder) and not self._excluded_in(folder)(name)
+
+    def _included(self, folder: str) -> bool:
+        """``folder`` (a real path) is the root or an included folder below it (once per folder)."""
+        if folder not in self._folders:
+            parent, name = os.path.split(folder)
+            root = os.path.realpath(self.root)
+            self._folders[folder] = folder == root or (
+                parent != folder
+                and folder.startswith(root + os.sep)
+                and self._included(parent)
+                and not self._excluded_in(parent)(name)
+            )
+        return self._folders[folder]
+
+    def _excluded_in(self, folder: str) -> Callable[[str], bool]:
+        if folder not in self._excluded:
+            self._excluded[folder] = self.resolver.in_folder(folder).excluded_in(folder)
+        return self._excluded[folder]
 
     def path_of(self, name: str) -> str | None:
         """The project file imported as ``name`` (``pkg.layers``; also below ``src/``)."""
