@@ -243,16 +243,17 @@ class ProjectPass:
         self.resolver, self.jobs, self.cache = resolver, jobs, cache
         self.codes = project_codes(frozenset(info.code for info in rule_index()))
         self.others: dict[str | None, list[FileResult]] = {}  # per project root: the other files, once collected
+        self._files: dict[str, ProjectFiles] = {}  # per project root
+        self._reals: dict[str, str] = {}  # path -> real path (several lookups per linted file)
         self.buffers: dict[str, str] = {}  # real path -> text
         for path, text in (buffers or {}).items():
             self.use_text(path, text)
-        self._files: dict[str, ProjectFiles] = {}  # per project root
 
     def __call__(self, results: list[FileResult]) -> None:
         groups: dict[str | None, list[FileResult]] = {}  # files of several projects are linted at once
         roots: dict[str, str | None] = {}  # per folder
         for result in results:
-            real = os.path.realpath(result.path)
+            real = self._real(result.path)
             folder = os.path.dirname(real)
             if folder not in roots:
                 roots[folder] = project_root(self.resolver, [real])
@@ -267,15 +268,20 @@ class ProjectPass:
                 others = self._imported_facts(root, group)
                 if self._symbols(others) is None:
                     continue
-            linted = {os.path.realpath(r.path) for r in group}
-            context = [r for r in others if os.path.realpath(r.path) not in linted]
+            linted = {self._real(r.path) for r in group}
+            context = [r for r in others if self._real(r.path) not in linted]
             project = build_project(root, [*group, *others])
             project.buffers = self.buffers
             project_phase(group, project, self.codes, context, self._admit)
 
+    def _real(self, path: str) -> str:
+        if path not in self._reals:
+            self._reals[path] = os.path.realpath(path)
+        return self._reals[path]
+
     def use_text(self, path: str, text: str) -> None:
         """Read ``text`` as the file ``path``'s (its buffer, or its text after fixes in memory)."""
-        self.buffers[os.path.realpath(path)] = text
+        self.buffers[self._real(path)] = text
 
     def _symbols(self, results: list[FileResult]) -> frozenset[str] | None:
         """The symbols the project-wide candidates in ``results`` name; None when there is none."""
@@ -286,10 +292,10 @@ class ProjectPass:
         """The summaries and facts of the files of the project at ``root`` beside ``group``, and of
         linted files the prefilter skipped that name one of ``symbols``. When a linted file is not
         one of the project's files (excluded, another folder), only the linted files count."""
-        paths = {real: r.path for r in group if r.summary is None and symbols and (real := os.path.realpath(r.path))}
+        paths = {real: r.path for r in group if r.summary is None and symbols and (real := self._real(r.path))}
         if root is not None and self._in_project(root, group):
-            linted = {os.path.realpath(r.path) for r in group}
-            project = {os.path.realpath(path): path for path in discover([root], self.resolver).files}
+            linted = {self._real(r.path) for r in group}
+            project = {self._real(path): path for path in discover([root], self.resolver).files}
             paths.update((real, path) for real, path in project.items() if real not in linted)
         return self._summaries(paths, group, symbols)
 
@@ -300,15 +306,15 @@ class ProjectPass:
         if root is None or not self._in_project(root, group):
             return []
         texts = {r.path: self._data(r.path) for r in group}
-        imported = self._files[root].closure({p: t for p, t in texts.items() if t is not None}, self._data)
+        imported = self._files[root].closure({p: t for p, t in texts.items() if t is not None}, self._data, self._real)
         found = _lint(((p, d) for p, d in imported if d is not None), self.resolver, jobs=self.jobs, cache=self.cache)
         others = [_for_project(r) for r in found if r.summary is not None]
         symbols = self._symbols(others)
         if not symbols:
             return others
-        summarized = {os.path.realpath(r.path) for r in others}
-        paths = {real: path for path, _ in imported if (real := os.path.realpath(path)) not in summarized}
-        paths.update((real, r.path) for r in group if r.summary is None and (real := os.path.realpath(r.path)))
+        summarized = {self._real(r.path) for r in others}
+        paths = {real: path for path, _ in imported if (real := self._real(path)) not in summarized}
+        paths.update((real, r.path) for r in group if r.summary is None and (real := self._real(r.path)))
         return others + self._summaries(paths, group + others, symbols)
 
     def _summaries(self, paths: dict[str, str], known: list[FileResult], words: frozenset[str]) -> list[FileResult]:
@@ -326,18 +332,18 @@ class ProjectPass:
             if not words:
                 break
             seen |= words
-            summarized = {os.path.realpath(r.path) for r in others}
+            summarized = {self._real(r.path) for r in others}
             paths = {real: path for real, path in paths.items() if real not in summarized}
         return others
 
     def _in_project(self, root: str, group: list[FileResult]) -> bool:
         """Every file of ``group`` is one a run on ``root`` would lint."""
         files = self._files.setdefault(root, ProjectFiles(root, self.resolver))
-        return all(files.contains(os.path.realpath(r.path)) for r in group)
+        return all(files.contains(self._real(r.path)) for r in group)
 
     def _data(self, path: str) -> bytes | None:
         """A file's bytes (a linted buffer's own); None when it cannot be read."""
-        buffer = self.buffers.get(os.path.realpath(path))
+        buffer = self.buffers.get(self._real(path))
         if buffer is not None:
             return buffer.encode("utf-8")
         data = _read(path)

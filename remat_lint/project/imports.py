@@ -93,20 +93,24 @@ class ProjectFiles:
                 found.update(p for i in range(len(parts)) if (p := self.path_of(".".join(parts[: i + 1]))) is not None)
         return found
 
-    def closure(self, linted: dict[str, bytes], read: Callable[[str], bytes | None]) -> list[tuple[str, bytes | None]]:
+    def closure(
+        self,
+        linted: dict[str, bytes],
+        read: Callable[[str], bytes | None],
+        real: Callable[[str], str] = os.path.realpath,
+    ) -> list[tuple[str, bytes | None]]:
         """The files that ``linted`` (path -> bytes) import, transitively, within the project, with
-        their bytes as ``read`` gives them (None when it cannot read one)."""
-        seen = {os.path.realpath(path) for path in linted}
+        their bytes as ``read`` gives them (None when it cannot read one); ``real``: a path's real path."""
+        seen = {real(path) for path in linted}
         frontier: list[tuple[str, bytes]] = list(linted.items())
         found: list[tuple[str, bytes | None]] = []
         while frontier:
             following = []
             for path, data in frontier:
                 for imported in sorted(self.imported(path, data)):
-                    real = os.path.realpath(imported)
-                    if real in seen:
+                    if real(imported) in seen:
                         continue
-                    seen.add(real)
+                    seen.add(real(imported))
                     other = read(imported)
                     found.append((imported, other))
                     if other is not None:
