@@ -131,7 +131,8 @@ def fix_sources(
     """Fix every source in memory; the caller writes, diffs or prints the changed ones.
     ``jobs`` and ``cache`` serve the project's other files (runner.ProjectPass)."""
     results = {path: lint_one(path, source, resolver(path)) for path, source in sources.items()}
-    project_pass = ProjectPass(sources, resolver, jobs=jobs, cache=cache)
+    texts = {path: source.text for path, source in sources.items() if not isinstance(source, Finding)}
+    project_pass = ProjectPass(sources, resolver, jobs=jobs, cache=cache, buffers=texts)
     project_pass(list(results.values()))
     outcome = FixOutcome(RunResult(files=len(sources)))
     fixed: dict[str, Source] = {}
@@ -180,6 +181,7 @@ def _fix_file(
             outcome.warnings.append(f"{display_path(path)}: a fix produced code that does not parse; not applied (please report)")
             return current
         results[path] = fresh
+        project_pass.use_text(path, new.text)
         project_pass(list(results.values()))
         outcome.applied.update((path, f.code, f.name) for f in chosen)
         current = new

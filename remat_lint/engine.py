@@ -112,7 +112,9 @@ def _apply_noqa(result: FileResult, findings: list[Finding], s: Suppressions, so
     kept = [f for f in findings if not check(f.code, f.start.row)]
     if UnusedNoqa.code in checked:
         hidden = [f for f in findings if s.suppresses(f.code, f.start.row)]
-        kept += [f for f in unused_noqa(result.path, source, s, hidden, checked) if not check(f.code, f.start.row)]
+        # A rule that reports at other modules' calls decides this file's lines in the project phase.
+        decided = checked - {rule.code for rule in all_rules() if rule.reports_at_calls}
+        kept += [f for f in unused_noqa(result.path, source, s, hidden, decided) if not check(f.code, f.start.row)]
     return kept
 
 

@@ -62,6 +62,16 @@ def first_sentence_end(text: str) -> int | None:
     return None
 
 
+@dataclass(frozen=True)
+class RelatedLocation:
+    """Another place a finding depends on (the wrap whose ``static_argnums`` a call breaks), in
+    another file or the same one: a note in ``full``, a field in JSON, SARIF's ``relatedLocations``."""
+
+    path: str
+    start: Position
+    message: str
+
+
 @dataclass
 class Finding:
     code: str
@@ -78,6 +88,7 @@ class Finding:
     data: dict[str, Any] = field(default_factory=dict)
     # In a notebook, for the reporters: the 1-based cell, rows then counted within it (sources.in_cells).
     cell: int | None = None
+    related: tuple[RelatedLocation, ...] = ()
 
     @property
     def title(self) -> str:

@@ -56,30 +56,34 @@ class Plugin:
             cls.codes = CODES
 
     def run(self) -> Iterator[tuple[int, int, str, type]]:
-        # The same prefilter as the CLI, on flake8's lines and tree: most files end here, and
-        # libcst (0.3 s to import) is imported only when a file passes.
+        # The same prefilter as the CLI, on flake8's lines and tree: libcst (0.3 s to import) is
+        # imported only when a file passes, or when a file it imports needs a parse.
         if not self.codes:
             return
         source = "".join(self.lines)
-        if not prefilter_for(self.codes).keeps(source, self.tree):
-            return
-        undecodable = _undecodable(self.filename) if not source.isascii() else None
+        kept = prefilter_for(self.codes).keeps(source, self.tree)
+        undecodable = _undecodable(self.filename) if kept and not source.isascii() else None
         if undecodable is not None:  # flake8 fell back to Latin-1; Python (and the CLI) reject the file
             yield 1, 0, f"{PARSE_ERROR} {undecodable}", type(self)
             return
         try:
             from remat_lint.cache import Cache, folder
-            from remat_lint.engine import lint_source
+            from remat_lint.results import FileResult
             from remat_lint.runner import ProjectPass
 
             # The project-wide rules flake8 selects beyond the configuration's (REM301) need every file's facts.
             resolver = _resolver(tuple(sorted(project_codes(self.codes).intersection(OFF_BY_DEFAULT))), os.getcwd())
             settings = resolver(self.filename)
-            result = lint_source(self.filename, source, settings.codes_for(self.filename, self.codes), apply_noqa=False,
-                                 facts=project_codes(settings.enabled_codes()), is_test_file=settings.is_test_file(self.filename),
-                                 tree=self.tree, defer_project=True)
+            result = FileResult(self.filename)
+            if kept:  # else it may still call another module's wrap wrongly (REM012): the project phase tells
+                from remat_lint.engine import lint_source
+
+                result = lint_source(self.filename, source, settings.codes_for(self.filename, self.codes), apply_noqa=False,
+                                     facts=project_codes(settings.enabled_codes()),
+                                     is_test_file=settings.is_test_file(self.filename), tree=self.tree, defer_project=True)
             # Project-wide rules (REM008, REM101) see the other files as the CLI does, through the same cache.
-            ProjectPass([self.filename], resolver, cache=Cache(folder(settings.root, settings.cache_dir)))([result])
+            cache = Cache(folder(settings.root, settings.cache_dir))
+            ProjectPass([self.filename], resolver, cache=cache, buffers={self.filename: source})([result])
             findings = result.findings
             jax_version.retarget(findings, settings.jax_target()[0])
         except ConfigError as exc:  # flake8 cannot exit 2 for us: say it on the file

@@ -9,7 +9,7 @@ from __future__ import annotations
 import io
 import tokenize
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from remat_lint.findings import Finding, Position, Severity, TextEdit
 
@@ -69,18 +69,33 @@ def project_codes(codes: frozenset[str]) -> frozenset[str]:
     return frozenset(info.code for info in rule_index() if info.project_wide and info.code in codes)
 
 
-def project_phase(results: list[FileResult], project: Project, codes: frozenset[str]) -> None:
+def project_phase(
+    results: list[FileResult],
+    project: Project,
+    codes: frozenset[str],
+    context: Iterable[FileResult] = (),
+    admit: Callable[[Finding], bool] = lambda finding: True,
+) -> None:
     """Let the project-wide rules among ``codes`` decide their candidates (``pending``) in
     ``results`` with the whole project in view: each file's candidates of a rule go to its
     ``Rule.check_project`` with the file's module; what it returns is reported, the other
     candidates are dropped. Every other finding is final and kept here. Only rules with candidates
     are imported. A rule that fails here loses its candidates in that file, which gets a REM000
-    finding."""
+    finding.
+    A rule that ``reports_at_calls`` may return findings in other files (the calls of a wrap): those
+    go to the file's result among ``results`` when ``admit`` lets them (its configuration and
+    ``# noqa``), else nowhere; its candidates in ``context`` (files read only for the project) are
+    judged too, for the calls in ``results``."""
+    import os
+
     from remat_lint.registry import rule_class
 
-    fired = {f.code for r in results for f in r.findings if f.data.get("pending")} & project_codes(codes)
+    context = list(context)
+    fired = {f.code for r in [*results, *context] for f in r.findings if f.data.get("pending")} & project_codes(codes)
+    by_path = {os.path.realpath(r.path): r for r in results}
+    reported = {id(r) for r in results}
     for rule in map(rule_class, sorted(fired)):
-        for result in results:
+        for result in [*results, *context] if rule.reports_at_calls else results:
             candidates = [f for f in result.findings if f.code == rule.code and f.data.get("pending")]
             if not candidates:
                 continue
@@ -93,8 +108,14 @@ def project_phase(results: list[FileResult], project: Project, codes: frozenset[
                 result.findings.append(diagnostic(result.path, error))
             for finding in confirmed:
                 finding.data.pop("pending", None)
-            dropped = {id(f) for f in candidates} - {id(f) for f in confirmed}
-            result.findings = [f for f in result.findings if id(f) not in dropped]
+            for finding in (f for f in confirmed if f.path != result.path):  # at another file's call
+                target = by_path.get(os.path.realpath(finding.path))
+                if target is not None and admit(finding):
+                    finding.path = target.path
+                    target.findings.append(finding)
+            if id(result) in reported:
+                dropped = {id(f) for f in candidates} - {id(f) for f in confirmed}
+                result.findings = [f for f in result.findings if id(f) not in dropped]
 
 
 def build_project(root: str | None, results: Iterable[FileResult]) -> Project:

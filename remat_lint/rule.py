@@ -82,6 +82,9 @@ class Rule:
     # Whether its ``check_project`` needs the file's ``ProjectModule``: in a file the project has no
     # summary of, such a rule's candidates are dropped without asking it. REM008 reads facts only.
     project_needs_module: ClassVar[bool] = True
+    # Whether ``check_project`` reports at other modules' calls of the candidate's wrap (REM012): the
+    # candidates of files read only for the project are judged too, for the calls in linted files.
+    reports_at_calls: ClassVar[bool] = False
     preview: ClassVar[bool] = False  # new, may still change: runs only when its own code is selected
     since: ClassVar[str] = "0.1.0"  # the first release; a rule added later names the version that adds it
     # Words (whole words, lower or upper case, anywhere in the text) whose presence makes a file worth parsing

@@ -23,6 +23,7 @@ from remat_lint.config import Settings
 from remat_lint.discovery import discover
 from remat_lint.findings import Finding
 from remat_lint.prefilter import Prefilter, prefilter_for
+from remat_lint.project.imports import ProjectFiles
 from remat_lint.registry import rule_index
 from remat_lint.resolver import Resolver
 from remat_lint.results import FileResult, SourceFile, build_project, diagnostic, project_codes, project_phase
@@ -119,10 +120,17 @@ def run(
     if ignore_noqa:  # the cache keeps what a run with noqa reports; the suppressed findings beside it
         for result in results:
             result.findings += result.suppressed
-    ProjectPass([stdin[0]] if stdin is not None else paths, resolver, jobs=jobs, cache=cache)(results)
+    decoded = decode_source(*stdin) if stdin is not None else None
+    buffers = {stdin[0]: decoded.text} if stdin is not None and isinstance(decoded, SourceFile) else None
+    ProjectPass([stdin[0]] if stdin is not None else paths, resolver, jobs=jobs, cache=cache, buffers=buffers,
+                ignore_noqa=ignore_noqa)(results)
     findings = sorted((f for r in results for f in r.findings), key=lambda f: f.sort_key)
     resolver.retarget(findings)
     with_findings = {f.path for f in findings}
+    for path in with_findings - texts.keys():  # a call that the project phase found wrong: reporters show its line
+        source = decoded if stdin is not None else read_source(path)
+        if isinstance(source, SourceFile):
+            texts[path] = source.text
     return RunResult(findings, {p: t for p, t in texts.items() if p in with_findings}, len(results),
                      {p: nb for p, nb in notebooks.items() if p in with_findings})
 
@@ -220,65 +228,154 @@ class _Scan:
 class ProjectPass:
     """The project phase (remat_lint/project/): project-wide rules decide their findings with the
     whole project in view (REM008: a policy name that no file declares; REM101: a checkpoint
-    differentiated whole in another module; REM004, REM011: a Module class from another module).
+    differentiated whole in another module; REM004, REM011: a Module class from another module;
+    REM012, REM016: a call in a linted file that breaks the wrap of a module it imports).
 
     When the linted files are part of a project (pre-commit passes the staged files, an editor
-    one buffer), the other files count as well: the first time a project-wide rule fires, the
-    project's other files are linted for their summaries and facts; their findings are never
-    reported. They are linted as a run on the whole project would lint them (checking costs
+    one buffer), the other files count as well: the files they import, transitively, are read for
+    their summaries, facts and the candidates of rules that report at calls (``imports.py``); the
+    first time a project-wide rule fires in a linted file, the project's other files are linted
+    for their summaries and facts. Findings in files that were not linted are never reported.
+    Other files are linted as a run on the whole project would lint them (checking costs
     little beside the parse and the analysis that facts need), so that both runs share cache
     entries; a file that names a candidate's symbol (``loss_fn``, a checkpoint another module may
     differentiate), an alias of it or a base of its class is parsed although the prefilter rejects
     it. The project's files are those a
     run on ``project_root`` would lint; when a linted file is not among them, only the linted
-    files count."""
+    files count. ``buffers``: linted files' texts that are not on disk (stdin, flake8's, fixed in memory).
+    ``ignore_noqa``: a finding moved to a call is reported whatever `# noqa` the call's line has."""
 
-    def __init__(self, linted: Iterable[str], resolver: Resolver, *, jobs: int = 1, cache: Cache | None = None) -> None:
-        self.resolver, self.jobs, self.cache = resolver, jobs, cache
+    def __init__(self, linted: Iterable[str], resolver: Resolver, *, jobs: int = 1, cache: Cache | None = None,
+                 buffers: dict[str, str] | None = None, ignore_noqa: bool = False) -> None:
+        self.resolver, self.jobs, self.cache, self.ignore_noqa = resolver, jobs, cache, ignore_noqa
         self.codes = project_codes(frozenset(info.code for info in rule_index()))
         self.others: dict[str | None, list[FileResult]] = {}  # per project root: the other files, once collected
+        self._files: dict[str, ProjectFiles] = {}  # per project root
+        self._reals: dict[str, str] = {}  # path -> real path (several lookups per linted file)
+        self.buffers: dict[str, str] = {}  # real path -> text
+        for path, text in (buffers or {}).items():
+            self.use_text(path, text)
 
     def __call__(self, results: list[FileResult]) -> None:
-        if not any(f.code in self.codes and f.data.get("pending") for r in results for f in r.findings):
-            return
         groups: dict[str | None, list[FileResult]] = {}  # files of several projects are linted at once
         roots: dict[str, str | None] = {}  # per folder
         for result in results:
-            real = os.path.realpath(result.path)
+            real = self._real(result.path)
             folder = os.path.dirname(real)
             if folder not in roots:
                 roots[folder] = project_root(self.resolver, [real])
             groups.setdefault(roots[folder], []).append(result)
         for root, group in groups.items():
-            if root not in self.others:
-                symbols = frozenset(str(s) for r in group for f in r.findings if f.code in self.codes for s in f.data.get("symbols", ()))
-                self.others[root] = self._other_facts(root, group, symbols)
-            project_phase(group, build_project(root, [*group, *self.others[root]]), self.codes)
+            symbols = self._symbols(group)
+            if symbols is not None:
+                if root not in self.others:
+                    self.others[root] = self._other_facts(root, group, symbols)
+                others = self.others[root]
+            else:
+                others = self._imported_facts(root, group)
+                if self._symbols(others) is None:
+                    continue
+            linted = {self._real(r.path) for r in group}
+            context = [r for r in others if self._real(r.path) not in linted]
+            project = build_project(root, [*group, *others])
+            project.buffers = self.buffers
+            project_phase(group, project, self.codes, context, self._admit)
+
+    def _real(self, path: str) -> str:
+        if path not in self._reals:
+            self._reals[path] = os.path.realpath(path)
+        return self._reals[path]
+
+    def use_text(self, path: str, text: str) -> None:
+        """Read ``text`` as the file ``path``'s (its buffer, or its text after fixes in memory)."""
+        self.buffers[self._real(path)] = text
+
+    def _symbols(self, results: list[FileResult]) -> frozenset[str] | None:
+        """The symbols the project-wide candidates in ``results`` name; None when there is none."""
+        candidates = [f for r in results for f in r.findings if f.code in self.codes and f.data.get("pending")]
+        return frozenset(str(s) for f in candidates for s in f.data.get("symbols", ())) if candidates else None
 
     def _other_facts(self, root: str | None, group: list[FileResult], symbols: frozenset[str]) -> list[FileResult]:
         """The summaries and facts of the files of the project at ``root`` beside ``group``, and of
         linted files the prefilter skipped that name one of ``symbols``. When a linted file is not
         one of the project's files (excluded, another folder), only the linted files count."""
-        linted = {os.path.realpath(r.path): r.path for r in group}
-        paths = {real: r.path for r in group if r.summary is None and symbols and (real := os.path.realpath(r.path))}
-        if root is not None:
-            project = {os.path.realpath(path): path for path in discover([root], self.resolver).files}
-            if linted.keys() <= project.keys():
-                paths.update((real, path) for real, path in project.items() if real not in linted)
+        paths = {real: r.path for r in group if r.summary is None and symbols and (real := self._real(r.path))}
+        if root is not None and self._in_project(root, group):
+            linted = {self._real(r.path) for r in group}
+            project = {self._real(path): path for path in discover([root], self.resolver).files}
+            paths.update((real, path) for real, path in project.items() if real not in linted)
+        return self._summaries(paths, group, symbols)
+
+    def _imported_facts(self, root: str | None, group: list[FileResult]) -> list[FileResult]:
+        """The summaries, facts and candidates of the files of the project at ``root`` that the
+        files of ``group`` import, transitively; then, when they hold candidates, of the files of
+        ``group`` the prefilter skipped that name one of their symbols (a caller of a wrap)."""
+        if root is None or not self._in_project(root, group):
+            return []
+        texts = {r.path: self._data(r.path) for r in group}
+        imported = self._files[root].closure({p: t for p, t in texts.items() if t is not None}, self._data, self._real)
+        found = _lint(((p, d) for p, d in imported if d is not None), self.resolver, jobs=self.jobs, cache=self.cache)
+        others = [_for_project(r) for r in found if r.summary is not None]
+        symbols = self._symbols(others)
+        if not symbols:
+            return others
+        summarized = {self._real(r.path) for r in others}
+        paths = {real: path for path, _ in imported if (real := self._real(path)) not in summarized}
+        paths.update((real, r.path) for r in group if r.summary is None and (real := self._real(r.path)))
+        return others + self._summaries(paths, group + others, symbols)
+
+    def _summaries(self, paths: dict[str, str], known: list[FileResult], words: frozenset[str]) -> list[FileResult]:
+        """The summaries of ``paths`` (real path -> path), those that name none of ``words`` only
+        when the prefilter keeps them; then of the rest that name their aliases and their classes'
+        bases (``related_names``), and so on, ``_RELATED_DEPTH`` rounds at most."""
         others: list[FileResult] = []
-        words, seen = symbols, set(symbols)
+        seen = set(words)
         for _ in range(_RELATED_DEPTH):  # then the files naming the symbols' aliases and their classes' bases
-            found = _lint(((path, _read(path)) for path in paths.values()), self.resolver, jobs=self.jobs, cache=self.cache,
-                          words=words)
-            found = [FileResult(r.path, facts=r.facts, summary=r.summary) for r in found if r.summary is not None]
+            found = _lint(((path, self._data(path) or b"") for path in paths.values()), self.resolver, jobs=self.jobs,
+                          cache=self.cache, words=words)
+            found = [_for_project(r) for r in found if r.summary is not None]
             others += found
-            words = frozenset(name for r in [*group, *found] if r.summary for name in r.summary.related_names(words)) - seen
+            words = frozenset(name for r in [*known, *found] if r.summary for name in r.summary.related_names(words)) - seen
             if not words:
                 break
             seen |= words
-            summarized = {os.path.realpath(r.path) for r in others}
+            summarized = {self._real(r.path) for r in others}
             paths = {real: path for real, path in paths.items() if real not in summarized}
         return others
+
+    def _in_project(self, root: str, group: list[FileResult]) -> bool:
+        """Every file of ``group`` is one a run on ``root`` would lint."""
+        files = self._files.setdefault(root, ProjectFiles(root, self.resolver))
+        return all(files.contains(self._real(r.path)) for r in group)
+
+    def _data(self, path: str) -> bytes | None:
+        """A file's bytes (a linted buffer's own); None when it cannot be read."""
+        buffer = self.buffers.get(self._real(path))
+        if buffer is not None:
+            return buffer.encode("utf-8")
+        data = _read(path)
+        return data if isinstance(data, bytes) else None
+
+    def _admit(self, finding: Finding) -> bool:
+        """A finding the project phase moved to a linted file's call: the file's configuration
+        selects its rule and no ``# noqa`` there suppresses it."""
+        from remat_lint.noqa import Suppressions
+
+        if finding.code not in self.resolver(finding.path).codes_for(finding.path):
+            return False
+        if self.ignore_noqa:
+            return True
+        data = self._data(finding.path)
+        source = decode_source(finding.path, data) if data is not None else None
+        text = source.text if isinstance(source, SourceFile) else ""
+        return not Suppressions.parse(text).suppresses(finding.code, finding.start.row)
+
+
+def _for_project(result: FileResult) -> FileResult:
+    """What the project phase needs of a file that was not linted: its summary, facts and
+    candidates (a rule may report at a linted file's call from there); never its findings."""
+    pending = [f for f in result.findings if f.data.get("pending")]
+    return FileResult(result.path, pending, facts=result.facts, summary=result.summary)
 
 
 def project_root(resolver: Resolver, linted: Iterable[str]) -> str | None:

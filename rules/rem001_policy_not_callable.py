@@ -32,6 +32,10 @@ class PolicyNotCallable(Rule):
     config class's field (`cfg.remat_policy` for `cfg: Config`, `Config()` or `Config` imported
     from `config.py`, unless some module assigns that field); the message names the module.
 
+    Where it is reported: at the `policy=` argument, in the module that passes it, also when only
+    that module is linted (pre-commit, flake8, an editor); the message names the module the value
+    comes from, and JSON and SARIF carry its definition as a related location.
+
     ## Why is this bad?
     JAX does not check `policy` when it wraps the function. Plain calls, `jit` and `jvp` never
     consult it, so forward-only code and tests pass; the first `grad`, `vjp` or
@@ -152,8 +156,11 @@ class PolicyNotCallable(Rule):
             if resolved is None or found is None:
                 continue
             where = ", ".join(sorted({os.path.relpath(m.path, os.path.dirname(module.path)) for m in resolved[1]}))
+            names = [str(name) for name in finding.data["symbols"]]
             finding.message = f"`policy={finding.data['policy']}` (from {where}) {found}"
             finding.data = {"from": where}
+            defined = (project.definition((m.name, name), f"`{name}` is defined here") for m in resolved[1] for name in names)
+            finding.related = tuple(dict.fromkeys(d for d in defined if d is not None))
             kept.append(finding)
         return kept
 

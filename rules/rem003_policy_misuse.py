@@ -70,6 +70,11 @@ class PolicyMisuse(Rule):
     the wrong number of arguments, a name that `save_and_offload_only_these_names` is told both
     to save and to offload, and an offloading policy inside `save_from_both_policies`.
 
+    Where it is reported: at the table's entry (the factory to call), in the table's module, also
+    when the lookup is in another module: the message names the lookup, and JSON and SARIF carry it
+    as a related location. Linting only the module that reads the table reports nothing there: the
+    line to change is in a file that was not linted.
+
     ## Why is this bad?
     - `dots_saveable()` raises `TypeError` (missing `prim`) as soon as it is evaluated;
       `everything_saveable()` returns `True` and the first grad/vjp raises
@@ -289,7 +294,7 @@ class PolicyMisuse(Rule):
     def check_project(cls, candidates: list[Finding], module: ProjectModule, project: Project) -> list[Finding]:
         """Confirm the uncalled factories in module-level tables (pending) that another module
         reads by key; the first such lookup is named."""
-        from remat_lint.project.model import place
+        from remat_lint.project.model import place, related
 
         kept = []
         for finding in candidates:
@@ -302,6 +307,7 @@ class PolicyMisuse(Rule):
                 where = place(reads[0][2], reads[0][1], module)
                 finding.message = finding.message.replace(_READ_BY_KEY, f"{_READ_BY_KEY} (`{symbol[1]}[...]` at {where})", 1)
                 finding.data = {"symbol": symbol[1], "read_at": where}
+                finding.related = (related(reads[0][2], reads[0][1], f"`{symbol[1]}` read by key here"),)
                 kept.append(finding)
         return kept
 

@@ -29,6 +29,10 @@ class RematModuleInstance(Rule):
     to a bound method (`nn.remat(self.encode)`). The Module class may come from another module
     of the project (`from .layers import Block`): its base classes are followed there.
 
+    Where it is reported: at the Linen transform's call, in the module that writes it, also when
+    the Module class comes from another module and only that module is linted; JSON and SARIF
+    carry the class's definition as a related location.
+
     ## Why is this bad?
     Linen transforms take a Module *class*, or a function whose first argument is a Module.
     Given an instance, Flax raises `flax.errors.TransformTargetError` ("Linen transformations
@@ -178,6 +182,8 @@ class RematModuleInstance(Rule):
             if symbol is not None and project.base_names(symbol) & LINEN_MODULE_CLASSES:
                 finding.message = _instance_message(finding.data["api"], finding.data["target"], finding.data["cls"])
                 finding.data = {"class": symbol[1]}
+                definition = project.definition(symbol, f"`{symbol[1]}` is defined here")
+                finding.related = (definition,) if definition is not None else ()
                 kept.append(finding)
         return kept
 

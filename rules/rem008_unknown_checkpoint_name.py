@@ -33,6 +33,9 @@ class UnknownCheckpointName(Rule):
     closest declared name as a suggestion. Names passed through a module constant
     (`save_only_these_names(*NAMES)` with `NAMES = ("a", "b")`) are checked too.
 
+    Where it is reported: at the policy naming the undeclared name, in its module, also when only
+    that module is linted (the project's other files are read for the names they declare).
+
     ## Why is this bad?
     JAX matches checkpoint names exactly and never validates them: a misspelled or renamed name
     raises nothing and warns nothing, even under `jit(grad)`. `save_only_these_names("atn_out")`

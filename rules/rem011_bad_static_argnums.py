@@ -60,6 +60,10 @@ class BadStaticArgnums(Rule):
     `from .layers import Block`) is judged against that class's `__call__` (the index past its
     last argument, and the off-by-one); the message says where the class is defined.
 
+    Where it is reported: at the wrap, in the module that writes it, also when the Module class
+    comes from another module and only that module is linted; JSON and SARIF carry the class's
+    definition as a related location.
+
     ## Why is this bad?
     Measured on jax 0.10.2 / flax 0.12.8:
     - a list is accepted when wrapping; every call raises `TypeError: the static_argnums argument
@@ -229,6 +233,8 @@ class BadStaticArgnums(Rule):
                     f"{why[0].upper()}{why[1:]} (`{found[1]}` is defined in {where})"  # type: ignore[index]
                 )
                 finding.data = {"class": found[1], "defined_in": where}  # type: ignore[index]
+                definition = project.definition(found, f"`{found[1]}` is defined here")  # type: ignore[arg-type]
+                finding.related = (definition,) if definition is not None else ()
                 kept.append(finding)
         return kept
 

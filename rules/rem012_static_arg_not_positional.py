@@ -36,9 +36,11 @@ class StaticArgNotPositional(Rule):
 
     Across modules: a checkpoint bound to a module-level name (`RematBlock = nn.remat(Block,
     static_argnums=(2,))`, also `... if REMAT else Block`, a decorated `def`) that another
-    module of the project imports and calls with the static argument by keyword, or without it,
-    is reported at the wrap, and the message names the call (`called with deterministic= at
-    model.py:14`).
+    module of the project imports and calls with the static argument by keyword, or without it.
+
+    Where it is reported: at each wrong call, in the calling module, also when only that module
+    is linted (pre-commit, flake8, an editor); the message names the wrap (`static_argnums` of
+    `RematBlock` (layers.py:24)), and JSON and SARIF carry it as a related location.
 
     ## Example
     ```python
@@ -70,6 +72,7 @@ class StaticArgNotPositional(Rule):
     name = "static-arg-not-positional"
     severity = Severity.ERROR
     project_wide = True  # the call may be in another module than the wrap
+    reports_at_calls = True
 
     VALID = [
         "import functools, jax\n@functools.partial(jax.checkpoint, static_argnums=(1,))\ndef f(x, flag=False):\n    return x\ny = f(x, True)",
@@ -155,28 +158,25 @@ class StaticArgNotPositional(Rule):
 
     @classmethod
     def check_project(cls, candidates: list[Finding], module: ProjectModule, project: Project) -> list[Finding]:
-        """Confirm the exported wraps (pending) that another module calls with a static argument
-        by keyword or not at all; the first such call is named."""
-        from remat_lint.project.model import call_row, place
+        """The calls in other modules of the exported wraps (pending) that pass a static argument
+        by keyword or not at all: one finding at each, naming the wrap."""
+        from remat_lint.project.calls import at_calls, distinct, wrap_place
 
-        kept = []
-        for finding in candidates:
-            data = finding.data
+        found = []
+        for candidate in candidates:
+            data = candidate.data
             symbol = (module.name, str(data["symbols"][0]))
-            for other, call in project.calls_of(symbol, instance=bool(data["instance"])):
+            for other, call in distinct(project.calls_of(symbol, instance=bool(data["instance"]))):
                 missed = next(((i, p) for i, p in data["static"] if p in call.keywords or i - data["shift"] >= call.positional), None)
                 if missed is None:
                     continue
                 index, name = missed
-                how = f"with `{name}=`" if name in call.keywords else "without it"
-                where = place(other, call_row(other, call), module)
-                finding.message = (
-                    f"`{name}` is in `static_argnums` but `{symbol[1]}` is called {how} at {where}, so that call raises "
-                    f"`ValueError`{data['enabled']}. `{data['display']}` checks `static_argnums=({index},)` only against the call's "
-                    f"positional arguments ({call.positional}{_MODULE_FIRST if data['shift'] else ''}): a keyword or a "
-                    f"default does not count; pass `{name}` positionally there"
+                how = "passed by keyword" if name in call.keywords else "not passed"
+                message = (
+                    f"`{name}` is in `static_argnums` of `{symbol[1]}` ({wrap_place(candidate, other)}) but {how}, so this "
+                    f"call raises `ValueError`{data['enabled']}. `{data['display']}` checks `static_argnums=({index},)` only "
+                    f"against the call's positional arguments ({call.positional}{_MODULE_FIRST if data['shift'] else ''}): "
+                    f"a keyword or a default does not count; pass `{name}` positionally"
                 )
-                finding.data = {"symbol": symbol[1], "called_at": where}
-                kept.append(finding)
-                break
-        return kept
+                found += at_calls(candidate, project, other, call, message, f"`{symbol[1]}` is checkpointed here with `static_argnums`")
+        return found

@@ -31,8 +31,11 @@ class RematKeywordDropped(Rule):
 
     Across modules: a wrap bound to a module-level name (`remat_mlp = nn_partitioning.remat(Mlp)`,
     also `... if REMAT else Mlp`)
-    that another module of the project imports and calls with a keyword is reported at the wrap,
-    and the message names the call (`called with deterministic= at model.py:14`).
+    that another module of the project imports and calls with a keyword.
+
+    Where it is reported: at each call that passes the keyword, in the calling module, also when
+    only that module is linted (pre-commit, flake8, an editor); the message names the wrap
+    (`remat_mlp` is wrapped at layers.py:25), and JSON and SARIF carry it as a related location.
 
     ## Example
     ```python
@@ -63,6 +66,7 @@ class RematKeywordDropped(Rule):
     name = "remat-keyword-dropped"
     severity = Severity.ERROR
     project_wide = True  # the call may be in another module than the wrap
+    reports_at_calls = True
 
     VALID = [
         (
@@ -118,22 +122,19 @@ class RematKeywordDropped(Rule):
 
     @classmethod
     def check_project(cls, candidates: list[Finding], module: ProjectModule, project: Project) -> list[Finding]:
-        """Confirm the exported wraps (pending) whose instances another module calls with a
-        keyword of their ``__call__``; the first such call is named."""
-        from remat_lint.project.model import call_row, place
+        """The calls in other modules of the instances of the exported wraps (pending) that pass a
+        keyword of their ``__call__``: one finding at each, naming the wrap."""
+        from remat_lint.project.calls import at_calls, distinct, wrap_place
 
-        kept = []
-        for finding in candidates:
-            symbol, params = (module.name, str(finding.data["symbols"][0])), finding.data["params"]
-            for other, call in project.calls_of(symbol, instance=True):
+        found = []
+        for candidate in candidates:
+            symbol, params = (module.name, str(candidate.data["symbols"][0])), candidate.data["params"]
+            for other, call in distinct(project.calls_of(symbol, instance=True)):
                 name = next((k for k in call.keywords if k in params), None)
                 if name is not None:
-                    where = place(other, call_row(other, call), module)
-                    finding.message = message(name, params[name], f"`{symbol[1]}` is called with `{name}=` at {where}: ")
-                    finding.data = {"symbol": symbol[1], "called_at": where}
-                    kept.append(finding)
-                    break
-        return kept
+                    text = message(name, params[name], f"`{symbol[1]}` is wrapped at {wrap_place(candidate, other)}: ")
+                    found += at_calls(candidate, project, other, call, text, f"`{symbol[1]}` is wrapped by `nn_partitioning.remat` here")
+        return found
 
 
 def message(name: str, default: str | None, where: str = "") -> str:
@@ -143,5 +144,5 @@ def message(name: str, default: str | None, where: str = "") -> str:
         effect = f"`{name}` keeps its default `{default}`"
     return (
         f"{where}`nn_partitioning.remat` drops the keyword argument `{name}=` with only a `RuntimeWarning`. "
-        f"It ignores every keyword of the call: {effect}; pass it positionally{' there' if where else ''}"
+        f"It ignores every keyword of the call: {effect}; pass it positionally"
     )

@@ -16,7 +16,8 @@ class UnusedNoqa(Rule):
     Only this tool's codes are judged (`F401` beside them is left alone, and so is a blanket
     `# noqa`), and a code only where its rule ran on the file: not one the configuration
     disables, nor one a rule quiet in test code would have used there. A code that suppressed a
-    candidate of a project-wide rule (REM008) counts as used.
+    candidate of a project-wide rule (REM008) counts as used. Codes of the rules that the project reports at
+    a call of another module's wrap (REM012, REM016) are not judged: linting one file cannot tell.
 
     Off by default: enable it with `extend-select = ["REM100"]`.
 

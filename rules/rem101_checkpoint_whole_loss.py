@@ -43,6 +43,11 @@ class CheckpointWholeLoss(Rule):
     configuration switches it on (`if cfg.remat: loss = jax.checkpoint(loss)`, or a conditional
     expression): wasted whenever it is on.
 
+    Where it is reported: at the checkpoint (the line to change), also when the grad is in another
+    module: the message names the grad, and JSON and SARIF carry it as a related location.
+    Linting only the module with the grad reports nothing there: the checkpoint's file was not
+    linted.
+
     ## Why is this bad?
     A checkpoint saves memory by not keeping its function's intermediates for the backward pass
     while *something else* runs in between; it pays with a recomputation. When the checkpoint is
@@ -222,7 +227,7 @@ class CheckpointWholeLoss(Rule):
     @classmethod
     def check_project(cls, candidates: list[Finding], module: ProjectModule, project: Project) -> list[Finding]:
         """Confirm the exported checkpoints (pending) that another module differentiates whole."""
-        from remat_lint.project.model import place
+        from remat_lint.project.model import place, related
 
         kept = []
         for finding in candidates:
@@ -238,6 +243,7 @@ class CheckpointWholeLoss(Rule):
                 wrappers = f" through {', '.join(f'`{f}`' for f in reach.path)}" if reach.path else ""
                 finding.message = message(d.transform, effect, where=where + wrappers)
                 finding.data = {"symbol": symbol[1], "differentiated_at": where}
+                finding.related = (related(reach.module, d.row, f"differentiated whole here by `{d.transform}`"),)
                 kept.append(finding)
         return kept
 

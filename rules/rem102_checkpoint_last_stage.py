@@ -75,6 +75,10 @@ class CheckpointLastStage(Rule):
     a checkpoint (`@jax.checkpoint def head`, `head = jax.checkpoint(f)`: reported there, unless a
     grad differentiates it whole, REM101's case, or a loop body in the project calls it).
 
+    Where it is reported: at the checkpointed last stage (the line to change), also when the grad
+    is in another module: the message names the grad, and JSON and SARIF carry it as a related
+    location. Linting only the module with the grad reports nothing there.
+
     ## Why is this bad?
     A checkpoint saves memory only when something runs between its forward pass and its backward
     pass: its residuals would otherwise stay alive during that time. The last stage before the
@@ -248,6 +252,8 @@ class CheckpointLastStage(Rule):
     @classmethod
     def check_project(cls, candidates: list[Finding], module: ProjectModule, project: Project) -> list[Finding]:
         """Confirm the candidates whose function another module differentiates (reverse mode)."""
+        from remat_lint.project.model import related
+
         kept = []
         for finding in candidates:
             checkpoint = bool(finding.data.get("checkpoint"))  # the symbol is the checkpoint itself
@@ -275,6 +281,7 @@ class CheckpointLastStage(Rule):
                 effect = EFFECT[_effect_of(d.kind, after)].format(t=d.transform)
                 finding.message = message(finding.data["called"], f"`{differentiated}`", after, effect, through, where)
                 finding.data = {"symbol": name, "differentiated_at": where}
+                finding.related = (related(reach.module, d.row, f"differentiated here by `{d.transform}`"),)
                 kept.append(finding)
         return kept
 

@@ -38,6 +38,9 @@ class PreventCseOutsideScan(Rule):
     `fori_loop`, `while_loop`, `lax.map` or a Flax/Haiku/NNX scan: the module calls no loop at
     all, and the checkpointed function is only ever called directly (or differentiated).
 
+    Where it is reported: at the checkpoint with `prevent_cse=False` (the line to change), also
+    when its callers are in other modules; the message names one of them.
+
     ## Why is this bad?
     `jax.checkpoint` wraps the recomputation in an optimization barrier so that XLA's common
     subexpression elimination cannot merge it back into the forward pass. `prevent_cse=False`

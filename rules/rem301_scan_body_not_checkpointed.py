@@ -40,6 +40,10 @@ class ScanBodyNotCheckpointed(Rule):
     `xs` or body name mentions layers, blocks, params or weights (`lax.scan(layer, x,
     params["layers"])`). Scans over time steps or chunks are left alone. Off by default.
 
+    Where it is reported: at the scan whose body is not checkpointed (the line to change), also
+    when the grad is in another module: the message names the grad, and JSON and SARIF carry it as
+    a related location. Linting only the module with the grad reports nothing there.
+
     ## Why is this bad?
     Under `grad`, a `scan` keeps every iteration's intermediates for the backward pass, stacked
     per layer, and XLA cannot optimise across the loop boundary to free them. Checkpointing the
@@ -177,7 +181,7 @@ class ScanBodyNotCheckpointed(Rule):
     @classmethod
     def check_project(cls, candidates: list[Finding], module: ProjectModule, project: Project) -> list[Finding]:
         """Confirm a scanning function or Flax Module class (pending) that a grad in another module reaches."""
-        from remat_lint.project.model import place
+        from remat_lint.project.model import place, related
 
         kept = []
         grads = [
@@ -199,6 +203,7 @@ class ScanBodyNotCheckpointed(Rule):
                 where = place(other, row, module)
                 finding.message = message(str(finding.data["scan"]), f"`{transform}` at {where}")
                 finding.data = {"symbol": symbols[0][1], "differentiated_at": where}
+                finding.related = (related(other, row, f"differentiated here by `{transform}`"),)
                 kept.append(finding)
         return kept
 

@@ -1,6 +1,6 @@
 """REM012, REM016 and REM003 with the wrap (or the table) in one module and its call (or lookup) in
-another: reported at the wrap with the call's place, in the CLI and in flake8 on the wrap's file
-alone; quiet for positional calls, forwarded ``**kwargs``, tables without factories and test code.
+another: REM012 and REM016 reported at the call with the wrap's place, REM003 at the table with the
+lookup's, in the CLI and in flake8 on the calling file alone; quiet for positional calls, forwarded ``**kwargs``, tables without factories and test code.
 (fixtures/xmod_static/ pins the main forms; these are the other forms.)"""
 
 from __future__ import annotations
@@ -70,8 +70,8 @@ class Model(nn.Module):
 def test_a_static_argument_left_to_its_default_through_setup_and_an_alias(tmp_path, capsys):
     rows = lint_project(tmp_path, capsys, SETUP_CALL)
     assert rows == [
-        ("pkg/layers.py", 14, "REM012 `deterministic` is in `static_argnums` but `RematBlock` is called without it at "
-                              "model.py:12, so that call raises `ValueError`"),
+        ("pkg/model.py", 12, "REM012 `deterministic` is in `static_argnums` of `RematBlock` (layers.py:14) but not "
+                             "passed, so this call raises `ValueError`"),
     ]
 
 
@@ -92,15 +92,15 @@ def test_instances_built_in_a_list_in_setup_and_called_in_a_loop(tmp_path, capsy
             return x
     """
     [(path, row, message)] = lint_project(tmp_path, capsys, model)
-    assert (path, row) == ("pkg/layers.py", 15)
-    assert message.startswith("REM016 `remat_block` is called with `deterministic=` at model.py:13: ")
+    assert (path, row) == ("pkg/model.py", 13)
+    assert message.startswith("REM016 `remat_block` is wrapped at layers.py:15: ")
 
 
 def test_a_wrap_that_configuration_turns_on(tmp_path, capsys):
     model = "from pkg.layers import MaybeRemat\n\ny = MaybeRemat()(1.0, deterministic=True)\n"
     assert lint_project(tmp_path, capsys, model) == [
-        ("pkg/layers.py", 19, "REM012 `deterministic` is in `static_argnums` but `MaybeRemat` is called with "
-                              "`deterministic=` at model.py:3, so that call raises `ValueError` where the remat is enabled"),
+        ("pkg/model.py", 3, "REM012 `deterministic` is in `static_argnums` of `MaybeRemat` (layers.py:19) but passed "
+                            "by keyword, so this call raises `ValueError` where the remat is enabled"),
     ]
 
 
@@ -116,11 +116,11 @@ def test_calls_through_a_reexport_and_a_module_import(tmp_path, capsys):
     """
     rows = lint_project(tmp_path, capsys, model, init="from .layers import double\n")
     assert [(path, row, message.split(" ", 1)[0]) for path, row, message in rows] == [
-        ("pkg/layers.py", 15, "REM016"), ("pkg/layers.py", 16, "REM012"), ("pkg/layers.py", 17, "REM003"),
+        ("pkg/layers.py", 17, "REM003"), ("pkg/model.py", 7, "REM012"), ("pkg/model.py", 8, "REM016"),
     ]
-    assert "`remat_block` is called with `deterministic=` at model.py:8" in rows[0][2]
-    assert "`double` is called with `n=` at model.py:7" in rows[1][2]
-    assert "(`POLICIES[...]` at model.py:8)" in rows[2][2]
+    assert "(`POLICIES[...]` at model.py:8)" in rows[0][2]
+    assert "`static_argnums` of `double` (layers.py:16)" in rows[1][2]
+    assert "`remat_block` is wrapped at layers.py:15" in rows[2][2]
 
 
 @pytest.mark.parametrize("model", [
@@ -167,9 +167,9 @@ def test_a_test_file_calling_the_wrap_wrongly_on_purpose_is_not_a_call_site(tmp_
     assert lint_project(tmp_path, capsys, model, model_path="tests/test_layers.py") == []
 
 
-def test_flake8_on_the_wrap_file_alone_sees_the_call_in_another_module(tmp_path, capsys):
+def test_flake8_on_the_calling_file_alone_sees_the_wrap_in_another_module(tmp_path, capsys):
     lint_project(tmp_path, capsys, "from pkg.layers import double\ny = double(1.0, n=3)\n")
-    path = tmp_path / "pkg" / "layers.py"
+    path = tmp_path / "pkg" / "model.py"
     cwd = os.getcwd()
     os.chdir(tmp_path)
     try:
@@ -179,4 +179,4 @@ def test_flake8_on_the_wrap_file_alone_sees_the_call_in_another_module(tmp_path,
         found = list(Plugin(ast.parse(source), source.splitlines(keepends=True), str(path)).run())
     finally:
         os.chdir(cwd)
-    assert [(row, text.split(" ", 1)[0]) for row, _, text, _ in found] == [(16, "REM012")]
+    assert [(row, text.split(" ", 1)[0]) for row, _, text, _ in found] == [(2, "REM012")]

@@ -22,10 +22,10 @@ from tests.test_project import cli
     ],
     ids=["import-dotted", "import-as", "from-import", "from-package-import-module"],
 )
-def test_a_keyword_call_in_another_module_is_reported_at_the_wrap_for_every_import_form(tmp_path, capsys, model):
+def test_a_keyword_call_in_another_module_is_reported_at_the_call_for_every_import_form(tmp_path, capsys, model):
     [(path, row, message)] = lint_project(tmp_path, capsys, model)
-    assert (path, row) == (os.path.join("pkg", "layers.py"), 16)
-    assert message.startswith("REM012 `n` is in `static_argnums` but `double` is called with `n=` at model.py:2")
+    assert (path, row) == (os.path.join("pkg", "model.py"), 2)
+    assert message.startswith("REM012 `n` is in `static_argnums` of `double` (layers.py:16) but passed by keyword")
 
 
 SHADOWED = """\

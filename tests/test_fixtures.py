@@ -11,13 +11,17 @@ messages and fixes.
 
 from __future__ import annotations
 
+import io
+import json
 import re
+import sys
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
-from tests.fixture_runs import FIXTURES, fixture_id
+from remat_lint import cli
+from tests.fixture_runs import FIXTURES, ROOT, fixture_id
 
 EXPECT = re.compile(r"#\s*expect:\s*(?P<codes>REM\d{3}(?:\s*,\s*REM\d{3})*)")
 
@@ -45,3 +49,21 @@ def test_flake8_matches_cli(fixture, cli_results, flake8_results):
         for i in cli_results.get(str(fixture), [])
     )
     assert sorted(row[:3] for row in flake8_results.get(str(fixture), [])) == cli
+
+
+PACKAGE_FIXTURES = [path for path in FIXTURES if any((folder / "pyproject.toml").exists() for folder in path.parents[:-1]
+                                                     if folder != ROOT and ROOT in folder.parents)]
+
+
+@pytest.mark.parametrize("fixture", PACKAGE_FIXTURES, ids=fixture_id)
+def test_a_package_fixture_linted_alone_matches_annotations(fixture, monkeypatch, capsys):
+    """As pre-commit (the staged file), an editor (stdin) and flake8 (test_flake8_matches_cli) lint
+    it: the other files of its project count, and only its own findings are reported."""
+    path = str(fixture.relative_to(ROOT))
+    monkeypatch.chdir(ROOT)
+    for args, stdin in ((["--no-cache", path], None), (["--no-cache", "--stdin-filename", path, "-"], fixture.read_bytes())):
+        if stdin is not None:
+            monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(stdin)))
+        assert cli.main(["--select", "ALL", "-j", "1", "--output-format", "json", *args]) in (0, 1)
+        got = Counter((item["location"]["row"], item["code"]) for item in json.loads(capsys.readouterr().out))
+        assert sorted(got.elements()) == sorted(expected(fixture).elements()), args

@@ -181,7 +181,7 @@ def test_no_other_file_is_read_unless_a_project_wide_rule_fires(project, capsys,
     real_read = runner._read
     monkeypatch.setattr(runner, "_read", lambda path: read.append(os.path.basename(path)) or real_read(path))
     (project / "c.py").write_text("import jax\n" + DECLARES + 'p = jax.checkpoint_policies.save_only_these_names("attn")\n')
-    assert cli(capsys, "c.py") == [] and read == ["c.py"]
+    assert cli(capsys, "c.py") == [] and set(read) == {"c.py"}  # its imports too: only jax
     read.clear()
     assert only_the_typo(cli(capsys, "b.py")) and sorted(read) == ["a.py", "b.py", "c.py"]
 

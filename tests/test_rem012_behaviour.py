@@ -39,10 +39,10 @@ def test_across_modules_a_jax_wrap_counts_no_module_argument(tmp_path, capsys, m
     layers = "import jax\ndouble = jax.checkpoint(lambda x, n=2: x * n, static_argnums=(1,))\n"
     files = {"pkg/__init__.py": "", "pkg/layers.py": layers, "pkg/model.py": "from pkg.layers import double\ny = double(1.0)\n"}
     assert project_messages(tmp_path, capsys, monkeypatch, files, "REM012") == [
-        (os.path.join("pkg", "layers.py"), 2,
-         "REM012 `n` is in `static_argnums` but `double` is called without it at model.py:2, so that call raises "
+        (os.path.join("pkg", "model.py"), 2,
+         "REM012 `n` is in `static_argnums` of `double` (layers.py:2) but not passed, so this call raises "
          "`ValueError`. `jax.checkpoint` checks `static_argnums=(1,)` only against the call's positional arguments (1): "
-         "a keyword or a default does not count; pass `n` positionally there"),
+         "a keyword or a default does not count; pass `n` positionally"),
     ]
 
 

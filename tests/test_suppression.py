@@ -116,3 +116,19 @@ def test_unused_noqa_is_style_in_sarif_not_performance(project, capsys):
     cli.main(["--no-cache", "--extend-select", "REM100", "--output-format", "sarif", "a.py"])
     rules = json.loads(capsys.readouterr().out)["runs"][0]["tool"]["driver"]["rules"]
     assert [(r["id"], r["properties"]["tags"][-1]) for r in rules] == [("REM100", "style")]
+
+
+def test_unused_noqa_keeps_a_directive_for_a_finding_the_project_reports_at_the_call(project, capsys):
+    # REM012 goes on the call in stack.py only in the project phase, from layers.py's wrap: the
+    # directive there is used although no finding of the file's own rules is on its line.
+    fixture = Path(__file__).resolve().parent.parent / "fixtures" / "xmod_calls"
+    for path in fixture.rglob("*"):
+        target = project / path.relative_to(fixture)
+        if path.is_dir():
+            target.mkdir(parents=True, exist_ok=True)
+        else:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(path.read_text(encoding="utf-8").replace("  # expect: REM012", "  # noqa: REM012"))
+    for args in ((".",), ("mypkg/stack.py",)):
+        _, found = findings(capsys, "--no-cache", "--extend-select", "REM100", *args)
+        assert [(row, code) for row, _, code, _ in found if code in ("REM012", "REM100")] == [], args

@@ -14,7 +14,7 @@ from remat_lint.analysis.semantic import SemanticModel, dotted_import_name
 from remat_lint.analysis.smoke_tests import in_smoke_test
 from remat_lint.analysis.tracing import calls_of
 from remat_lint.analysis.values import Possible, Values, deferred
-from remat_lint.project.modules import LOCAL, Ref
+from remat_lint.project.modules import LIBRARIES, LOCAL, Ref
 from remat_lint.project.summary import (
     Constant,
     Constants,
@@ -121,10 +121,6 @@ def _differentiated(ctx: LintContext) -> list[Differentiated]:
     return found
 
 
-# Packages whose functions no project module defines: their calls are left out of the summary.
-_LIBRARIES = frozenset({"jax", "flax", "numpy", "haiku", "equinox", "optax", "functools", "math", "os", "typing"})
-
-
 def _tail_calls(ctx: LintContext) -> dict[str, list[TailCall]]:
     """What each undecorated module-level function ends with from another module of the project
     (``return head(params, h).mean()``), or through a plain function of this one (``return
@@ -160,7 +156,7 @@ def _only_returns(function: cst.FunctionDef, call: cst.Call) -> bool:
 
 def _from_project(ref: Ref) -> bool:
     """``ref`` may name another module of the project (not this one's, not a known library's)."""
-    return ref[0] != LOCAL and not (ref[0] == 0 and ref[1].split(".", 1)[0] in _LIBRARIES)
+    return ref[0] != LOCAL and not (ref[0] == 0 and ref[1].split(".", 1)[0] in LIBRARIES)
 
 
 def _imported_calls(ctx: LintContext) -> list[ImportedCall]:

@@ -4,11 +4,11 @@ graph of bounded depth between the modules' top-level functions."""
 
 from __future__ import annotations
 
-import ast
 import os
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
+from remat_lint.findings import Position, RelatedLocation
 from remat_lint.project.modules import Ref, absolute, import_ref, is_package, module_names
 from remat_lint.project.summary import Constant, Constants, Differentiated, ImportedCall, ModuleSummary
 
@@ -53,6 +53,7 @@ class Project:
         self.by_path: dict[str, ProjectModule] = {}
         self._loop_bodies: set[Symbol] | None = None  # computed once, for every file's project phase
         self._reached: dict[Symbol, list[Reach]] | None = None  # the same
+        self.buffers: dict[str, str] = {}  # real path -> text linted instead of the file's (stdin, flake8)
 
     def add(self, path: str, summary: ModuleSummary, facts: dict[str, Any]) -> None:
         """Index a file; outside the root (or without one) it is named as a top-level module, the
@@ -69,6 +70,41 @@ class Project:
 
     def module_of(self, path: str) -> ProjectModule | None:
         return self.by_path.get(os.path.realpath(path))
+
+    def text(self, module: ProjectModule) -> str:
+        """The text ``module`` was linted from: its buffer, or its file read again ("" when unreadable)."""
+        real = os.path.realpath(module.path)
+        if real in self.buffers:
+            return self.buffers[real]
+        from remat_lint.results import SourceFile
+
+        try:
+            with open(module.path, "rb") as handle:
+                return SourceFile.decode(handle.read()).text
+        except (OSError, SyntaxError, UnicodeDecodeError, LookupError):
+            return ""
+
+    def definition(self, symbol: Symbol, message: str) -> RelatedLocation | None:
+        """Where the module-level name ``symbol`` is bound (its first ``def``, ``class`` or
+        assignment; else a field of that name in one of its classes), as a related location; the
+        file is read again with ``ast`` only when a finding names it (the summary keeps no rows)."""
+        import ast
+
+        module = self.modules.get(symbol[0])
+        try:
+            tree = ast.parse(self.text(module)) if module is not None else None
+        except (SyntaxError, ValueError, RecursionError):
+            return None
+        top = list(tree.body) if tree is not None else []
+        fields = [node for cls in top if isinstance(cls, ast.ClassDef) for node in cls.body]  # a config class's field
+        for node in (*top, *fields):
+            names = [node.name] if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) else []
+            if isinstance(node, (ast.Assign, ast.AnnAssign)):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                names = [t.id for t in targets if isinstance(t, ast.Name)]
+            if symbol[1] in names:
+                return related(module, node.lineno, message, node.col_offset)  # type: ignore[arg-type]  # indentation: ASCII
+        return None
 
     def resolve(self, module: ProjectModule, ref: Ref) -> Symbol | None:
         """The project's module-level definition that ``ref``, written in ``module``, names."""
@@ -229,24 +265,14 @@ class Project:
         return False
 
 
+def related(module: ProjectModule, row: int, message: str, column: int = 0) -> RelatedLocation:
+    """``row`` of ``module`` as a finding's related location (JSON ``related``, SARIF, ``full``)."""
+    from remat_lint.runner import display_path
+
+    return RelatedLocation(display_path(module.path), Position(row, column), message)
+
+
 def place(module: ProjectModule, row: int | None, seen_from: ProjectModule) -> str:
     """``row`` of ``module`` as a message about ``seen_from`` names it: ``train.py:14``."""
     return os.path.relpath(module.path, os.path.dirname(seen_from.path)) + (f":{row}" if row else "")
 
-
-def call_row(module: ProjectModule, call: ImportedCall) -> int | None:
-    """The first row of ``module`` with a call like ``call`` (the same callee, keywords and number
-    of positional arguments), read again with ``ast`` only when a finding names it."""
-    try:
-        with open(module.path, encoding="utf-8") as handle:
-            tree = ast.parse(handle.read())
-        func = ast.dump(ast.parse(call.func, mode="eval").body)
-    except (OSError, SyntaxError, ValueError):
-        return None
-    rows = [
-        node.lineno
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Call) and ast.dump(node.func) == func and len(node.args) == call.positional
-        and tuple(k.arg for k in node.keywords) == call.keywords
-    ]
-    return min(rows, default=None)

@@ -8,6 +8,9 @@ import os
 # n > 0 a relative one (``from ..a import b``: 2, "a.b"), LOCAL a top-level name of the module itself.
 Ref = tuple[int, str]
 LOCAL = -1
+# Packages whose functions no project module defines: their calls are left out of the summary, and
+# a file's imports of them are not followed (a project vendoring jax would read all of it).
+LIBRARIES = frozenset({"jax", "flax", "numpy", "haiku", "equinox", "optax", "functools", "math", "os", "typing"})
 
 
 def module_names(relpath: str) -> list[str]:

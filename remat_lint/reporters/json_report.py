@@ -1,7 +1,8 @@
 """``json`` and ``json-lines``: ruff-compatible objects (1-based rows and columns).
 
 ``message`` is the first sentence, short as ruff's are (tools that read ruff's JSON show it as a
-one-line title); ``detail`` holds the rest, the measured explanation, or null."""
+one-line title); ``detail`` holds the rest, the measured explanation, or null. ``related`` lists the
+other places the finding depends on (the wrap a call breaks, in another module)."""
 
 from __future__ import annotations
 
@@ -38,6 +39,7 @@ def finding_to_dict(f: Finding) -> dict[str, Any]:
                 {"content": e.content, "location": _loc(e.start), "end_location": _loc(e.end)} for e in f.fix.edits
             ],
         },
+        "related": [{"filename": r.path, "location": _loc(r.start), "message": r.message} for r in f.related],
         "url": rule.url if rule is not None else None,
         "trace": f.trace,
     }

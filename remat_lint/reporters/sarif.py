@@ -17,7 +17,7 @@ from typing import Any
 from urllib.parse import quote
 
 from remat_lint import __version__
-from remat_lint.findings import Finding, Position, Severity, TextEdit
+from remat_lint.findings import Finding, Position, RelatedLocation, Severity, TextEdit
 from remat_lint.noqa import UNUSED_NOQA
 from remat_lint.registry import RuleInfo, rule_info
 from remat_lint.reporters import fix_label, place
@@ -88,6 +88,12 @@ def _fingerprint(f: Finding, sources: dict[str, str], seen: collections.Counter[
     return f"{digest}:{seen[key]}"
 
 
+def _related(index: int, related: RelatedLocation) -> dict[str, Any]:
+    region = {"startLine": related.start.row, "startColumn": related.start.column + 1}
+    location = {"artifactLocation": _artifact(related.path), "region": region}
+    return {"id": index, "physicalLocation": location, "message": {"text": related.message}}
+
+
 def _fixes(f: Finding) -> list[dict[str, Any]]:
     if f.fix is None or f.cell is not None:  # a cell's rows are not the notebook file's
         return []
@@ -116,6 +122,8 @@ def sarif_log(findings: list[Finding], sources: dict[str, str]) -> dict[str, Any
             "locations": [{"physicalLocation": {"artifactLocation": _artifact(f.path), "region": _region(f.start, f.end)}}],
             "partialFingerprints": {"primaryLocationLineHash": _fingerprint(f, sources, seen)},
         }
+        if f.related:
+            result["relatedLocations"] = [_related(i, r) for i, r in enumerate(f.related)]
         if fixes := _fixes(f):
             result["fixes"] = fixes
         if f.cell is not None:  # the region's rows count within this cell of the notebook

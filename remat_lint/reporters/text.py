@@ -41,6 +41,7 @@ def full(findings: list[Finding], sources: dict[str, str], colour: bool = False)
             out.append(f"{' ' * len(gutter)} | {' ' * f.start.column}{_paint('^' * max(width, 1), '1;31', colour)}")
         if f.why:
             out.append(f"  = why: {f.why}")
+        out += [f"  = note: {r.path}:{r.start.row}:{r.start.column + 1}: {r.message}" for r in f.related]
         if f.fix is not None:
             label = fix_label(f, " (unsafe: --unsafe-fixes)")
             out.append(f"  = help: {f.fix.message}{label}")
