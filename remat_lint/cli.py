@@ -339,10 +339,12 @@ def _budget_fix(args: argparse.Namespace, plans: list[Any], code: int) -> int:
     if args.budget_diff:
         sys.stdout.write("".join(autofix.unified_diff(f) for f in fixed))
         return code
-    for failure in autofix.write_fixes(fixed):
+    failures = autofix.write_fixes(fixed)
+    for failure in failures:
         print(f"remat-lint: error: {failure}", file=sys.stderr)
-    print(f"remat-lint: --memory-budget: policies written in {len(fixed)} file{'s' if len(fixed) != 1 else ''}.", file=sys.stderr)
-    return code
+    written = len(fixed) - len(failures)
+    print(f"remat-lint: --memory-budget: policies written in {written} file{'s' if written != 1 else ''}.", file=sys.stderr)
+    return EXIT_ERROR if failures else code
 
 
 def _check_budget(args: argparse.Namespace) -> None:
