@@ -150,7 +150,9 @@ class TracedPythonControlFlow(Rule):
             leaves = literal_leaf_params(model, fn)  # ``f(x, flag=False)``: a scalar whatever its annotation
             for use in control_uses(model, self.ctx.bodies.nodes(fn.node), params, leaves):
                 if not only_where_error_expected(model, use.statement, _ERRORS):  # not a test of the error
-                    self.report(use.statement, self._message(fn, use))
+                    where = self.ctx.positions[use.test]  # --trace refutes only where this expression ran
+                    test = [where.start.line, where.start.column, where.end.line, where.end.column]
+                    self.report(use.statement, self._message(fn, use), test=test)
 
     def _message(self, fn: CheckpointedFunction, use: ControlUse) -> str:
         name = use.param.name.value

@@ -209,14 +209,15 @@ def module_request(path: str, findings: list[Finding], sites: list[int], setting
 def trace_module(path: str, findings: list[Finding], request: WorkerRequest, options: TraceOptions, outcome: TraceOutcome,
                  recorded: list[dict[str, Any]]) -> None:
     """One worker for the module; verdicts from the recorded run (``recorded``: its lines for this
-    module) count beside the worker's, the stronger one kept."""
+    module) count beside the worker's, the stronger one kept (the recorded run's on a tie: it says
+    what the project's own program did)."""
     lines, failure = run_worker(request, Path(request.root), options)
     reported = {line["site"].get("line") for line in lines if "site" in line}
     for line in recorded:
         if "finding" in line and 0 <= line["finding"] < len(findings):
             rank = RANK.get(line["trace"]["status"], 0)
             own = next((x for x in lines if x.get("finding") == line["finding"]), None)
-            if own is None or rank > RANK.get(own["trace"]["status"], 0):
+            if own is None or rank >= RANK.get(own["trace"]["status"], 0):
                 lines = [x for x in lines if x is not own] + [line]
         elif ("site" in line and line["site"].get("line") not in reported) or "note" in line or "budget" in line:
             lines.append(line)
