@@ -71,9 +71,9 @@ class CheckpointWholeLoss(Rule):
     Not reported when:
     - the gradient may itself be differentiated (forces from `grad(checkpoint(energy))` that a
       force-matching loss trains on, meta-learning): there the checkpoint saves memory in the
-      outer backward pass. So the gradient must not be differentiated in the module nor be
-      computed inside a loss, and the names must say training: a loss (objective, cost...) is
-      differentiated, or the code is a train or update step;
+      outer backward pass. So the gradient must not be differentiated in the module, nor be
+      computed by a function the module differentiates or one that returns a sum or mean of it
+      (a loss term). What the code does decides, never a function's or variable's name;
     - a `vjp`'s pullback is kept for later (pipeline schedules): meanwhile only the inputs are
       held, which is a real saving;
     - the checkpoint has a policy that saves something (`dots_saveable` on a whole function
@@ -134,7 +134,10 @@ class CheckpointWholeLoss(Rule):
         # A scan body that is also differentiated on its own.
         "import jax\nstep = jax.checkpoint(step)\ndef run(c, xs):\n    return jax.lax.scan(step, c, xs)\ng = jax.grad(step)",
         # Forces from an energy: a force-matching loss may differentiate them again.
-        "import jax\nforces_fn = jax.grad(jax.checkpoint(energy))",
+        (  # forces trained on: the gradient is differentiated again
+            "import jax\ndef forces(p):\n    return jax.grad(jax.checkpoint(energy))(p)\n"
+            "def loss(p):\n    return (forces(p) ** 2).sum()\ng = jax.grad(loss)"
+        ),
         "import jax\nck = jax.checkpoint(loss)\ndef outer(p):\n    return jax.grad(ck)(p).sum()\nmeta = jax.grad(outer)",
         # Per-example gradients.
         "import jax\ng = jax.vmap(jax.grad(jax.checkpoint(loss)))",

@@ -98,7 +98,7 @@ class CheckpointLastStage(Rule):
     anything else that may be expensive follows it (a model call, an unknown function, `@`,
     another checkpoint); when the call is in a loop, a branch or a comprehension; when the
     checkpoint has a policy that saves something, is a linen `nn.remat` or is also a loop body;
-    when the gradient may itself be differentiated (see REM101: the names must say training) or
+    when the gradient may itself be differentiated (see REM101: differentiated again in the module, or summed into a loss) or
     is a `vjp` whose pullback is kept for later;
     and in test code (files matching `test-paths`, `if __name__ == "__main__":` blocks that
     do not train, `with mock.patch(...)` blocks, `test_*` functions), which differentiates single

@@ -51,7 +51,9 @@ class _Names(cst.CSTVisitor):
         self.kept.add(node.name.value)
 
     def visit_ImportAlias(self, node: cst.ImportAlias) -> None:
-        self.kept.update(n.value for n in cst.ensure_type(node, cst.ImportAlias).name.children if isinstance(n, cst.Name))
+        self.kept.update(
+            n.value for n in cst.ensure_type(node, cst.ImportAlias).name.children if isinstance(n, cst.Name)
+        )
         if isinstance(node.name, cst.Name):
             self.kept.add(node.name.value)
         if node.asname is not None and isinstance(node.asname.name, cst.Name):
@@ -118,3 +120,51 @@ def {name}(params, x):
 @pytest.mark.parametrize("inner", ["loss_fn", "potential", "f"])
 def test_rem101_fires_whatever_the_functions_are_called(name: str, inner: str) -> None:
     assert _found(LOSS_AND_GRADS.format(name=name, inner=inner)) == [("REM101", 9)]
+
+
+FLAG = """\
+import jax
+
+
+@jax.checkpoint
+def block(x, {flag}):
+    if {flag}:
+        x = x * 2
+    return x
+"""
+CONTAINER = """\
+import jax
+
+
+@jax.checkpoint
+def block(x, {flag}):
+    if {flag}:
+        x = x + {flag}["bias"]
+    return x
+"""
+
+
+@pytest.mark.parametrize("flag", ["training", "deterministic", "use_bias", "q", "cache", "opts"])
+def test_rem202_judges_a_parameter_by_its_uses_not_its_name(flag: str) -> None:
+    assert _found(FLAG.format(flag=flag)) == [("REM202", 6)]
+    assert _found(CONTAINER.format(flag=flag)) == []  # indexed: it may be a dict, whose truth value is fine
+
+
+OFF_BY_ONE = """\
+import flax.linen as nn
+
+
+class Block(nn.Module):
+    @nn.compact
+    def __call__(self, x, {flag}):
+        x = nn.Dense(4)(x)
+        return x if {flag} else -x
+
+
+R = nn.remat(Block, static_argnums=(1,))
+"""
+
+
+@pytest.mark.parametrize("flag", ["deterministic", "train", "q"])
+def test_rem011_off_by_one_whatever_the_flag_is_called(flag: str) -> None:
+    assert ("REM011", 11) in _found(OFF_BY_ONE.format(flag=flag))
