@@ -67,7 +67,7 @@ SKIPPED_OPERAND = "x = nn.Dropout(self.rate, deterministic=not training)(x) if s
 @pytest.mark.parametrize(
     ("dropout", "reason"),
     [
-        (SKIPPED_BRANCH, "no target traced went through line 13"),
+        (SKIPPED_BRANCH, "the recorded run never reached line 13 (it recorded grad of loss)"),
         (SKIPPED_OPERAND, "the recorded run ran line 12 but not the flagged expression at column 53"),
     ],
 )
@@ -81,3 +81,26 @@ def test_a_finding_the_recorded_run_never_reached_is_not_refuted(tmp_path: Path,
     assert item["trace"]["status"] == "unconfirmed", item["trace"]
     assert reason in item["trace"]["reason"]
     assert proc.returncode == 1
+
+
+FAILING_TEST = """\
+    def test_boom():
+        raise RuntimeError("boom from the user's test")
+    """
+
+
+def test_the_report_says_what_the_run_recorded_and_how_a_failing_command_ended(tmp_path: Path) -> None:
+    files = {
+        "pkg/__init__.py": "",
+        "pkg/model.py": MODEL.format(dropout=SKIPPED_BRANCH),
+        "tests/test_model.py": TEST,
+        "tests/test_fail.py": FAILING_TEST,
+    }
+    project(tmp_path, files)
+    proc = lint("--trace", "--trace-run", PYTEST, "pkg", cwd=tmp_path)
+    assert "no abstract inputs" not in proc.stdout and "take one from a run of the project" not in proc.stdout
+    assert "trace: unconfirmed: the recorded run never reached line 13 (it recorded grad of loss)" in proc.stdout
+    assert "exited with 1; its last output lines:\n" in proc.stderr
+    assert "    E       RuntimeError: boom from the user's test\n" in proc.stderr
+    assert "    FAILED tests/test_fail.py::test_boom - RuntimeError: boom from the user's test\n" in proc.stderr
+    assert "--trace-run: recorded 1 differentiated call (grad of loss); 0 of 1 finding judged on them." in proc.stderr

@@ -63,10 +63,12 @@ class TraceOutcome:
     xla_flags: str = ""
     warnings: list[str] = field(default_factory=list)
     budgets: list[SiteReport] = field(default_factory=list)  # --memory-budget plans, one per target program
+    recorded: list[str] | None = None  # --trace-run: the differentiated calls it recorded ("grad of loss(...)")
 
 
 TABLE_KEYS = {"targets", "timeout", "backend", "memory-limit-mb", "run"}
 RUN_TIMEOUT_FACTOR = 5  # --trace-run gets this many --trace-timeouts: the command, then judging every module
+RUN_OUTPUT_LINES = 8  # of a failing --trace-run command's output, shown in its warning
 RANK = {"unconfirmed": 1, "refuted": 2, "confirmed": 3}
 BACKENDS = ("cpu", "gpu", "tpu")
 
@@ -111,7 +113,7 @@ def trace(findings: list[Finding], files: list[str], settings: Settings, options
                                           memory_budget=options.memory_budget) for path in modules}
     recorded: dict[str, list[dict[str, Any]]] = {}
     if options.run and modules:
-        recorded, problems = run_recorded(options.run, list(requests.values()), settings, options)
+        recorded, problems, outcome.recorded = run_recorded(options.run, list(requests.values()), settings, options)
         outcome.warnings.extend(problems)
     done = itertools.count(1)
 
@@ -251,10 +253,10 @@ def trace_module(path: str, findings: list[Finding], request: WorkerRequest, opt
 
 
 def run_recorded(command: str, requests: list[WorkerRequest], settings: Settings,
-                 options: TraceOptions) -> tuple[dict[str, list[dict[str, Any]]], list[str]]:
+                 options: TraceOptions) -> tuple[dict[str, list[dict[str, Any]]], list[str], list[str] | None]:
     """--trace-run: the user's command, run from the configuration's folder with JAX's differentiation
-    entry points recorded (recorder.py); the JSON lines it wrote per module path, and what to warn
-    about. Its output is kept apart from remat-lint's."""
+    entry points recorded (recorder.py); the JSON lines it wrote per module path, what to warn
+    about, and the calls it recorded (None: nothing came back). Its output is kept apart from remat-lint's."""
     from remat_lint.trace.recorder import OUT_ENV, REQUESTS_ENV, SITECUSTOMIZE
 
     with tempfile.TemporaryDirectory(prefix="remat-lint-run-") as tmp:
@@ -289,16 +291,17 @@ def run_recorded(command: str, requests: list[WorkerRequest], settings: Settings
                 by_path.setdefault(line["path"], []).append(line)
         warnings = []
         if failure is not None or proc.returncode != 0:
-            tail = output_file.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-1:]
+            tail = output_file.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-RUN_OUTPUT_LINES:]
             why = failure or f"exited with {proc.returncode}"
-            warnings.append(f"--trace-run: `{command}` {why}" + (f"; its last output line: {tail[0][:300]}" if tail else ""))
+            shown = "".join(f"\n    {line[:300]}" for line in tail)
+            warnings.append(f"--trace-run: `{command}` {why}" + (f"; its last output lines:{shown}" if tail else ""))
         if recorded is None:
             warnings.append(f"--trace-run: `{command}` recorded nothing (no Python process of it exited normally "
                             "with remat-lint importable)")
         elif not recorded:
             warnings.append(f"--trace-run: `{command}` never called jax.grad, jax.value_and_grad, jax.vjp or a checkpointed "
                             "function of the project: no shapes recorded")
-    return by_path, warnings
+    return by_path, warnings, recorded
 
 
 def _trace_check(code: str) -> TraceCheck | None:
@@ -396,7 +399,13 @@ def describe_run(outcome: TraceOutcome, findings: list[Finding]) -> str:
     counts = {s: sum(1 for f in findings if f.trace and f.trace.get("status") == s) for s in ("confirmed", "refuted", "unconfirmed")}
     tally = ", ".join(f"{n} {s}" for s, n in counts.items() if n) or "no findings traced"
     refuted = " (refuted findings do not count in the exit code)" if counts["refuted"] else ""
-    return f"--trace: traced on {backends}{flags}: {tally}{refuted}."
+    line = f"--trace: traced on {backends}{flags}: {tally}{refuted}."
+    if outcome.recorded:
+        reached = sum(1 for f in findings if f.trace and (f.trace.get("evidence") or {}).get("shapes") == "recorded")
+        calls = ", ".join(outcome.recorded[:5]) + (f" and {len(outcome.recorded) - 5} more" if len(outcome.recorded) > 5 else "")
+        line += (f"\n--trace-run: recorded {len(outcome.recorded)} differentiated call{'s' if len(outcome.recorded) != 1 else ''}"
+                 f" ({calls}); {reached} of {len(findings)} finding{'s' if len(findings) != 1 else ''} judged on them.")
+    return line
 
 
 def format_sites(outcome: TraceOutcome) -> str:

@@ -191,7 +191,7 @@ class Session:
     def judge(self, item: Item, run: Run) -> dict[str, Any] | None:
         kind = self.evidence(item)
         if kind is None:
-            return verdict("unconfirmed", f"--trace has no check for {item.code}", target=run.name)
+            return verdict("unconfirmed", f"this rule has no dynamic check ({item.code})", target=run.name)
         if run.failure is not None and not (kind == "trace-time-effect" and run.failure.stage == "grad"):
             return ev.judge_error(item, run, self.source)
         judges: dict[str, Callable[[Item, Run], dict[str, Any] | None]] = {
@@ -288,6 +288,9 @@ class Session:
 
     def no_inputs(self, item: Item) -> dict[str, Any]:
         missed = self.missed.get(item.id)
+        if self.recorded or self.calls:  # --trace-run gave its programs: none ran the line
+            programs = ", ".join(f"{r.transform} of {r.name}" for r in [*self.recorded, *self.calls])
+            return verdict("unconfirmed", f"the recorded run never reached line {item.line} (it recorded {programs})")
         traced = f"no target traced went through line {item.line} ({', '.join(missed)}); " if missed else ""
         owners = [d for d in self.plan.owners(item.line, item.end_line)]
         functions = [d for d in [*owners, *self.plan.callers({d.name for d in owners})] if d.kind == "function"]
