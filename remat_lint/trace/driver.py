@@ -214,14 +214,18 @@ def trace_module(path: str, findings: list[Finding], request: WorkerRequest, opt
     module) count beside the worker's, the stronger one kept (the recorded run's on a tie: it says
     what the project's own program did)."""
     lines, failure = run_worker(request, Path(request.root), options)
-    reported = {line["site"].get("line") for line in lines if "site" in line}
+    # a site's report from the recorded run replaces one at guessed shapes
+    reported = {line["site"].get("line") for line in lines if "site" in line and line["site"].get("shapes") != "guessed"}
     for line in recorded:
         if "finding" in line and 0 <= line["finding"] < len(findings):
             rank = RANK.get(line["trace"]["status"], 0)
             own = next((x for x in lines if x.get("finding") == line["finding"]), None)
             if own is None or rank >= RANK.get(own["trace"]["status"], 0):
                 lines = [x for x in lines if x is not own] + [line]
-        elif ("site" in line and line["site"].get("line") not in reported) or "note" in line or "budget" in line:
+        elif "site" in line and line["site"].get("line") not in reported:
+            at = line["site"].get("line")
+            lines = [x for x in lines if not ("site" in x and x["site"].get("line") == at)] + [line]
+        elif "note" in line or "budget" in line:
             lines.append(line)
     for line in lines:
         if "finding" in line and 0 <= line["finding"] < len(findings):
@@ -415,7 +419,8 @@ def format_sites(outcome: TraceOutcome) -> str:
     out = []
     for site in sorted(outcome.sites, key=lambda s: (s.path, s.report.get("line") or 0)):
         rep = site.report
-        out.append(f"{display_path(site.path)}:{rep.get('line')}: checkpoint site (traced as {site.target})")
+        guessed = ", at guessed shapes" if rep.get("shapes") == "guessed" else ""
+        out.append(f"{display_path(site.path)}:{rep.get('line')}: checkpoint site (traced as {site.target}{guessed})")
         residuals = rep.get("residuals") or []
         out.append(f"  residuals saved for the backward pass: {len(residuals)}")
         for r in residuals:

@@ -246,7 +246,7 @@ class Session:
             line = report.get("line")
             if line in self.sites and line not in self.reported_sites:
                 self.reported_sites.add(line)
-                self.emit({"site": report, "target": run.name})
+                self.emit({"site": residuals.with_shapes(report, p.source), "target": run.name})
         if budgeted:
             # a line is this module's site, or None (a site of another file, or not matched)
             self.budget_plan(run, [r.get("line") if r.get("line") in self.sites else None for r in reports if not r.get("outside")])
