@@ -319,6 +319,7 @@ def _trace(args: argparse.Namespace, result: RunResult, files: list[str], resolv
             plot.write(outcome.budgets, args.plot)
         except plot.PlotUnavailable as exc:
             raise UsageError(str(exc)) from None
+        print(f"remat-lint: wrote {args.plot}", file=sys.stderr)
     if args.memory_budget is not None and (args.budget_fix or args.budget_diff):
         return _budget_fix(args, outcome.budgets, code)
     return code
@@ -354,6 +355,13 @@ def _check_budget(args: argparse.Namespace) -> None:
         raise UsageError("--memory-budget needs --trace (it compiles your differentiated targets)")
     if args.plot and not args.plot.lower().endswith((".svg", ".png")):
         raise UsageError(f"--plot {args.plot}: the file must end in .svg or .png")
+    if args.plot:
+        from remat_lint.trace import plot
+
+        try:
+            plot.require()  # before tracing, which takes minutes
+        except plot.PlotUnavailable as exc:
+            raise UsageError(str(exc)) from None
     try:
         parse_budget(args.memory_budget)
     except ValueError as exc:
