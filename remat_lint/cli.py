@@ -294,6 +294,7 @@ def _trace(args: argparse.Namespace, result: RunResult, files: list[str], resolv
     settings = resolver.in_folder(os.path.commonpath([os.path.dirname(os.path.abspath(f)) for f in files]) if files else os.getcwd())
     options = driver.options_from(settings, args.trace_timeout, args.backend, jobs=args.jobs or 1,  # -j N: N workers
                                   run=args.trace_run, memory_budget=args.memory_budget or "")
+    options.progress = sys.stderr.isatty() and args.output_format in ("full", "concise")  # never in machine formats
     traced = [f for f in result.findings if not f.path.endswith(NOTEBOOK)]
     outcome = driver.trace(traced, files, settings, options)
     for warning in outcome.warnings:

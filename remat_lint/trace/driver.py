@@ -24,11 +24,12 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from remat_lint.config import ConfigError, Settings
 from remat_lint.findings import Finding
 from remat_lint.trace.inputs import parse_targets
+from remat_lint.trace.progress import Progress
 from remat_lint.trace.request import Item, TraceCheck, WorkerRequest
 from remat_lint.trace.units import byte_size, flop_number
 
@@ -47,6 +48,7 @@ class TraceOptions:
     warnings: list[str] = field(default_factory=list)  # configuration problems to show
     run: str | None = None  # --trace-run: the project's command whose differentiated calls give shapes
     memory_budget: str = ""  # --memory-budget: plan each target's checkpoint policies (budget.py)
+    progress: bool = False  # show progress on stderr (a terminal, a format for people: progress.py)
 
 
 @dataclass
@@ -112,19 +114,22 @@ def trace(findings: list[Finding], files: list[str], settings: Settings, options
     requests = {path: dataclasses.replace(module_request(path, by_path.get(path, []), sites.get(path) or [], settings),
                                           memory_budget=options.memory_budget) for path in modules}
     recorded: dict[str, list[dict[str, Any]]] = {}
+    progress = Progress(options.progress)
     if options.run and modules:
-        recorded, problems, outcome.recorded = run_recorded(options.run, list(requests.values()), settings, options)
+        recorded, problems, outcome.recorded = run_recorded(options.run, list(requests.values()), settings, options, progress)
         outcome.warnings.extend(problems)
     done = itertools.count(1)
+    progress.show(f"--trace: compiling the programs of {len(modules)} module{'s' if len(modules) != 1 else ''} (0/{len(modules)} done)",
+                  force=True)
 
     def one(path: str) -> None:
         trace_module(path, by_path.get(path, []), requests[path], options, outcome, recorded.get(str(Path(path).resolve()), []))
-        if sys.stderr.isatty():
-            print(f"remat-lint: traced {path} ({next(done)}/{len(modules)})", file=sys.stderr, flush=True)
+        progress.show(f"--trace: {next(done)}/{len(modules)} modules traced (last: {path})", force=True)
 
     # Workers are processes; threads only wait for them.
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, options.jobs)) as pool:
         list(pool.map(one, modules))
+    progress.done()
     return outcome
 
 
@@ -256,8 +261,8 @@ def trace_module(path: str, findings: list[Finding], request: WorkerRequest, opt
                 f.trace["evidence"] = {**(f.trace.get("evidence") or {}), "site": report}
 
 
-def run_recorded(command: str, requests: list[WorkerRequest], settings: Settings,
-                 options: TraceOptions) -> tuple[dict[str, list[dict[str, Any]]], list[str], list[str] | None]:
+def run_recorded(command: str, requests: list[WorkerRequest], settings: Settings, options: TraceOptions,
+                 progress: Progress | None = None) -> tuple[dict[str, list[dict[str, Any]]], list[str], list[str] | None]:
     """--trace-run: the user's command, run from the configuration's folder with JAX's differentiation
     entry points recorded (recorder.py); the JSON lines it wrote per module path, what to warn
     about, and the calls it recorded (None: nothing came back). Its output is kept apart from remat-lint's."""
@@ -279,7 +284,7 @@ def run_recorded(command: str, requests: list[WorkerRequest], settings: Settings
             proc = subprocess.Popen(command, shell=True, cwd=settings.root, env=env, stdin=subprocess.DEVNULL,
                                     stdout=output, stderr=subprocess.STDOUT, start_new_session=True)
             try:
-                failure = _watch(proc, limit)
+                failure = _watch(proc, limit, lambda: progress and progress.show(f"--trace-run: running `{command}`"))
             finally:
                 _kill(proc)
         by_path: dict[str, list[dict[str, Any]]] = {}
@@ -345,14 +350,15 @@ def run_worker(request: WorkerRequest, root: Path, options: TraceOptions) -> tup
     return lines, failure
 
 
-def _watch(proc: subprocess.Popen[bytes], options: TraceOptions) -> str | None:
+def _watch(proc: subprocess.Popen[bytes], options: TraceOptions, waiting: Callable[[], object] = lambda: None) -> str | None:
+    """Wait for ``proc`` within the options' time and memory; ``waiting`` is called at every poll."""
     deadline = time.monotonic() + options.timeout
     while True:
         try:
             proc.wait(timeout=POLL_S)
             return None
         except subprocess.TimeoutExpired:
-            pass
+            waiting()
         rss = _rss_mb(proc.pid)
         if rss is not None and rss > options.memory_mb:
             _kill(proc)
