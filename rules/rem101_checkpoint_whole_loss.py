@@ -22,7 +22,10 @@ EFFECT = {
         "As a result the forward pass runs twice, once for the value and again inside the backward pass "
         "(measured on JAX 0.10.2: +33-35 % FLOPs), and no memory is saved"
     ),
-    "grad": "It is a no-op: the compiled program is the same as without it, no memory saved",
+    "grad": (
+        "It saves nothing: compiled, the program has the same FLOPs and temp memory as without it (measured on "
+        "JAX 0.10.2; XLA:CPU with optimization barriers kept adds one 64-byte buffer, a visible share only at toy shapes)"
+    ),
     "grad has_aux": (
         "As a result the forward pass runs twice, once for the auxiliary outputs (`has_aux`) and again inside the "
         "backward pass (measured on JAX 0.10.2: +33-35 % FLOPs), and no memory is saved"
@@ -48,8 +51,9 @@ class CheckpointWholeLoss(Rule):
     while *something else* runs in between; it pays with a recomputation. When the checkpoint is
     the whole differentiated function, nothing else runs in between:
 
-    - under `grad` (and `jacrev`) the primal forward is dead code, and the compiled program is
-      the same as without the checkpoint: a no-op;
+    - under `grad` (and `jacrev`) the primal forward is dead code, and the compiled program has
+      the same FLOPs and temp memory as without the checkpoint (XLA:CPU with optimization
+      barriers kept adds one 64-byte buffer: +12 % temp at `f32[8,8]`, +0.0 % at `f32[64,256]`);
     - under `value_and_grad` (and `vjp` when the pullback is called at once, and `grad` with
       `has_aux`, whose auxiliary outputs come from the forward pass) the value is
       needed, so the forward runs once for it and again inside the backward pass: measured

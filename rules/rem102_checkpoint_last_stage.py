@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 # Measured on jax 0.10.2 (tests/test_jax_claims_grad.py): the last 2 of 6 residual-MLP blocks
 # checkpointed, barriers kept.
 EFFECT = {
-    "grad": "under `{t}` the checkpoint is a no-op (the compiled program is the same)",
+    "grad": "under `{t}` the checkpoint saves nothing (compiled: the same FLOPs and temp memory)",
     # A tail that needs the stage's output for its own gradient (``**``, ``log_softmax``, a loss).
     "grad nonlinear": (
         "under `{t}` what follows needs the stage's output for its gradient, so the stage runs twice, "
