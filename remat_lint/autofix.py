@@ -189,10 +189,31 @@ def _fix_file(
     return current
 
 
+def syntax_error(before: str, after: str) -> str | None:
+    """Why ``after`` (a fix of ``before``) does not parse, where ``before`` does; None when it parses
+    (or when ``before`` did not either: a fix never made it worse)."""
+    import ast  # here, not at the top: only a run that writes fixes needs it
+
+    try:
+        ast.parse(after)
+    except SyntaxError as exc:
+        try:
+            ast.parse(before)
+        except SyntaxError:
+            return None
+        return f"line {exc.lineno}: {exc.msg}"
+    return None
+
+
 def write_fixes(changed: list[FixedFile]) -> list[str]:
-    """Write every changed file; returns one error message per file that could not be written."""
+    """Write every changed file that still parses; returns one error message per file refused or
+    that could not be written."""
     errors = []
     for fixed in changed:
+        broken = syntax_error(fixed.source.text, fixed.fixed.text)
+        if broken is not None:
+            errors.append(f"{display_path(fixed.path)} not written: the fix does not parse ({broken}; please report)")
+            continue
         try:
             write_atomic(fixed.path, fixed.data())
         except OSError as exc:
@@ -214,8 +235,13 @@ def add_noqa(findings: list[Finding]) -> tuple[int, list[str]]:
             errors.append(f"{display_path(path)}: {source.message}")
             continue
         edits = noqa_edits(source.text, codes_by_row)
+        fixed = source.apply(edits)
+        broken = syntax_error(source.text, fixed.text)
+        if broken is not None:
+            errors.append(f"{display_path(path)}: noqa directives not added: the result does not parse ({broken}; please report)")
+            continue
         try:
-            write_atomic(path, source.apply(edits).data())
+            write_atomic(path, fixed.data())
         except (OSError, ValueError) as exc:
             errors.append(f"cannot add noqa directives to {display_path(path)}: {exc}")
             continue

@@ -381,9 +381,11 @@ def _trace(args: argparse.Namespace, result: RunResult, files: list[str], resolv
               file=sys.stderr)
     files = [f for f in files if not f.endswith(NOTEBOOK)]
     outcome = driver.TraceOutcome()
+    progress = sys.stderr.isatty() and args.output_format in ("full", "concise")  # never in machine formats
     for settings, group in _by_configuration(files, resolver):  # each file traced with its own [tool.remat-lint.trace]
         options = driver.options_from(settings, args.trace_timeout, args.backend, jobs=args.jobs or 1,  # -j N: N workers
                                       run=args.trace_run, memory_budget=args.memory_budget or "")
+        options.progress = progress
         paths = set(group)
         part = driver.trace([f for f in result.findings if f.path in paths], group, settings, options)
         outcome.sites += part.sites
@@ -391,6 +393,8 @@ def _trace(args: argparse.Namespace, result: RunResult, files: list[str], resolv
         outcome.warnings += part.warnings
         outcome.backends |= part.backends
         outcome.xla_flags = outcome.xla_flags or part.xla_flags
+        if part.recorded is not None:
+            outcome.recorded = (outcome.recorded or []) + part.recorded
     for warning in outcome.warnings:
         print(f"remat-lint: warning: {warning}", file=sys.stderr)
     _display(result)
@@ -414,6 +418,7 @@ def _trace(args: argparse.Namespace, result: RunResult, files: list[str], resolv
             plot.write(outcome.budgets, args.plot)
         except plot.PlotUnavailable as exc:
             raise UsageError(str(exc)) from None
+        print(f"remat-lint: wrote {args.plot}", file=sys.stderr)
     if args.memory_budget is not None and (args.budget_fix or args.budget_diff):
         return _budget_fix(args, outcome.budgets, code)
     return code
@@ -443,10 +448,12 @@ def _budget_fix(args: argparse.Namespace, plans: list[Any], code: int) -> int:
     if args.budget_diff:
         sys.stdout.write("".join(autofix.unified_diff(f) for f in fixed))
         return code
-    for failure in autofix.write_fixes(fixed):
+    failures = autofix.write_fixes(fixed)
+    for failure in failures:
         print(f"remat-lint: error: {failure}", file=sys.stderr)
-    print(f"remat-lint: --memory-budget: policies written in {len(fixed)} file{'s' if len(fixed) != 1 else ''}.", file=sys.stderr)
-    return code
+    written = len(fixed) - len(failures)
+    print(f"remat-lint: --memory-budget: policies written in {written} file{'s' if written != 1 else ''}.", file=sys.stderr)
+    return EXIT_ERROR if failures else code
 
 
 def _check_budget(args: argparse.Namespace) -> None:
@@ -456,6 +463,13 @@ def _check_budget(args: argparse.Namespace) -> None:
         raise UsageError("--memory-budget needs --trace (it compiles your differentiated targets)")
     if args.plot and not args.plot.lower().endswith((".svg", ".png")):
         raise UsageError(f"--plot {args.plot}: the file must end in .svg or .png")
+    if args.plot:
+        from remat_lint.trace import plot
+
+        try:
+            plot.require()  # before tracing, which takes minutes
+        except plot.PlotUnavailable as exc:
+            raise UsageError(str(exc)) from None
     try:
         parse_budget(args.memory_budget)
     except ValueError as exc:

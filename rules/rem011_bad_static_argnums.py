@@ -45,7 +45,7 @@ class BadStaticArgnums(Rule):
       (ignored), and index 0 on `nn.remat` (the Module itself);
     - the Flax off-by-one: `nn.remat`/`nn.checkpoint` count `self` as argument 0 and
       `nn_partitioning.remat` does not; an index that selects an array argument while the flag
-      next to it (a `bool`, or named `deterministic`, `train`, `decode`...) drives Python control
+      next to it (a `bool`, or a parameter used only as a flag; never judged by its name) drives Python control
       flow and stays traced, or indices that select only flags under the other convention while a
       flag they leave out fails; the same off-by-one on a method checkpointed by `nnx.remat` or
       `jax.checkpoint` (`@nnx.remat(static_argnums=(1,))` on `__call__(self, x, train)`), where
@@ -339,7 +339,7 @@ class BadStaticArgnums(Rule):
                 continue
             flag = fn.args[position]
             name = flag.name.value
-            if name not in traced or not control_flow.is_bool_like(flag):
+            if name not in traced or not control_flow.is_flag(self.ctx.model, self.ctx.bodies.nodes(fn.node), flag):
                 continue
             if not any(control_flow.control_uses(self.ctx.model, self.ctx.bodies.nodes(fn.node), {name: flag})):
                 continue
@@ -364,7 +364,7 @@ class BadStaticArgnums(Rule):
         if not all(0 <= position < len(fn.args) for position in positions):
             return []
         meant = [fn.args[position] for position in positions]
-        if not all(control_flow.is_bool_like(p) for p in meant):
+        if not all(control_flow.is_flag(self.ctx.model, self.ctx.bodies.nodes(fn.node), p) for p in meant):
             return []
         left = [p for p in meant if p not in selected and p.name.value in traced]
         failing = [p for p in left if any(control_flow.control_uses(self.ctx.model, self.ctx.bodies.nodes(fn.node), {p.name.value: p}))]

@@ -47,9 +47,10 @@ class JaxCheckpointAroundModules(Rule):
 
     ## Why is this bad?
     JAX's transforms do not know about Flax or Haiku variables. A layer's first call creates its
-    parameters, here while `jax.checkpoint` traces the body: `init` stores tracers as the
-    parameters, and `apply` raises `UnexpectedTracerError` (measured, jax 0.10.2 / flax 0.12.8 /
-    dm-haiku 0.0.17). The lifted transforms `nn.remat` and `hk.remat` handle the variables.
+    parameters, here while `jax.checkpoint` traces the body: `init` returns tracers as the
+    parameters (a jitted `init` raises at once), and `apply`, or any other use of them such as
+    `optax.apply_updates`, raises `UnexpectedTracerError` (measured, jax 0.10.2 / flax 0.12.8 /
+    dm-haiku 0.0.17: Haiku's `apply` raises it too). The lifted transforms `nn.remat` and `hk.remat` handle the variables.
 
     Not flagged: `Module.apply` with explicit variables inside `jax.checkpoint` (pure), a layer
     already called outside the checkpoint (its parameters exist), `nn.remat`, `hk.remat`.
@@ -127,9 +128,10 @@ class JaxCheckpointAroundModules(Rule):
     def _report(self, site: RematSite, framework: Framework, layer: str) -> None:
         self.report(
             site.node,
-            f"`{site.api.display}` makes the first call of the {framework} layer `{layer}`, so `apply` raises "
-            f"`UnexpectedTracerError`. JAX's transforms do not lift {framework} variables: `init` creates the "
-            f"parameters while the checkpoint traces and stores tracers; use {_FIX[framework]}",
+            f"`{site.api.display}` makes the first call of the {framework} layer `{layer}`, so the parameters are "
+            f"tracers and `apply` raises `UnexpectedTracerError`. JAX's transforms do not lift {framework} variables: "
+            f"`init` creates the parameters while the checkpoint traces and returns tracers (a jitted `init` raises at "
+            f"once), and `apply` or any other use of them (`optax.apply_updates`) raises; use {_FIX[framework]}",
         )
 
     def _is_linen_method(self, fn: CheckpointedFunction) -> bool:

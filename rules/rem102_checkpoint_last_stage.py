@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 # Measured on jax 0.10.2 (tests/test_jax_claims_grad.py): the last 2 of 6 residual-MLP blocks
 # checkpointed, barriers kept.
 EFFECT = {
-    "grad": "under `{t}` the checkpoint is a no-op (the compiled program is the same)",
+    "grad": "under `{t}` the checkpoint saves nothing (compiled: the same FLOPs and temp memory)",
     # A tail that needs the stage's output for its own gradient (``**``, ``log_softmax``, a loss).
     "grad nonlinear": (
         "under `{t}` what follows needs the stage's output for its gradient, so the stage runs twice, "
@@ -102,7 +102,7 @@ class CheckpointLastStage(Rule):
     anything else that may be expensive follows it (a model call, an unknown function, `@`,
     another checkpoint); when the call is in a loop, a branch or a comprehension; when the
     checkpoint has a policy that saves something, is a linen `nn.remat` or is also a loop body;
-    when the gradient may itself be differentiated (see REM101: the names must say training) or
+    when the gradient may itself be differentiated (see REM101: differentiated again in the module, or summed into a loss) or
     is a `vjp` whose pullback is kept for later;
     and in test code (files matching `test-paths`, `if __name__ == "__main__":` blocks that
     do not train, `with mock.patch(...)` blocks, `test_*` functions), which differentiates single

@@ -38,9 +38,9 @@ class TracedPythonControlFlow(Rule):
     Only what certainly fails is reported: the parameter has no default (or a call in the module
     passes it), is not rebound in the body other than by steps of itself (`n -= 1` in a `while`
     keeps it traced), and is a scalar or array: annotated `bool`, `int`, `float` or as an array,
-    defaulting to `True`/`False`, or named like a flag (`deterministic`, `train`, `training`,
-    `is_training`, `decode`, `init_cache`..., or unannotated `use_*`/`is_*`/`enable_*` not
-    defaulting to None), or passed a literal
+    defaulting to `True`/`False`, used as a flag and nothing else (tested, given to a layer's flag,
+    otherwise only handed on: never indexed, compared, computed with, and not defaulting to None;
+    its name never counts), or passed a literal
     `True`/`False`/number by a call in the module (`jax.checkpoint(f)(x, flag=False)` with
     `def f(x, flag=None)`). Ordering comparisons
     (`n > 1`) and `range(n)` fail for any traced value. `is None` tests, `.shape`/`.ndim`/`.dtype`,
@@ -121,7 +121,7 @@ class TracedPythonControlFlow(Rule):
         "        deterministic = nn.merge_param('deterministic', self.deterministic, deterministic)\n"
         "        return x if deterministic else -x\nR = nn.remat(Block)",
         "import equinox as eqx\n@eqx.filter_checkpoint\ndef f(x, training: bool):\n    return x * 2 if training else x",
-        "import jax\n@jax.checkpoint\ndef f(x, cache):\n    if cache:\n        return x\n    return -x",
+        "import jax\n@jax.checkpoint\ndef f(x, cache):\n    if cache:\n        return x + cache['k']\n    return -x",
         "import jax\ng = jax.checkpoint(f, static_argnums=cfg.static)\ndef f(x, training):\n    return x if training else -x",
     ]
     INVALID = [
@@ -150,7 +150,9 @@ class TracedPythonControlFlow(Rule):
             leaves = literal_leaf_params(model, fn)  # ``f(x, flag=False)``: a scalar whatever its annotation
             for use in control_uses(model, self.ctx.bodies.nodes(fn.node), params, leaves):
                 if not only_where_error_expected(model, use.statement, _ERRORS):  # not a test of the error
-                    self.report(use.statement, self._message(fn, use))
+                    where = self.ctx.positions[use.test]  # --trace refutes only where this expression ran
+                    test = [where.start.line, where.start.column, where.end.line, where.end.column]
+                    self.report(use.statement, self._message(fn, use), test=test)
 
     def _message(self, fn: CheckpointedFunction, use: ControlUse) -> str:
         name = use.param.name.value

@@ -59,3 +59,40 @@ def test_plot_usage_errors(capsys: pytest.CaptureFixture[str]) -> None:
     assert "--plot needs --memory-budget" in capsys.readouterr().err
     assert main(["--trace", "--memory-budget", "0.5", "--plot", "out.pdf", demo]) == 2
     assert "--plot out.pdf: the file must end in .svg or .png" in capsys.readouterr().err
+
+
+def test_long_titles_are_wrapped_not_cut_and_the_legend_is_outside_the_axes(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib", reason="--plot needs the plot extra (matplotlib)")
+    from matplotlib import pyplot as plt
+
+    from remat_lint.trace import plot
+
+    target = "train_step(" + ", ".join(f"f32[{n},{n}]" for n in range(100, 112)) + ")"
+    shown: list[plt.Figure] = []
+    real_close = plt.close
+    plt.close = lambda fig: shown.append(fig)  # keep the figure to inspect it
+    try:
+        plot.write([SimpleNamespace(target=target, report=report(True))], str(tmp_path / "t.svg"))
+    finally:
+        plt.close = real_close
+    trade_off = shown[0].axes[0]
+    assert trade_off.get_title().replace("\n", " ") == target  # all of it, wrapped
+    legend = trade_off.get_legend()
+    renderer = shown[0].canvas.get_renderer()
+    assert legend.get_window_extent(renderer).y1 <= trade_off.get_window_extent(renderer).y0  # below the axes
+    names = {t.get_text() for t in trade_off.texts}
+    assert {"today", "chosen", "no checkpoint"} <= names  # each marker named: coinciding points stay readable
+    real_close(shown[0])
+
+
+def test_plot_without_matplotlib_is_refused_before_tracing(monkeypatch: pytest.MonkeyPatch,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    import importlib.util
+
+    from remat_lint.trace import driver
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "matplotlib" else real(name, *a))
+    monkeypatch.setattr(driver, "trace", lambda *a, **k: pytest.fail("traced before checking --plot"))
+    assert main(["--trace", "--memory-budget", "0.5", "--plot", "out.svg", str(ROOT / "fixtures" / "demo")]) == 2
+    assert "--plot needs matplotlib: pip install 'remat-lint[plot]'" in capsys.readouterr().err

@@ -59,3 +59,15 @@ def test_trace_prints_the_memory_budget_plans(
     out = capsys.readouterr().out
     assert "model.py: --memory-budget 0.5 for loss:" in out
     assert "dots_saveable" in out and "3 programs compiled for 4 candidates over 1 site(s)" in out
+
+
+def test_plot_says_which_file_it_wrote(project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    from remat_lint.trace import plot
+
+    written: list[str] = []
+    monkeypatch.setattr(plot, "write", lambda plans, path: written.append(path))
+    outcome = TraceOutcome(budgets=[SiteReport(str(project / "model.py"), "loss", PLAN)])
+    monkeypatch.setattr(driver, "trace", fake_trace({}, outcome))
+    main(["--trace", "--no-cache", "--memory-budget", "0.5", "--plot", "out.svg", "model.py"])
+    assert written == ["out.svg"]
+    assert "remat-lint: wrote out.svg" in capsys.readouterr().err

@@ -1,6 +1,7 @@
 """REM012, REM016 and REM003 with the wrap (or the table) in one module and its call (or lookup) in
 another: REM012 and REM016 reported at the call with the wrap's place, REM003 at the table with the
-lookup's, in the CLI and in flake8 on the calling file alone; quiet for positional calls, forwarded ``**kwargs``, tables without factories and test code.
+lookup's, in the CLI and in flake8 on the calling file alone; quiet for positional calls, forwarded
+``**kwargs``, tables without factories and test code.
 (fixtures/xmod_static/ pins the main forms; these are the other forms.)"""
 
 from __future__ import annotations

@@ -218,7 +218,9 @@ def test_rem015_init_stores_tracers_and_apply_raises_unexpected_tracer_error():
     hk = pytest.importorskip("haiku")
     f = load_fixture("rem015_jax_checkpoint_around_modules")
     messages = fixture_messages("rem015_jax_checkpoint_around_modules", "REM015")
-    assert len(messages) == 7 and all("so `apply` raises `UnexpectedTracerError`" in m for m in messages)
+    assert len(messages) == 7 and all("the parameters are tracers and `apply` raises `UnexpectedTracerError`" in m
+                                      and "a jitted `init` raises at once" in m and "(`optax.apply_updates`) raises" in m
+                                      for m in messages)
     for module in (f.InlineBlock(), f.LocalBlock(), f.SetupBlock(), f.NestedBlock()):
         variables = module.init(KEY, X)
         assert _leaves_are_tracers(variables)
@@ -229,7 +231,13 @@ def test_rem015_init_stores_tracers_and_apply_raises_unexpected_tracer_error():
         params = transformed.init(KEY, X)
         assert _leaves_are_tracers(params)
         with pytest.raises(jax.errors.UnexpectedTracerError):
-            transformed.apply(params, None, X)
+            transformed.apply(params, None, X)  # Haiku's apply raises as Flax's does
+        with pytest.raises(jax.errors.UnexpectedTracerError):
+            jax.jit(transformed.init)(KEY, X)
+    optax = pytest.importorskip("optax")
+    for leaked in (f.InlineBlock().init(KEY, X), hk.transform(f.haiku_forward).init(KEY, X)):
+        with pytest.raises(jax.errors.UnexpectedTracerError):
+            optax.apply_updates(leaked, jax.tree_util.tree_map(jnp.zeros_like, leaked))
     for module in (f.RematBlock(), f.CalledFirstOutside(), f.SetupCalledOutside(), f.LiftedFunctionBlock()):
         variables = module.init(KEY, X)
         jax.grad(lambda v, m=module: jnp.sum(m.apply(v, X)))(variables)

@@ -52,7 +52,8 @@ def same_temp(a: dict[str, float], b: dict[str, float]) -> bool:
 
 def test_whole_function_checkpoint_is_a_no_op_under_grad(costs):
     msg = message("import jax\ng = jax.grad(jax.checkpoint(loss))", "REM101")
-    assert "no-op: the compiled program is the same as without it, no memory saved" in msg
+    assert "It saves nothing: compiled, the program has the same FLOPs and temp memory as without it" in msg
+    assert "XLA:CPU with optimization barriers kept adds one 64-byte buffer" in msg
     for kind in ("grad", "jacrev"):
         without, checkpointed = costs[kind]
         assert checkpointed["flops"] == without["flops"], kind
@@ -100,7 +101,7 @@ def test_a_policy_that_saves_matmuls_does_save_memory_on_a_whole_function(costs)
 
 def test_last_stage_checkpoint_saves_nothing(costs):
     base = "import jax\nimport jax.numpy as jnp\nhead = jax.checkpoint(head)\ndef loss(p, x):\n    return jnp.mean(head(p, body(p, x)))\n"
-    assert "the checkpoint is a no-op (the compiled program is the same)" in message(base + "g = jax.grad(loss)", "REM102")
+    assert "the checkpoint saves nothing (compiled: the same FLOPs and temp memory)" in message(base + "g = jax.grad(loss)", "REM102")
     msg = message(base + "g = jax.value_and_grad(loss)", "REM102")
     assert (
         "(measured on JAX 0.10.2, last 2 of 6 blocks: +9 to +11 % FLOPs; temp unchanged with the loss inside the stage, "
@@ -220,3 +221,28 @@ def test_flagged_fixture_code_is_valid_jax():
 def test_quiet_fixture_is_correct_code(capsys):
     runpy.run_path(str(ROOT / "fixtures/quiet/differentiation_and_loops.py"), run_name="__main__")
     assert capsys.readouterr().out.strip().endswith("ok")
+
+
+BARRIER_BUFFER = """\
+import json, jax, jax.numpy as jnp
+def mlp(ws, x):
+    for w in ws:
+        x = jnp.tanh(x @ w)
+    return jnp.mean(x ** 2)
+out = {}
+for n, b in ((8, 8), (256, 64)):
+    ws, x = [jnp.ones((n, n)) * 0.01] * 2, jnp.ones((b, n))
+    out[n] = [jax.jit(jax.grad(f)).lower(ws, x).compile().memory_analysis().temp_size_in_bytes for f in (mlp, jax.checkpoint(mlp))]
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.parametrize(("flags", "added"), [(KEEP_BARRIERS, 64), ("", 0)])
+def test_rem101_grad_text_states_the_barrier_buffer_it_measures(flags: str, added: int) -> None:
+    msg = message("import jax\ng = jax.grad(jax.checkpoint(loss))", "REM101")
+    assert "XLA:CPU with optimization barriers kept adds one 64-byte buffer" in msg
+    env = {**os.environ, "XLA_FLAGS": flags, "JAX_PLATFORMS": "cpu"}
+    proc = subprocess.run([sys.executable, "-c", BARRIER_BUFFER], capture_output=True, text=True, env=env, timeout=600, check=False)
+    assert proc.returncode == 0, proc.stderr
+    for without, checkpointed in json.loads(proc.stdout.splitlines()[-1]).values():
+        assert checkpointed - without == added

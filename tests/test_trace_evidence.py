@@ -147,14 +147,28 @@ def test_another_exception_first_leaves_it_unconfirmed(traced):
 
 def test_a_trace_without_the_exception_refutes_only_rules_that_always_raise(traced):
     check = TraceCheck("exception", raises=(("TypeError", "a"), ("ValueError", "b"), ("TypeError", "c")), refutes=True)
-    assert ev.judge_error(item(LINE["block"], check), traced["loss"], SOURCE) == {
+    assert ev.judge_error(item(LINE["block"], check, on_site=True), traced["loss"], SOURCE) == {
         "status": "refuted", "reason": "grad of loss(f32[3]) traced without the predicted TypeError or ValueError",
         "evidence": {"target": "loss(f32[3])"}}
-    forward_only = by_hand(prepared=Prepared("loss", print, (), {}, False, "test"))
+    forward_only = by_hand(prepared=Prepared("loss", print, (), {}, False, "test"), under=Counter({1: 1}))
     assert ev.judge_error(item(1, check), forward_only, "")["reason"] == ("loss(f32[8]) traced without the predicted "
                                                                           "TypeError or ValueError")
     assert ev.judge_error(item(1, TraceCheck("exception", raises=check.raises)), forward_only, "") is None
     assert ev.judge_error(item(1), forward_only, "") is None
+
+
+def test_no_refutation_unless_the_flagged_code_ran_inside_the_checkpoint():
+    check = TraceCheck("exception", raises=(("TypeError", "a"),), refutes=True)
+    flagged = item(7, check, data={"test": [7, 20, 7, 28]})  # `not training` in `y = a(not training) if c else b`
+    never = by_hand(under=Counter({6: 1}))
+    assert ev.judge_error(flagged, never, "") == {"status": "unconfirmed", "reason": "tracing loss(f32[8]) never reached line 7",
+                                                  "evidence": {"target": "loss(f32[8])"}}
+    recorded = by_hand(under=Counter({7: 1}), under_positions={(7, 7, 8, 9), (7, 7, 40, 41)}, source="recorded")
+    assert ev.judge_error(flagged, recorded, "")["reason"] == ("the recorded run ran line 7 but not the flagged expression "
+                                                               "at column 21")
+    ran = by_hand(under=Counter({7: 1}), under_positions={(7, 7, 24, 28)})
+    assert ev.judge_error(flagged, ran, "")["status"] == "refuted"
+    assert ev.judge_error(item(7, check), ran, "")["status"] == "refuted"  # no columns: the line is all there is
 
 
 def test_an_exception_raised_by_the_flagged_site_itself_confirms():

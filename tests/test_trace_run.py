@@ -65,8 +65,10 @@ def test_shapes_recorded_from_the_tests_confirm_a_finding_no_declaration_could(t
         "TypeError: 'str' object is not callable (grad: grad of loss({v: f32[16,4], w: f32[8,16]}, "
         "{x: f32[2,8], y: f32[2,4]})) [shapes recorded from the project's run]")
     assert item["trace"]["evidence"]["shapes"] == "recorded"
-    assert "output of the user's tests" not in proc.stdout + proc.stderr
-    assert f"remat-lint: warning: --trace-run: `{PYTEST}` exited with 1; its last output line: 1 failed" in proc.stderr
+    assert "output of the user's tests" not in proc.stdout  # the failing command's tail is quoted, indented, on stderr
+    assert all(line.startswith("    ") for line in proc.stderr.splitlines() if "output of the user's tests" in line)
+    assert f"remat-lint: warning: --trace-run: `{PYTEST}` exited with 1; its last output lines:\n" in proc.stderr
+    assert "\n    1 failed" in proc.stderr
 
 
 def test_an_exception_a_test_hits_at_the_checkpoint_confirms_it(tmp_path: Path):

@@ -89,20 +89,21 @@ def rows(needle: str) -> list[int]:
     return [i for i, line in enumerate(MODULE.splitlines(), start=1) if needle in line]
 
 
-def finding(code: str, needle: str, nth: int = 0, check: str | None = None, **data: object) -> dict:
-    """A finding of rule ``code`` (or with the trace check of rule ``check``) on the ``nth`` line with ``needle``."""
+def finding(code: str, needle: str, nth: int = 0, check: str | None = None, on_site: bool = False, **data: object) -> dict:
+    """A finding of rule ``code`` (or with the trace check of rule ``check``) on the ``nth`` line with ``needle``
+    (``on_site``: a checkpoint call's line, as the driver marks it)."""
     row = rows(needle)[nth]
     rule = rule_by_code(check or code)
     assert rule is not None
     declared = rule.trace_check
-    return {"code": code, "line": row, "end_line": row, "data": data,
+    return {"code": code, "line": row, "end_line": row, "data": data, "on_site": on_site,
             "check": dataclasses.asdict(declared) if declared else None}
 
 
 FINDINGS = {
     "str-policy": finding("REM001", 'policy="dots_saveable"'),
     # REM004's findings always raise: the checkpoint traced without error refutes one
-    "callable-policy": finding("REM004", "policy=cp.dots_saveable"),
+    "callable-policy": finding("REM004", "policy=cp.dots_saveable", on_site=True),
     "silent": finding("REM001", "policy=cp.dots_saveable"),  # REM001's empty string raises nothing
     "saved-name": finding("REM008", 'save_only_these_names("h")', names=["h"]),
     "missing-name": finding("REM008", 'save_only_these_names("h")', names=["typo"]),

@@ -34,26 +34,6 @@ from remat_lint.analysis.semantic import SemanticModel, child_nodes, is_step
 
 Use = Literal["truth", "order", "equality", "range"]
 
-BOOL_LIKE_NAMES = frozenset(
-    {
-        "deterministic",
-        "train",
-        "training",
-        "is_training",
-        "is_train",
-        "decode",
-        "init_cache",
-        "use_cache",
-        "inference",
-        "is_inference",
-        "eval_mode",
-        "enable_dropout",
-        "causal",
-        "is_causal",
-    }
-)
-# Unannotated parameters with these prefixes are flags (``use_bias``, ``is_decoding``), unless they default to None.
-BOOL_LIKE_PREFIXES = ("use_", "is_", "enable_", "disable_")
 _MAX_CALL_DEPTH = 3
 _LEAF_ANNOTATIONS = frozenset({"bool", "int", "float"})
 _ARRAY_ANNOTATIONS = frozenset({"Array", "ndarray", "ArrayLike", "Tensor"})
@@ -71,13 +51,51 @@ class ControlUse:
 
 
 def is_bool_like(param: cst.Param) -> bool:
+    """A flag by its declaration: annotated ``bool`` or defaulting to ``True``/``False`` (its name
+    never counts; ``truth_flags`` finds flags by their use)."""
     default = param.default
-    if isinstance(default, cst.Name) and default.value in ("True", "False"):
-        return True
-    name = param.name.value
-    defaults_to_none = isinstance(default, cst.Name) and default.value == "None"
-    unannotated_flag = name in BOOL_LIKE_NAMES or (name.startswith(BOOL_LIKE_PREFIXES) and not defaults_to_none)
-    return annotation_name(param) == "bool" or (param.annotation is None and unannotated_flag)
+    return (isinstance(default, cst.Name) and default.value in ("True", "False")) or annotation_name(param) == "bool"
+
+
+def plain_params(model: SemanticModel, nodes: list[cst.CSTNode], params: dict[str, cst.Param]) -> frozenset[str]:
+    """The parameters ``nodes`` (a body) use as flags, whatever their names: tested (``if p``,
+    ``not p``, ``p and q``, ``a if p else b``, ``assert p``) or given to a layer's flag
+    (``Dropout(...)(x, deterministic=p)``), and otherwise only handed on as arguments. One also
+    compared, indexed, iterated, computed with or stored (``cache["k"]``, ``mask is None``), or
+    defaulting to None (an optional object), may be a container: its truth value raises nothing."""
+    tested: set[str] = set()
+    used_otherwise: set[str] = set()
+    for node in nodes:
+        if isinstance(node, cst.Name) and node.value in params and not _not_a_reference(model, node):
+            use = _flag_use(model, node)
+            (tested if use == "tested" else used_otherwise if use is None else set()).add(node.value)
+    optional = {name for name, p in params.items() if isinstance(p.default, cst.Name) and p.default.value == "None"}
+    return frozenset(tested - used_otherwise - optional)
+
+
+def is_flag(model: SemanticModel, nodes: list[cst.CSTNode], param: cst.Param) -> bool:
+    """Declared a flag (``is_bool_like``), or used as one by ``nodes`` (``plain_params``)."""
+    return is_bool_like(param) or param.name.value in plain_params(model, nodes, {param.name.value: param})
+
+
+def _not_a_reference(model: SemanticModel, name: cst.Name) -> bool:
+    """``f(p=...)``'s keyword, ``x.p``'s attribute: the parameter's name, not the parameter."""
+    parent = model.parent(name)
+    return isinstance(parent, (cst.Arg, cst.Attribute)) and name in (getattr(parent, "keyword", None), getattr(parent, "attr", None))
+
+
+def _flag_use(model: SemanticModel, name: cst.Name) -> str | None:
+    """"tested", "handed on" (an argument of another call), or None (any other use)."""
+    parent = model.parent(name)
+    if isinstance(parent, (cst.If, cst.While, cst.IfExp, cst.Assert, cst.CompIf)):
+        return "tested" if parent.test is name else None
+    if isinstance(parent, cst.BooleanOperation) or (isinstance(parent, cst.UnaryOperation) and isinstance(parent.operator, cst.Not)):
+        return "tested"
+    if isinstance(parent, cst.Arg) and parent.value is name:
+        call = model.parent(parent)
+        layer = layer_of(model, call) if isinstance(call, cst.Call) else None
+        return "tested" if layer is not None and flag_argument(call, layer) is name else "handed on"  # type: ignore[arg-type]
+    return None
 
 
 def is_leaf(param: cst.Param) -> bool:
@@ -134,7 +152,7 @@ def control_uses(
     """Python control flow in ``nodes`` (a body) on the parameters in ``params`` that certainly fails
     when they are traced (the leaf evidence for truth and equality tests is checked here; ``leaves``
     names parameters known to be scalars from elsewhere: a literal passed by a call)."""
-    finder = _Finder(model, params, leaves=leaves)
+    finder = _Finder(model, params, leaves=leaves | plain_params(model, nodes, params))
     for node in nodes:
         yield from finder.visit(node)
 
@@ -206,8 +224,10 @@ class _Finder:
                 theirs = params[position] if position < len(params) else None
             if theirs is None or len(scope.bindings.get(theirs.name.value, ())) != 1:
                 continue  # not received, or rebound there (``deterministic = nn.merge_param(...)``)
-            inner = _Finder(self.model, {theirs.name.value: theirs}, self.depth + 1)
-            use = next((u for n in _walk(callee.body) for u in inner.visit(n)), None)
+            body = list(_walk(callee.body))
+            received = {theirs.name.value: theirs}
+            inner = _Finder(self.model, received, self.depth + 1, leaves=plain_params(self.model, body, received))
+            use = next((u for n in body for u in inner.visit(n)), None)
             if use is not None and (use.use in ("order", "range") or self._leaf(mine)):  # ours may be a pytree
                 name = self.model.module.code_for_node(call.func if skip == 0 else call.func.func)  # type: ignore[attr-defined]
                 yield ControlUse(statement_of(self.model, call), arg.value, mine, use.use, f"{use.construct} in `{name}`")

@@ -32,11 +32,8 @@ from remat_lint.analysis.sites import RematSite
 from remat_lint.apis import DIFF_APIS, PARTIAL, DiffApi, policy_info
 
 _MAX_DEPTH = 8
+_REDUCTIONS = frozenset({"sum", "mean"})
 VJPS = frozenset({"jax.vjp", "flax.nnx.vjp", "flax.linen.vjp", "equinox.filter_vjp"})
-_LOSS_WORDS = ("loss", "objective", "cost", "mse", "nll", "entropy")
-_STEP_WORDS = ("train", "step", "update", "fit", "optimi")
-# Gradients that are commonly differentiated again: forces from energies, meta-learning inner loops.
-_HIGHER_ORDER_WORDS = ("energy", "potential", "force", "hamiltonian", "lagrangian", "inner", "meta")
 
 
 @dataclass(eq=False)
@@ -68,11 +65,12 @@ class Differentiations:
         return seen
 
     def first_order(self, d: Differentiation, bodies: Bodies) -> bool:
-        """The gradient is not itself differentiated (forces from ``grad(energy)`` that a loss
-        trains on, meta-learning), which changes what a checkpoint inside costs. Certain only in
-        part: nothing differentiates it in this module, it is not computed inside a loss (which
-        is differentiated in turn), and unless the names say training, they do not say it is a
-        physical quantity or an inner loop (forces from an energy are often trained on)."""
+        """The gradient is not itself differentiated in this module (forces from ``grad(energy)``
+        that a loss trains on, meta-learning), which changes what a checkpoint inside costs: it is
+        not the target of another differentiation, nor computed by a function one differentiates.
+        Decided by what the code does; the functions' and variables' names never count. A function
+        that returns a sum or mean of a gradient it takes is a loss term (forces in an energy loss,
+        a gradient penalty): whoever trains on it differentiates the gradient again."""
         if self._nested is None:
             self._nested = self.under_grad(bodies) | {id(other.target) for other in self.all}
         # A call may itself be another differentiation's target; a decorator is inside its own def.
@@ -80,20 +78,30 @@ class Differentiations:
         chain = [start] if isinstance(d.node, cst.Call) else []
         if any(id(a) in self._nested for a in (*chain, *self.model.ancestors(start))):
             return False
-        code = self.model.module.code_for_node
-        names = [code(d.target) if isinstance(d.node, cst.Call) else d.target.name.value]  # type: ignore[attr-defined]
-        statement = self.model.parent(d.node)
-        if isinstance(statement, cst.Assign):  # loss_grad_fn = jax.grad(...)
-            names += [code(t.target) for t in statement.targets]
-        enclosing = [a.name.value.lower() for a in self.model.ancestors(start) if isinstance(a, cst.FunctionDef)]
-        if any(word in name for name in enclosing for word in _LOSS_WORDS):
-            return False  # a gradient computed inside a loss (forces, penalties) is differentiated again
-        lowered = [n.lower() for n in names]
-        if any(w in n for n in lowered for w in (*_LOSS_WORDS, *_STEP_WORDS)) or any(
-            word in name for name in enclosing for word in _STEP_WORDS
-        ):
-            return True
-        return not any(w in n for n in (*lowered, *enclosing) for w in _HIGHER_ORDER_WORDS)
+        return not (isinstance(d.node, cst.Call) and self._reduced_in_return(d.node))
+
+    def _reduced_in_return(self, call: cst.Call) -> bool:
+        """The function around ``call`` returns a reduction (``.sum()``, ``jnp.mean``...) of a value
+        computed from it: directly, or through a name assigned from it in that function."""
+        function = next((a for a in self.model.ancestors(call) if isinstance(a, (cst.FunctionDef, cst.Lambda))), None)
+        if not isinstance(function, cst.FunctionDef):
+            return False
+        nodes = list(_walk(function.body))
+        assigned = {t.target.value for n in nodes if isinstance(n, cst.Assign) and _contains(n.value, call)
+                    for t in n.targets if isinstance(t.target, cst.Name)}
+
+        def from_gradient(expr: cst.CSTNode) -> bool:
+            return _contains(expr, call) or any(isinstance(n, cst.Name) and n.value in assigned for n in _walk(expr))
+
+        return any(isinstance(r, cst.Return) and r.value is not None and any(
+            self._is_reduction(n) and from_gradient(n) for n in _walk(r.value)) for r in nodes)
+
+    def _is_reduction(self, node: cst.CSTNode) -> bool:
+        if not isinstance(node, cst.Call):
+            return False
+        if isinstance(node.func, cst.Attribute) and node.func.attr.value in _REDUCTIONS and not node.args:
+            return True  # x.sum(), x.mean()
+        return self.model.qualified_name(node.func) in {f"jax.numpy.{r}" for r in _REDUCTIONS}
 
     def _find(self, callables: Callables) -> Iterator[Differentiation]:
         model = self.model
@@ -203,3 +211,14 @@ def pullback_deferred(model: SemanticModel, d: Differentiation) -> bool:
             if any(a is following[0] for a in model.ancestors(c))
         )
     )
+
+
+def _walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """``node`` and everything below it, nested functions and classes included."""
+    yield node
+    for child in node.children:
+        yield from _walk(child)
+
+
+def _contains(tree: cst.CSTNode, node: cst.CSTNode) -> bool:
+    return any(n is node for n in _walk(tree))

@@ -268,10 +268,12 @@ class SemanticModel:
         around = {id(a) for a in self.ancestors(use)} if any(b.guards for b in ordered) else set()
         before = [b for b in ordered if b.order < order]
         complete = _walk_back(before, found, lambda b: all(id(g) in around for g in b.guards))
-        # A later binding in a loop that holds the use reaches it on the next iteration.
+        # A later binding in a loop that holds the use reaches it on the next iteration, unless the
+        # iteration always re-binds the name before the use (``layer = Block(); layer = remat(layer)``).
+        rebinding = {id(g) for b in before if all(id(g) in around for g in b.guards) for g in b.guards if isinstance(g, _LOOPS)}
         found.extend(
             b for b in ordered
-            if b.order >= order and any(isinstance(g, _LOOPS) and id(g) in around for g in b.guards)
+            if b.order >= order and any(isinstance(g, _LOOPS) and id(g) in around and id(g) not in rebinding for g in b.guards)
         )
         if not complete and owner.kind == "class":
             # A class body falls back to the enclosing scope for names it has not bound (yet).

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from remat_lint.analysis.bodies import Bodies, positional_params
-from remat_lint.analysis.control_flow import control_uses, is_array_like, is_bool_like
+from remat_lint.analysis.control_flow import control_uses, is_array_like, is_flag
 from remat_lint.analysis.differentiation import pullback_deferred
 from remat_lint.analysis.last_stage import tail_calls
 from remat_lint.analysis.semantic import SemanticModel, dotted_import_name
@@ -186,9 +186,10 @@ def _call_signature(model: SemanticModel, bodies: Bodies, cls: cst.ClassDef) -> 
         return None
     positional = positional_params(method)[1:]  # after self
     nodes = bodies.nodes(method)
+    flags = [is_flag(model, nodes, p) for p in positional]
     params = tuple(
-        Param(p.name.value, is_bool_like(p), is_array_like(p), is_bool_like(p) and any(control_uses(model, nodes, {p.name.value: p})))
-        for p in positional
+        Param(p.name.value, flag, is_array_like(p) and not flag, flag and any(control_uses(model, nodes, {p.name.value: p})))
+        for p, flag in zip(positional, flags, strict=True)
     )
     return Signature(params, isinstance(method.params.star_arg, cst.Param))
 

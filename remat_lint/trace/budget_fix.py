@@ -114,8 +114,23 @@ def _edit(site: RematSite, change: Change, positions: Any, module: cst.Module, p
         return _replace(positions[api], f"{partial}({module.code_for_node(api)}, policy={change.policy})")
     if not calls or not calls[-1].args:
         return f"write the checkpoint as functools.partial(..., policy={change.policy}) (a bare decorator takes no policy)"
-    end = positions[calls[-1].args[-1].value].end
-    return TextEdit(Position(end.line, end.column), Position(end.line, end.column), f", policy={change.policy}")
+    call = calls[-1]
+    # The whole call is rewritten by libcst, not text inserted after the last argument: a position
+    # excludes a node's own parentheses (after ``(2,)`` it points between ``,`` and ``)``).
+    bare = call.with_changes(args=_with_keyword(call.args, "policy", change.policy or "None"), lpar=[], rpar=[])
+    return _replace(positions[call], module.code_for_node(bare))
+
+
+def _with_keyword(args: Sequence[cst.Arg], name: str, value: str) -> list[cst.Arg]:
+    """``args`` and ``name=value`` after them, laid out as the last argument is: a trailing comma
+    and a line break before the closing parenthesis stay after the new argument."""
+    added = cst.Arg(cst.parse_expression(value), keyword=cst.Name(name),
+                    equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")))
+    *head, last = args
+    if not isinstance(last.comma, cst.Comma):
+        return [*head, last, added]
+    between = head[-1].comma if head and isinstance(head[-1].comma, cst.Comma) else cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+    return [*head, last.with_changes(comma=between), added.with_changes(comma=last.comma)]
 
 
 def _remove(site: RematSite, positions: Any, module: cst.Module) -> TextEdit | str:

@@ -25,12 +25,13 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from remat_lint.config import ConfigError, Settings
 from remat_lint.findings import Finding
 from remat_lint.trace import isolation
 from remat_lint.trace.inputs import parse_targets
+from remat_lint.trace.progress import Progress
 from remat_lint.trace.request import Item, TraceCheck, WorkerRequest
 from remat_lint.trace.units import byte_size, flop_number
 
@@ -48,6 +49,7 @@ class TraceOptions:
     jobs: int = 1  # workers at a time (each holds a JAX process: memory, and XLA's own threads)
     run: str | None = None  # --trace-run: the project's command whose differentiated calls give shapes
     memory_budget: str = ""  # --memory-budget: plan each target's checkpoint policies (budget.py)
+    progress: bool = False  # show progress on stderr (a terminal, a format for people: progress.py)
 
 
 @dataclass
@@ -64,9 +66,11 @@ class TraceOutcome:
     xla_flags: str = ""
     warnings: list[str] = field(default_factory=list)
     budgets: list[SiteReport] = field(default_factory=list)  # --memory-budget plans, one per target program
+    recorded: list[str] | None = None  # --trace-run: the differentiated calls it recorded ("grad of loss(...)")
 
 
 RUN_TIMEOUT_FACTOR = 5  # --trace-run gets this many --trace-timeouts: the command, then judging every module
+RUN_OUTPUT_LINES = 8  # of a failing --trace-run command's output, shown in its warning
 RANK = {"unconfirmed": 1, "refuted": 2, "confirmed": 3}
 
 
@@ -102,19 +106,22 @@ def trace(findings: list[Finding], files: list[str], settings: Settings, options
     requests = {path: dataclasses.replace(module_request(path, by_path.get(path, []), sites.get(path) or [], settings),
                                           memory_budget=options.memory_budget) for path in modules}
     recorded: dict[str, list[dict[str, Any]]] = {}
+    progress = Progress(options.progress)
     if options.run and modules:
-        recorded, problems = run_recorded(options.run, list(requests.values()), settings, options)
+        recorded, problems, outcome.recorded = run_recorded(options.run, list(requests.values()), settings, options, progress)
         outcome.warnings.extend(problems)
     done = itertools.count(1)
+    progress.show(f"--trace: compiling the programs of {len(modules)} module{'s' if len(modules) != 1 else ''} (0/{len(modules)} done)",
+                  force=True)
 
     def one(path: str) -> None:
         trace_module(path, by_path.get(path, []), requests[path], options, outcome, recorded.get(str(Path(path).resolve()), []))
-        if sys.stderr.isatty():
-            print(f"remat-lint: traced {path} ({next(done)}/{len(modules)})", file=sys.stderr, flush=True)
+        progress.show(f"--trace: {next(done)}/{len(modules)} modules traced (last: {path})", force=True)
 
     # Workers are processes; threads only wait for them.
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, options.jobs)) as pool:
         list(pool.map(one, modules))
+    progress.done()
     return outcome
 
 
@@ -202,16 +209,21 @@ def module_request(path: str, findings: list[Finding], sites: list[int], setting
 def trace_module(path: str, findings: list[Finding], request: WorkerRequest, options: TraceOptions, outcome: TraceOutcome,
                  recorded: list[dict[str, Any]]) -> None:
     """One worker for the module; verdicts from the recorded run (``recorded``: its lines for this
-    module) count beside the worker's, the stronger one kept."""
+    module) count beside the worker's, the stronger one kept (the recorded run's on a tie: it says
+    what the project's own program did)."""
     lines, failure = run_worker(request, Path(request.root), options)
-    reported = {line["site"].get("line") for line in lines if "site" in line}
+    # a site's report from the recorded run replaces one at guessed shapes
+    reported = {line["site"].get("line") for line in lines if "site" in line and line["site"].get("shapes") != "guessed"}
     for line in recorded:
         if "finding" in line and 0 <= line["finding"] < len(findings):
             rank = RANK.get(line["trace"]["status"], 0)
             own = next((x for x in lines if x.get("finding") == line["finding"]), None)
-            if own is None or rank > RANK.get(own["trace"]["status"], 0):
+            if own is None or rank >= RANK.get(own["trace"]["status"], 0):
                 lines = [x for x in lines if x is not own] + [line]
-        elif ("site" in line and line["site"].get("line") not in reported) or "note" in line or "budget" in line:
+        elif "site" in line and line["site"].get("line") not in reported:
+            at = line["site"].get("line")
+            lines = [x for x in lines if not ("site" in x and x["site"].get("line") == at)] + [line]
+        elif "note" in line or "budget" in line:
             lines.append(line)
     for line in lines:
         if "finding" in line and 0 <= line["finding"] < len(findings):
@@ -242,11 +254,11 @@ def trace_module(path: str, findings: list[Finding], request: WorkerRequest, opt
                 f.trace["evidence"] = {**(f.trace.get("evidence") or {}), "site": report}
 
 
-def run_recorded(command: str, requests: list[WorkerRequest], settings: Settings,
-                 options: TraceOptions) -> tuple[dict[str, list[dict[str, Any]]], list[str]]:
+def run_recorded(command: str, requests: list[WorkerRequest], settings: Settings, options: TraceOptions,
+                 progress: Progress | None = None) -> tuple[dict[str, list[dict[str, Any]]], list[str], list[str] | None]:
     """--trace-run: the user's command, run from the configuration's folder with JAX's differentiation
-    entry points recorded (recorder.py); the JSON lines it wrote per module path, and what to warn
-    about. Its output is kept apart from remat-lint's."""
+    entry points recorded (recorder.py); the JSON lines it wrote per module path, what to warn
+    about, and the calls it recorded (None: nothing came back). Its output is kept apart from remat-lint's."""
     from remat_lint.trace.recorder import OUT_ENV, REQUESTS_ENV, SITECUSTOMIZE
 
     with tempfile.TemporaryDirectory(prefix="remat-lint-run-") as tmp:
@@ -266,7 +278,7 @@ def run_recorded(command: str, requests: list[WorkerRequest], settings: Settings
             proc = subprocess.Popen(command, shell=True, cwd=settings.root, env=env, stdin=subprocess.DEVNULL,
                                     stdout=output, stderr=subprocess.STDOUT, start_new_session=True)
             try:
-                failure = _watch(proc, limit)
+                failure = _watch(proc, limit, lambda: progress and progress.show(f"--trace-run: running `{command}`"))
             finally:
                 _kill(proc)
                 isolation.sweep(token)
@@ -283,16 +295,17 @@ def run_recorded(command: str, requests: list[WorkerRequest], settings: Settings
                 by_path.setdefault(line["path"], []).append(line)
         warnings = []
         if failure is not None or proc.returncode != 0:
-            tail = output_file.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-1:]
+            tail = output_file.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-RUN_OUTPUT_LINES:]
             why = failure or f"exited with {proc.returncode}"
-            warnings.append(f"--trace-run: `{command}` {why}" + (f"; its last output line: {tail[0][:300]}" if tail else ""))
+            shown = "".join(f"\n    {line[:300]}" for line in tail)
+            warnings.append(f"--trace-run: `{command}` {why}" + (f"; its last output lines:{shown}" if tail else ""))
         if recorded is None:
             warnings.append(f"--trace-run: `{command}` recorded nothing (no Python process of it exited normally "
                             "with remat-lint importable)")
         elif not recorded:
             warnings.append(f"--trace-run: `{command}` never called jax.grad, jax.value_and_grad, jax.vjp or a checkpointed "
                             "function of the project: no shapes recorded")
-    return by_path, warnings
+    return by_path, warnings, recorded
 
 
 def _trace_check(code: str) -> TraceCheck | None:
@@ -335,14 +348,15 @@ def run_worker(request: WorkerRequest, root: Path, options: TraceOptions) -> tup
     return lines, failure
 
 
-def _watch(proc: subprocess.Popen[bytes], options: TraceOptions) -> str | None:
+def _watch(proc: subprocess.Popen[bytes], options: TraceOptions, waiting: Callable[[], object] = lambda: None) -> str | None:
+    """Wait for ``proc`` within the options' time and memory; ``waiting`` is called at every poll."""
     deadline = time.monotonic() + options.timeout
     while True:
         try:
             proc.wait(timeout=POLL_S)
             return None
         except subprocess.TimeoutExpired:
-            pass
+            waiting()
         rss = _rss_mb(proc.pid)
         if rss is not None and rss > options.memory_mb:
             _kill(proc)
@@ -393,7 +407,13 @@ def describe_run(outcome: TraceOutcome, findings: list[Finding]) -> str:
     counts = {s: sum(1 for f in findings if f.trace and f.trace.get("status") == s) for s in ("confirmed", "refuted", "unconfirmed")}
     tally = ", ".join(f"{n} {s}" for s, n in counts.items() if n) or "no findings traced"
     refuted = " (refuted findings do not count in the exit code)" if counts["refuted"] else ""
-    return f"--trace: traced on {backends}{flags}: {tally}{refuted}."
+    line = f"--trace: traced on {backends}{flags}: {tally}{refuted}."
+    if outcome.recorded:
+        reached = sum(1 for f in findings if f.trace and (f.trace.get("evidence") or {}).get("shapes") == "recorded")
+        calls = ", ".join(outcome.recorded[:5]) + (f" and {len(outcome.recorded) - 5} more" if len(outcome.recorded) > 5 else "")
+        line += (f"\n--trace-run: recorded {len(outcome.recorded)} differentiated call{'s' if len(outcome.recorded) != 1 else ''}"
+                 f" ({calls}); {reached} of {len(findings)} finding{'s' if len(findings) != 1 else ''} judged on them.")
+    return line
 
 
 # The file in a residual's source as the worker words it (JAX's ``source_info_util.summarize``:
@@ -408,7 +428,8 @@ def format_sites(outcome: TraceOutcome) -> str:
     out = []
     for site in sorted(outcome.sites, key=lambda s: (s.path, s.report.get("line") or 0)):
         rep = site.report
-        out.append(f"{display_path(site.path)}:{rep.get('line')}: checkpoint site (traced as {site.target})")
+        guessed = ", at guessed shapes" if rep.get("shapes") == "guessed" else ""
+        out.append(f"{display_path(site.path)}:{rep.get('line')}: checkpoint site (traced as {site.target}{guessed})")
         residuals = rep.get("residuals") or []
         out.append(f"  residuals saved for the backward pass: {len(residuals)}")
         for r in residuals:

@@ -42,17 +42,24 @@ CALLBACKS = frozenset({"debug_print", "debug_callback", "io_callback"})
 EXECUTE_LIMIT = 1 << 20  # elements: run the compiled step on zeros only for small inputs
 
 
+Span = tuple[int, int, int, int]  # line, column, end line, end column (columns 0-based, as co_positions)
+
+
 class LineRecorder:
     """Counts executed lines of one file (sys.settrace, only that file's frames are line-traced),
-    apart those executed while a checkpoint wrapper was on the stack (``under``), and the checkpoint
-    wrappers that ran code of the file (``sites``)."""
+    apart those executed while a checkpoint wrapper was on the stack (``under``), the positions of
+    the instructions executed there (``under_positions``: a line runs while a conditional
+    expression on it skips the flagged part), and the checkpoint wrappers that ran code of the file
+    (``sites``)."""
 
     def __init__(self, filename: str) -> None:
         self.filename = filename
         self.counts: Counter[int] = Counter()
         self.under: Counter[int] = Counter()
+        self.under_positions: set[Span] = set()
         self.sites: list[FrameSite] = []
         self._seen: set[FrameSite] = set()
+        self._positions: dict[Any, list[Any]] = {}  # code object -> its instructions' positions
 
     def _enter(self, frame: Any) -> bool:
         """Whether ``frame`` (of the file) runs inside a checkpoint wrapper; records the wrappers."""
@@ -75,12 +82,18 @@ class LineRecorder:
                     counts[frame.f_lineno] += 1
                     if inside:
                         under[frame.f_lineno] += 1
+                elif event == "opcode":
+                    self._executed(frame)
                 return local
 
             return local
 
         def global_(frame: Any, event: str, arg: Any) -> Any:
-            return tracer(self._enter(frame)) if frame.f_code.co_filename == self.filename else None
+            if frame.f_code.co_filename != self.filename:
+                return None
+            inside = self._enter(frame)
+            frame.f_trace_opcodes = inside
+            return tracer(inside)
 
         previous = sys.gettrace()
         sys.settrace(global_)
@@ -90,6 +103,15 @@ class LineRecorder:
             sys.settrace(previous)
             self.counts.update(counts)
             self.under.update(under)
+
+    def _executed(self, frame: Any) -> None:
+        code = frame.f_code
+        positions = self._positions.get(code)
+        if positions is None:
+            positions = self._positions[code] = list(code.co_positions())
+        where = positions[frame.f_lasti // 2]
+        if None not in where:
+            self.under_positions.add(where)
 
 
 @dataclass
@@ -143,6 +165,7 @@ class Run:
     failure: Failure | None = None
     lines: Counter[int] = field(default_factory=Counter)
     under: Counter[int] = field(default_factory=Counter)  # lines run inside a checkpoint wrapper
+    under_positions: set[Span] = field(default_factory=set)  # instructions run inside a checkpoint wrapper
     sites: list[Site] = field(default_factory=list)  # the checkpoints in the forward jaxpr
     wrappers: list[FrameSite] = field(default_factory=list)  # the checkpoint wrappers that ran code of the file
     traces: int = 0
@@ -171,6 +194,7 @@ class Run:
             self.failure = failure(stage, exc, self.filename)
         self.lines = recorder.counts
         self.under = recorder.under
+        self.under_positions = recorder.under_positions
         self.wrappers = recorder.sites
 
     def at_site(self, item: Item, code: str) -> bool:
@@ -178,6 +202,23 @@ class Run:
         equation of the forward jaxpr, or its lines ran inside a checkpoint wrapper."""
         return (any(self.under[n] for n in item.span) or matches_site([*self.sites, *self.wrappers], code, item.line)
                 or bool(self.failure and self.failure.raised_at(item, code)))
+
+    def never_reached(self, item: Item, code: str) -> str | None:
+        """Why this trace is no evidence that the flagged code ran at the flagged site (None: it
+        ran). A finding on a checkpoint call needs that checkpoint in the trace; one in a checkpointed
+        body needs the flagged expression (``data["test"]``, else the finding's span) executed inside
+        a checkpoint, not only its line: ``a if self.rate > 0 else b`` runs the line and skips ``a``."""
+        if item.on_site and matches_site([*self.sites, *self.wrappers], code, item.line):
+            return None
+        who = "the recorded run" if self.source.startswith("recorded") else f"tracing {self.name}"
+        if not any(self.under[n] for n in item.span):
+            return f"{who} never reached line {item.line}"
+        line, column, end_line, end_column = item.data.get("test") or item.position
+        if not (column or end_column):  # no columns: the line is all there is to know
+            return None
+        if any((line, column) <= (p[0], p[2]) and (p[1], p[3]) <= (end_line, end_column) for p in self.under_positions):
+            return None
+        return f"{who} ran line {item.line} but not the flagged expression at column {column + 1}"
 
     @cached_property
     def compiled_executions(self) -> Counter[int] | None:
@@ -273,6 +314,9 @@ def judge_error(item: Item, run: Run, code: str) -> dict[str, Any] | None:
         return verdict("confirmed", f"{fail.summary} ({fail.stage}: {where})", **evidence)
     if item.check is None or not item.check.refutes:
         return None
+    never = run.never_reached(item, code)
+    if never is not None:  # tracing without the error refutes only where the flagged code ran
+        return verdict("unconfirmed", never, target=run.name)
     ran = f"{'grad of ' if run.prepared and run.prepared.differentiate else ''}{run.name}"
     names = " or ".join(dict.fromkeys(name for name, _ in predictions))
     return verdict("refuted", f"{ran} traced without the predicted {names}", target=run.name)

@@ -9,6 +9,7 @@ imported only here.
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Sequence
 from typing import Any
 
@@ -17,6 +18,14 @@ SUFFIXES = (".svg", ".png")
 
 class PlotUnavailable(Exception):
     """matplotlib is not installed."""
+
+
+def require() -> None:
+    """Raise PlotUnavailable unless matplotlib can be imported: checked before tracing, which takes minutes."""
+    import importlib.util
+
+    if importlib.util.find_spec("matplotlib") is None:
+        raise PlotUnavailable("--plot needs matplotlib: pip install 'remat-lint[plot]'")
 
 
 def write(plans: Sequence[Any], path: str) -> None:
@@ -30,7 +39,7 @@ def write(plans: Sequence[Any], path: str) -> None:
         raise PlotUnavailable("--plot needs matplotlib: pip install 'remat-lint[plot]'") from exc
     plt.rcParams["svg.fonttype"] = "none"  # SVG text stays text (searchable, selectable)
     rows = len(plans)
-    fig, axes = plt.subplots(rows, 2, figsize=(12.8, 4.6 * rows), squeeze=False)
+    fig, axes = plt.subplots(rows, 2, figsize=(12.8, 5.6 * rows), squeeze=False)
     for (trade_off, residuals), plan in zip(axes, plans, strict=True):
         _panel(trade_off, plan.target, plan.report)
         _residuals(residuals, plan.report)
@@ -59,17 +68,24 @@ def _panel(ax: Any, target: str, rep: dict[str, Any]) -> None:
         ax.scatter(fx, fy, s=22, color="tab:blue", zorder=3)
     budget = f"budget {rep['budget']} ({rep['budget_bytes'] / scale:.1f} {unit})"
     ax.axvline(rep["budget_bytes"] / scale, color="tab:red", ls="--", lw=1.2, label=budget, zorder=2)
-    ax.scatter(*xy(rep["no_checkpoint"]), marker="s", s=60, color="0.3", label="no checkpoint (compiled)", zorder=4)
-    ax.scatter(*xy(rep["today"]), marker="o", s=80, facecolor="none", edgecolor="black", lw=1.8,
-               label="today (compiled)", zorder=5)
     picked = rep.get("chosen") or rep.get("smallest")
     label = "chosen (compiled)" if rep["fits"] else "smallest found (compiled): nothing fits"
-    ax.scatter(*xy(picked), marker="*", s=200, color="tab:green" if rep["fits"] else "tab:orange", label=label, zorder=6)
+    marked = [  # drawn small last over big first, and each named beside it: coinciding points stay visible
+        (rep["no_checkpoint"], {"marker": "s", "s": 150, "color": "0.3"}, "no checkpoint (compiled)", "no checkpoint", (8, -12)),
+        (rep["today"], {"marker": "o", "s": 90, "facecolor": "none", "edgecolor": "black", "lw": 1.8}, "today (compiled)",
+         "today", (8, 6)),
+        (picked, {"marker": "*", "s": 120, "color": "tab:green" if rep["fits"] else "tab:orange"}, label, "chosen", (-8, 10)),
+    ]
+    for zorder, (costs, style, legend, name, offset) in enumerate(marked, start=4):
+        ax.scatter(*xy(costs), label=legend, zorder=zorder, **style)
+        ax.annotate(name, xy(costs), xytext=offset, textcoords="offset points", fontsize=7,
+                    ha="right" if offset[0] < 0 else "left", zorder=zorder)
     ax.set_xlabel(f"peak temp memory ({unit})")
     ax.set_ylabel(f"FLOPs ({flop_unit}, value_and_grad)")
-    ax.set_title(target if len(target) <= 60 else target[:57] + "...", fontsize=9)
+    ax.set_title(textwrap.fill(target, 80), fontsize=9)  # wrapped, never cut
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=7, loc="best")
+    # below the axes: a legend inside may cover the markers it explains
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2, frameon=False)
 
 
 def _residuals(ax: Any, rep: dict[str, Any]) -> None:

@@ -100,6 +100,19 @@ def site_report(
     return report
 
 
+def with_shapes(report: dict[str, Any], source: str) -> dict[str, Any]:
+    """The report says where its shapes came from (``source``: ``Prepared.source``); from guessed
+    shapes (a shape search, jaxtyping annotations) it measures nothing a project runs, so it
+    recommends nothing."""
+    from remat_lint.trace.build import SHAPE_ORIGINS
+
+    origin = SHAPE_ORIGINS.get(source, "guessed")
+    if origin != "guessed":
+        return {**report, "shapes": origin}
+    return {**report, "shapes": "guessed", "recommendation": f"none: the shapes were guessed ({source}); declare the "
+            "inputs in [[tool.remat-lint.trace.targets]] or record them with --trace-run to get one"}
+
+
 def _policies(program: Program, site: Site) -> list[dict[str, Any]]:
     """Every row's residual bytes; compiled temp and FLOPs for the rows the recommendation compares
     (see the module doc) and for those already compiled (a verdict's fix)."""

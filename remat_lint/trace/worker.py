@@ -192,7 +192,7 @@ class Session:
     def judge(self, item: Item, run: Run) -> dict[str, Any] | None:
         kind = self.evidence(item)
         if kind is None:
-            return verdict("unconfirmed", f"--trace has no check for {item.code}", target=run.name)
+            return verdict("unconfirmed", f"this rule has no dynamic check ({item.code})", target=run.name)
         if run.failure is not None and not (kind == "trace-time-effect" and run.failure.stage == "grad"):
             return ev.judge_error(item, run, self.source)
         judges: dict[str, Callable[[Item, Run], dict[str, Any] | None]] = {
@@ -247,7 +247,7 @@ class Session:
             line = report.get("line")
             if line in self.sites and line not in self.reported_sites:
                 self.reported_sites.add(line)
-                self.emit({"site": report, "target": run.name})
+                self.emit({"site": residuals.with_shapes(report, p.source), "target": run.name})
         if budgeted:
             # a line is this module's site, or None (a site of another file, or not matched)
             self.budget_plan(run, [r.get("line") if r.get("line") in self.sites else None for r in reports if not r.get("outside")])
@@ -289,6 +289,9 @@ class Session:
 
     def no_inputs(self, item: Item) -> dict[str, Any]:
         missed = self.missed.get(item.id)
+        if self.recorded or self.calls:  # --trace-run gave its programs: none ran the line
+            programs = ", ".join(f"{r.transform} of {r.name}" for r in [*self.recorded, *self.calls])
+            return verdict("unconfirmed", f"the recorded run never reached line {item.line} (it recorded {programs})")
         traced = f"no target traced went through line {item.line} ({', '.join(missed)}); " if missed else ""
         owners = [d for d in self.plan.owners(item.line, item.end_line)]
         functions = [d for d in [*owners, *self.plan.callers({d.name for d in owners})] if d.kind == "function"]

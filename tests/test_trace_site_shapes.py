@@ -1,0 +1,62 @@
+"""A checkpoint site's table says whether its shapes were guessed, and recommends only from shapes a
+project declared or ran (a table at ``f32[8]`` guesses measures nothing the project runs)."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tests.trace_cases import lint
+
+pytest.importorskip("jax")
+
+MODULE = textwrap.dedent(
+    """\
+    import jax
+    import jax.numpy as jnp
+
+
+    def block(w, x):
+        return jnp.tanh(x @ w)
+
+
+    layer = jax.checkpoint(block)
+
+
+    def loss(w, x):
+        return jnp.mean(layer(w, jnp.sin(x)) ** 2)
+
+
+    @jax.checkpoint
+    def logged(x):
+        print(x)
+        return x
+    """
+)
+DECLARED = '[[tool.remat-lint.trace.targets]]\nfunction = "m:loss"\nargs = ["f32[16,16]", "f32[4,16]"]\n'
+
+
+def _site(tmp_path: Path, config: str) -> tuple[dict, str]:
+    (tmp_path / "m.py").write_text(MODULE, encoding="utf-8")
+    (tmp_path / "pyproject.toml").write_text("[tool.remat-lint]\n" + config, encoding="utf-8")
+    text = lint("--trace", "m.py", cwd=tmp_path).stdout
+    (finding,) = json.loads(lint("--trace", "--output-format", "json", "m.py", cwd=tmp_path).stdout)
+    (site,) = [s for s in finding["trace"]["sites"] if s["line"] == 9]
+    return site, text
+
+
+def test_a_table_at_guessed_shapes_says_so_and_recommends_nothing(tmp_path: Path) -> None:
+    site, text = _site(tmp_path, "")
+    assert site["shapes"] == "guessed"
+    assert site["recommendation"].startswith("none: the shapes were guessed (shape search)")
+    assert "m.py:9: checkpoint site (traced as loss(f32[8], f32[8]), at guessed shapes)" in text
+    assert "remove the checkpoint" not in text
+
+
+def test_a_table_at_declared_shapes_recommends(tmp_path: Path) -> None:
+    site, text = _site(tmp_path, DECLARED)
+    assert site["shapes"] == "declared" and not site["recommendation"].startswith("none:")
+    assert "m.py:9: checkpoint site (traced as loss(f32[16,16], f32[4,16]))\n" in text
