@@ -296,6 +296,7 @@ def _trace(args: argparse.Namespace, result: RunResult, files: list[str], resolv
                                   run=args.trace_run, memory_budget=args.memory_budget or "")
     traced = [f for f in result.findings if not f.path.endswith(NOTEBOOK)]
     outcome = driver.trace(traced, files, settings, options)
+    result.findings.extend(outcome.found)  # --trace-run discovery: misuse no spelling shows
     for warning in outcome.warnings:
         print(f"remat-lint: warning: {warning}", file=sys.stderr)
     _display(result)

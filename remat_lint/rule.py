@@ -83,6 +83,9 @@ class Rule:
     # summary of, such a rule's candidates are dropped without asking it. REM008 reads facts only.
     project_needs_module: ClassVar[bool] = True
     preview: ClassVar[bool] = False  # new, may still change: runs only when its own code is selected
+    # Reported only by ``--trace --trace-run`` discovery (trace/discovery.py) from the programs the run
+    # differentiated; its ``check`` never reports (no spelling shows the misuse), so it has no INVALID examples.
+    dynamic_only: ClassVar[bool] = False
     since: ClassVar[str] = "0.1.0"  # the first release; a rule added later names the version that adds it
     # Words (whole words, lower or upper case, anywhere in the text) whose presence makes a file worth parsing
     # for this rule although it names no remat API (remat_lint/prefilter.py). Rules about remat

@@ -59,6 +59,7 @@ class Recorded:
     argnums: tuple[int, ...] | None  # None: the floating-point arguments
     has_aux: bool
     transform: str  # grad, value_and_grad, vjp, checkpoint call
+    observed: str = ""  # the pytest test that made the call (PYTEST_CURRENT_TEST), "" outside pytest
 
     @property
     def name(self) -> str:
@@ -128,7 +129,8 @@ class Recorder:
             nums = None if transform == "checkpoint call" else tuple(range(len(args)))
         else:
             nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
-        (self.records if into is None else into).append(Recorded(fun, abstract_args, abstract_kwargs, nums, has_aux, transform))
+        observed = os.environ.get("PYTEST_CURRENT_TEST", "").removesuffix(" (call)")
+        (self.records if into is None else into).append(Recorded(fun, abstract_args, abstract_kwargs, nums, has_aux, transform, observed))
 
 
 def _abstract(x: Any) -> Any:

@@ -86,6 +86,7 @@ class Session:
         self.notes: dict[int, dict[str, Any]] = {}  # why a target said nothing, per finding
         self.missed: dict[int, list[str]] = {}  # the targets traced that did not go through the finding's site
         self.reported_sites: set[int] = set()
+        self.observed: dict[int, str] = {}  # by id of a recorded program's Run: the test that differentiated it
         rel = Path(self.path).relative_to(self.root).with_suffix("")
         self.module_ref = ".".join(rel.parts[:-1] if rel.name == "__init__" else rel.parts)
 
@@ -104,7 +105,9 @@ class Session:
             run.execute()
             self.judge_all(run)
             self.site_reports(run)
-            if not self.pending and not self.sites - self.reported_sites and not self.request.memory_budget:  # a plan per target
+            self.discover(run)
+            if (not self.pending and not self.sites - self.reported_sites and not self.request.memory_budget  # a plan per target
+                    and run.source != "recorded"):  # discovery judges every recorded program
                 break
         for item in list(self.pending.values()):
             self.decide(item, self.verdicts.get(item.id) or self.notes.get(item.id) or self.no_inputs(item))
@@ -117,7 +120,9 @@ class Session:
             return Run(name, self.path, factory, target_name=name, source=source)
 
         for rec in self.recorded:
-            yield make(rec.name, lambda rec=rec: build.from_recorded(rec), "recorded")
+            run = make(rec.name, lambda rec=rec: build.from_recorded(rec), "recorded")
+            self.observed[id(run)] = rec.observed
+            yield run
         for rec in self.calls:
             yield make(rec.name, lambda rec=rec: build.from_recorded(rec), "recorded call")
         for exc in self.errors:
@@ -250,6 +255,27 @@ class Session:
         if budgeted:
             # a line is this module's site, or None (a site of another file, or not matched)
             self.budget_plan(run, [r.get("line") if r.get("line") in self.sites else None for r in reports if not r.get("outside")])
+
+    def discover(self, run: Run) -> None:
+        """--trace-run: judge every checkpoint of this module that a recorded program applied (discovery.py)."""
+        if run.source != "recorded" or run.first_stage == "run":
+            return
+        if run.failure is not None or run.prepared is None:  # say what failed; no finding from it
+            stage, why = (run.failure.stage, run.failure.summary) if run.failure else ("build", "nothing was built")
+            self.emit({"note": f"no discovery in {run.name}: the program failed at {stage}: {why}"})
+            return
+        from remat_lint.trace import costs, discovery
+
+        p = run.prepared
+        try:
+            program = costs.traced(p.fun, p.args, p.kwargs, tuple(range(len(p.args))))
+            seen = discovery.observe(program, self.source, sorted(self.sites), run.name, self.observed.get(id(run), ""))
+        except Exception as exc:
+            self.emit({"note": f"no discovery in {run.name}: {type(exc).__name__}: {exc}"})
+            return
+        self.emit({"applied": seen.applied, "target": run.name})
+        for found in seen.found:
+            self.emit({"discovered": found.to_json(), "target": run.name})
 
     def budget_plan(self, run: Run, lines: list[int | None]) -> None:
         """--memory-budget: the policies of this target's program that fit (budget.py)."""
