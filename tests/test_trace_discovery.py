@@ -144,8 +144,9 @@ def discovered(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[dict], li
     """The JSON findings and the SARIF results of one --trace-run over the project above."""
     root = project(tmp_path_factory.mktemp("discovery"), {"pkg/model.py": MODEL, "tests/test_model.py": TESTS})
     sarif = root / "out.sarif"
-    proc = lint("--trace", "--trace-run", PYTEST, "--output-format", "json", "--extra-output", f"sarif={sarif}", "pkg",
-                cwd=root)
+    proc = lint(
+        "--trace", "--trace-run", PYTEST, "--output-format", "json", "--extra-output", f"sarif={sarif}", "pkg", cwd=root
+    )
     assert proc.returncode == 1, proc.stderr
     return json.loads(proc.stdout), json.loads(sarif.read_text())["runs"][0]["results"]
 
@@ -160,7 +161,9 @@ def by_line(findings: list[dict]) -> dict[int, list[str]]:
 def test_whole_forward_nnx_checkpoint_before_a_squared_error_is_reported_with_its_numbers(discovered):
     (found,) = [f for f in discovered[0] if f["code"] == "REM401"]
     assert found["location"]["row"] == 23
-    assert found["message"].startswith("This checkpoint saves no memory in the differentiated program but costs compute: temp ")
+    assert found["message"].startswith(
+        "This checkpoint saves no memory in the differentiated program but costs compute: temp "
+    )
     evidence = found["trace"]["evidence"]
     assert evidence["as_written"]["temp_bytes"] >= evidence["without"]["temp_bytes"]  # measured 4,152 vs 4,096 bytes
     assert evidence["as_written"]["flops"] > evidence["without"]["flops"] * 1.2  # measured +33 %
@@ -193,8 +196,10 @@ def test_every_output_format_carries_the_discovered_findings(discovered):
 
 
 def test_a_program_that_fails_to_build_again_gives_no_finding_and_says_what_failed(tmp_path: Path):
-    project(tmp_path, {
-        "pkg/model.py": """\
+    project(
+        tmp_path,
+        {
+            "pkg/model.py": """\
             import jax
             import jax.numpy as jnp
 
@@ -207,7 +212,7 @@ def test_a_program_that_fails_to_build_again_gives_no_finding_and_says_what_fail
                     raise RuntimeError("traced once only")
                 return jnp.sum(jax.checkpoint(jnp.sin)(x))
             """,
-        "tests/test_model.py": """\
+            "tests/test_model.py": """\
             import jax
             import jax.numpy as jnp
 
@@ -217,7 +222,8 @@ def test_a_program_that_fails_to_build_again_gives_no_finding_and_says_what_fail
             def test_grad():
                 assert jax.grad(loss)(jnp.ones(4)).shape == (4,)
             """,
-    })
+        },
+    )
     proc = lint("--trace", "--trace-run", PYTEST, "--output-format", "json", "pkg", cwd=tmp_path)
     assert json.loads(proc.stdout) == []
     assert "no discovery in loss(f32[4]): the program failed at " in proc.stderr
