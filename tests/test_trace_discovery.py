@@ -100,6 +100,17 @@ MODEL = """\
         for w in ws:
             x = used(w, x)
         return jnp.sum(x**2)
+
+
+    def total(w, x):
+        return jnp.sum(jnp.tanh(x @ w) ** 2)
+
+
+    whole = jax.checkpoint(total)  # line 89: REM101 reports it; discovery confirms it
+
+
+    def whole_grad(w, x):
+        return jax.grad(whole)(w, x)
     """
 
 TESTS = """\
@@ -129,6 +140,12 @@ TESTS = """\
 
     def test_pair():
         assert jax.grad(pair)([jnp.ones((8, 8))] * 2, jnp.ones((4, 8)))[0].shape == (8, 8)
+
+
+    def test_whole():
+        from pkg.model import whole_grad
+
+        assert whole_grad(jnp.ones((8, 8)), jnp.ones((4, 8))).shape == (8, 8)
     """
 
 
@@ -187,12 +204,17 @@ def test_a_name_policy_whose_names_match_no_checkpoint_name_is_reported(discover
 def test_a_checkpoint_that_saves_memory_or_is_ambiguous_is_not_reported(discovered):
     lines = by_line(discovered[0])
     assert 55 not in lines and 75 not in lines and 76 not in lines
-    assert sorted(lines) == [23, 34, 48]
+    assert sorted(lines) == [23, 34, 48, 89]
+
+
+def test_a_discovery_on_a_line_the_static_pass_flagged_confirms_that_finding(discovered):
+    (found,) = [f for f in discovered[0] if f["location"]["row"] == 89]
+    assert found["code"] == "REM101" and found["trace"]["status"] == "confirmed"
 
 
 def test_every_output_format_carries_the_discovered_findings(discovered):
     results = {(r["ruleId"], r["locations"][0]["physicalLocation"]["region"]["startLine"]) for r in discovered[1]}
-    assert results == {("REM401", 23), ("REM402", 34), ("REM403", 48)}
+    assert results == {("REM401", 23), ("REM402", 34), ("REM403", 48), ("REM101", 89)}
 
 
 def test_a_program_that_fails_to_build_again_gives_no_finding_and_says_what_failed(tmp_path: Path):
