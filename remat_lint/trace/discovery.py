@@ -18,9 +18,12 @@ shapes, and the test that differentiated it.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
+
+import jax
 
 from remat_lint.trace import costs
 from remat_lint.trace.budget import declared_names
@@ -53,8 +56,11 @@ class Observation:
     found: list[Discovered]
 
 
-def observe(program: costs.Program, code: str, site_lines: Sequence[int], name: str, observed: str) -> Observation:
-    """The module's checkpoint sites in ``program`` (the recorded, differentiated one), judged."""
+def observe(
+    program: costs.Program, code: str, site_lines: Sequence[int], name: str, observed: str, measure: bool = True
+) -> Observation:
+    """The module's checkpoint sites in ``program`` (the recorded, differentiated one), judged; compiled
+    costs (REM401) only when ``measure`` (on XLA:CPU, with the barrier flag of SPEC §6)."""
     targets = [target_at(code, line) for line in site_lines]
     applied: set[int] = set()
     found: list[Discovered] = []
@@ -62,7 +68,7 @@ def observe(program: costs.Program, code: str, site_lines: Sequence[int], name: 
         lines = _lines_of(site, code, targets)
         applied.update(lines)
         if len(lines) == 1:  # none: a checkpoint of another file (its module's session judges it); more: ambiguous
-            found += _judge(program, site, lines[0], name, observed)
+            found += _judge(program, site, lines[0], name, observed, measure)
     return Observation(sorted(applied & set(site_lines)), found)
 
 
@@ -77,7 +83,7 @@ def _lines_of(site: Site, code: str, targets: Sequence[Any]) -> list[int]:
     return [location[1]] if location is not None and _in_file(location, code) else []
 
 
-def _judge(program: costs.Program, site: Site, line: int, name: str, observed: str) -> list[Discovered]:
+def _judge(program: costs.Program, site: Site, line: int, name: str, observed: str, measure: bool) -> list[Discovered]:
     found = []
     missing = _unknown_names(site)
     if missing:
@@ -94,7 +100,7 @@ def _judge(program: costs.Program, site: Site, line: int, name: str, observed: s
                 {"policy_names": sorted(policy_names(site.params["policy"])), "body_names": have},
             )
         )
-    if site.opaque:
+    if site.opaque or not measure:
         return found
     try:
         as_written = program.costs({})
@@ -110,7 +116,14 @@ def _judge(program: costs.Program, site: Site, line: int, name: str, observed: s
                 f"{costs._compare(as_written, without).replace('with the fix', 'without it')}",
                 name,
                 observed,
-                {"as_written": as_written, "without": without, "calls": len(site.eqns), "policy": site.policy},
+                {
+                    "as_written": as_written,
+                    "without": without,
+                    "calls": len(site.eqns),
+                    "policy": site.policy,
+                    "backend": jax.default_backend(),
+                    "xla_flags": os.environ.get("XLA_FLAGS", ""),
+                },
             )
         )
     return found

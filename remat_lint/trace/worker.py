@@ -265,11 +265,16 @@ class Session:
             self.emit({"note": f"no discovery in {run.name}: the program failed at {stage}: {why}"})
             return
         from remat_lint.trace import costs, discovery
+        from remat_lint.trace.driver import CPU_XLA_FLAGS
 
         p = run.prepared
+        measured = jax.default_backend() != "cpu" or CPU_XLA_FLAGS in os.environ.get("XLA_FLAGS", "")
+        if not measured:  # without the barriers XLA:CPU merges the recomputation away: costs would mislead
+            self.emit({"note": f"no compiled-cost discovery in {run.name}: XLA:CPU ran without {CPU_XLA_FLAGS}"})
         try:
             program = costs.traced(p.fun, p.args, p.kwargs, tuple(range(len(p.args))))
-            seen = discovery.observe(program, self.source, sorted(self.sites), run.name, self.observed.get(id(run), ""))
+            seen = discovery.observe(program, self.source, sorted(self.sites), run.name, self.observed.get(id(run), ""),
+                                     measure=measured)
         except Exception as exc:
             self.emit({"note": f"no discovery in {run.name}: {type(exc).__name__}: {exc}"})
             return
