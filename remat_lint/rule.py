@@ -151,3 +151,13 @@ class Rule:
     @classmethod
     def url(cls) -> str:
         return DOCS_URL.format(code=cls.code.lower())
+
+
+class DynamicRule(Rule):
+    """A rule that only ``--trace --trace-run`` discovery reports (trace/discovery.py, trace/dynamic_findings.py),
+    from the programs the run differentiated: no spelling shows the misuse, so the static pass reports nothing."""
+
+    dynamic_only = True
+
+    def check(self) -> None:
+        return None

@@ -1,10 +1,10 @@
 from __future__ import annotations
 
 from remat_lint.findings import Severity
-from remat_lint.rule import Rule
+from remat_lint.rule import DynamicRule
 
 
-class CheckpointSavesNoMemory(Rule):
+class CheckpointSavesNoMemory(DynamicRule):
     """
     ## What it does
     Reports, under `--trace --trace-run CMD`, a checkpoint that a differentiated program of the run
@@ -52,9 +52,5 @@ class CheckpointSavesNoMemory(Rule):
     code = "REM401"
     name = "checkpoint-saves-no-memory"
     severity = Severity.WARNING
-    dynamic_only = True
 
     VALID = ["import jax\nforward = jax.checkpoint(model_forward)"]
-
-    def check(self) -> None:
-        """Discovery reports it (trace/discovery.py)."""

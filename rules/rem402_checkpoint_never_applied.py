@@ -1,10 +1,10 @@
 from __future__ import annotations
 
 from remat_lint.findings import Severity
-from remat_lint.rule import Rule
+from remat_lint.rule import DynamicRule
 
 
-class CheckpointNeverApplied(Rule):
+class CheckpointNeverApplied(DynamicRule):
     """
     ## What it does
     Reports, under `--trace --trace-run CMD`, a checkpoint site the static pass knows that no
@@ -47,9 +47,5 @@ class CheckpointNeverApplied(Rule):
     code = "REM402"
     name = "checkpoint-never-applied"
     severity = Severity.WARNING
-    dynamic_only = True
 
     VALID = ["import jax\nlayer = jax.checkpoint(dense)"]
-
-    def check(self) -> None:
-        """Discovery reports it (trace/dynamic_findings.py)."""

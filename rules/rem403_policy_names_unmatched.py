@@ -1,10 +1,10 @@
 from __future__ import annotations
 
 from remat_lint.findings import Severity
-from remat_lint.rule import Rule
+from remat_lint.rule import DynamicRule
 
 
-class PolicyNamesUnmatched(Rule):
+class PolicyNamesUnmatched(DynamicRule):
     """
     ## What it does
     Reports, under `--trace --trace-run CMD`, a name-based checkpoint policy
@@ -42,9 +42,5 @@ class PolicyNamesUnmatched(Rule):
     code = "REM403"
     name = "policy-names-unmatched"
     severity = Severity.WARNING
-    dynamic_only = True
 
     VALID = ["import jax\nblock = jax.checkpoint(block, policy=policy)"]
-
-    def check(self) -> None:
-        """Discovery reports it (trace/discovery.py)."""
