@@ -260,3 +260,46 @@ def test_costs_measured_without_the_cpu_barrier_flag_report_nothing(tmp_path: Pa
     proc = lint("--trace", "--trace-run", command, "--output-format", "json", "pkg", cwd=root)
     assert "REM401" not in {f["code"] for f in json.loads(proc.stdout)}
     assert "no compiled-cost discovery in saved(<4 arrays>, f32[32,64]): XLA:CPU ran without " in proc.stderr
+
+
+def test_a_checkpoint_of_another_modules_function_is_not_called_unapplied(tmp_path: Path):
+    """``jax.checkpoint(layers.dense)``: the equation's function is in layers.py and its calls are in
+    model.py, so it matches no static site line; it ran, so REM402 must not say it did not."""
+    project(
+        tmp_path,
+        {
+            "pkg/layers.py": """\
+            import jax.numpy as jnp
+
+
+            def dense(w, x):
+                return jnp.tanh(jnp.tanh(x @ w) @ w)
+            """,
+            "pkg/model.py": """\
+            import jax
+            import jax.numpy as jnp
+
+            from pkg import layers
+
+            layer = jax.checkpoint(layers.dense)
+
+
+            def saved(ws, x):
+                for w in ws:
+                    x = layer(w, x)
+                return jnp.sum(x**2)
+            """,
+            "tests/test_model.py": """\
+            import jax
+            import jax.numpy as jnp
+
+            from pkg.model import saved
+
+
+            def test_saved():
+                assert jax.grad(saved)([jnp.ones((64, 64))] * 4, jnp.ones((32, 64)))[0].shape == (64, 64)
+            """,
+        },
+    )
+    proc = lint("--trace", "--trace-run", PYTEST, "--output-format", "json", "pkg", cwd=tmp_path)
+    assert json.loads(proc.stdout) == [], proc.stdout

@@ -54,6 +54,9 @@ class Observation:
 
     applied: list[int]
     found: list[Discovered]
+    # a checkpoint that ran code of this file matched no static site (``jax.checkpoint(other.f)`` called
+    # here): which site it is is unknown, so no site of the file may be called "not applied"
+    unattributed: bool = False
 
 
 def observe(
@@ -64,12 +67,19 @@ def observe(
     targets = [target_at(code, line) for line in site_lines]
     applied: set[int] = set()
     found: list[Discovered] = []
+    unattributed = False
     for site in program.sites:
         lines = _lines_of(site, code, targets)
         applied.update(lines)
+        unattributed |= not set(lines) & set(site_lines) and any(_in_file(loc, code) for loc in _anchors(site))
         if len(lines) == 1:  # none: a checkpoint of another file (its module's session judges it); more: ambiguous
             found += _judge(program, site, lines[0], name, observed, measure)
-    return Observation(sorted(applied & set(site_lines)), found)
+    return Observation(sorted(applied & set(site_lines)), found, unattributed)
+
+
+def _anchors(site: Site) -> list[Any]:
+    """The source locations that tie ``site`` to a file: its function, its body, its calls."""
+    return [loc for loc in (site.definition, site.body, *site.calls) if loc is not None]
 
 
 def _lines_of(site: Site, code: str, targets: Sequence[Any]) -> list[int]:

@@ -142,6 +142,7 @@ def discovered(recorded: dict[str, list[dict[str, Any]]], by_path: dict[str, lis
                 seen.found.append(line["discovered"])
             elif "applied" in line:
                 seen.applied.update(line["applied"])
+                seen.unattributed |= bool(line.get("unattributed"))
                 seen.programs.append(line.get("target", ""))
         out += findings_for(path, seen, by_path.get(path, []), lines, command, settings.codes_for(path))
     return out

@@ -5,7 +5,7 @@ A discovered finding on a line where the static pass reported a finding it confi
 confirms that finding instead of repeating it; otherwise it is a new finding of its rule (REM401,
 REM403), its ``trace`` marked ``"found_by": "trace"``. A checkpoint site of the static pass that no
 recorded program applied is REM402, reported only when the run recorded a differentiated program
-that was built.
+that was built, and no checkpoint that ran code of the module is left unmatched to a static site.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ class Observed:
     found: list[dict[str, Any]] = field(default_factory=list)
     applied: set[int] = field(default_factory=set)
     programs: list[str] = field(default_factory=list)
+    unattributed: bool = False  # a checkpoint that ran this file's code matched no static site: no REM402
 
 
 def findings_for(
@@ -63,7 +64,7 @@ def findings_for(
                 f.trace = {**(f.trace or {}), **trace, "found_by": "static, confirmed by trace"}
         if not confirmed and (code, line) not in out:
             out[(code, line)] = _finding(rule_by_code(code), path, lines, line, record["message"], trace)
-    if observed.programs:
+    if observed.programs and not observed.unattributed:
         programs = ", ".join(dict.fromkeys(observed.programs))
         for line in sorted(set(sites) - observed.applied):
             message = (

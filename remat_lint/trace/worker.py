@@ -278,7 +278,7 @@ class Session:
         except Exception as exc:
             self.emit({"note": f"no discovery in {run.name}: {type(exc).__name__}: {exc}"})
             return
-        self.emit({"applied": seen.applied, "target": run.name})
+        self.emit({"applied": seen.applied, "unattributed": seen.unattributed, "target": run.name})
         for found in seen.found:
             self.emit({"discovered": found.to_json(), "target": run.name})
 
