@@ -140,8 +140,9 @@ def _judge(program: costs.Program, site: Site, line: int, name: str, observed: s
 
 
 def _no_saving(as_written: costs.Costs, without: costs.Costs) -> bool:
-    """Peak temp not lower than without the checkpoint, and FLOPs or temp higher (costs.TOLERANCE)."""
-    if costs._less(as_written["temp_bytes"], without["temp_bytes"]):
+    """Peak temp not lower by a single byte than without the checkpoint (a checkpoint that lowers it is
+    never reported), and FLOPs or temp higher by more than ``costs.TOLERANCE``."""
+    if as_written["temp_bytes"] < without["temp_bytes"]:
         return False
     return costs._less(without["flops"], as_written["flops"]) or costs._less(
         without["temp_bytes"], as_written["temp_bytes"]
