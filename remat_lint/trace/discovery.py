@@ -6,8 +6,8 @@ each site of this module in one recorded program this module measures, as the co
 (costs.py: compiled ``value_and_grad``, on CPU with the optimisation-barrier flag of SPEC §6), the
 program as written and without that checkpoint, and reports
 
-- ``REM401``: the checkpoint saves no peak temp memory (within ``costs.TOLERANCE``) yet costs FLOPs
-  or temp memory. A checkpoint that lowers temp memory in the program is never reported.
+- ``REM401``: the checkpoint saves no peak temp memory yet costs FLOPs or temp memory (more than
+  ``costs.TOLERANCE``). A checkpoint that lowers temp memory in the program is never reported.
 - ``REM403``: a name policy (``save_only_these_names``…) whose names match no ``checkpoint_name`` in
   the checkpointed body.
 
