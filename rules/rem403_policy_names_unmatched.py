@@ -9,7 +9,7 @@ class PolicyNamesUnmatched(DynamicRule):
     ## What it does
     Reports, under `--trace --trace-run CMD`, a name-based checkpoint policy
     (`save_only_these_names`, `save_and_offload_only_these_names`…) applied in a differentiated
-    program of the run whose names match no `checkpoint_name` in the checkpointed body, wherever the
+    program of the run whose names match no `checkpoint_name` in the program, wherever the
     names come from (a config file, a registry, an environment variable). Found by tracing only;
     REM008 reports the literal names the static pass can read.
 

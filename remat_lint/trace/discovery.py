@@ -8,8 +8,8 @@ program as written and without that checkpoint, and reports
 
 - ``REM401``: the checkpoint saves no peak temp memory yet costs FLOPs or temp memory (more than
   ``costs.TOLERANCE``). A checkpoint that lowers temp memory in the program is never reported.
-- ``REM403``: a name policy (``save_only_these_names``…) whose names match no ``checkpoint_name`` in
-  the checkpointed body.
+- ``REM403``: a name policy (``save_only_these_names``…) with names that match no ``checkpoint_name``
+  in the program.
 
 It also says which static site lines the program applied: the driver reports the sites no program
 of the run applied (REM402, dynamic_findings.py). Each record says where it was observed: the program and its
@@ -29,7 +29,7 @@ from remat_lint.trace import costs
 from remat_lint.trace.budget import declared_names
 from remat_lint.trace.dynamic_findings import NO_SAVING, UNKNOWN_NAMES
 from remat_lint.trace.evidence import policy_names
-from remat_lint.trace.jaxpr_rewrite import Edit
+from remat_lint.trace.jaxpr_rewrite import Edit, walk
 from remat_lint.trace.jaxpr_sites import Site, _in_file, match_score, target_at
 
 
@@ -95,15 +95,16 @@ def _lines_of(site: Site, code: str, targets: Sequence[Any]) -> list[int]:
 
 def _judge(program: costs.Program, site: Site, line: int, name: str, observed: str, measure: bool) -> list[Discovered]:
     found = []
-    missing = _unknown_names(site)
+    missing = _unknown_names(site, program)
     if missing:
         have = declared_names(site)
         found.append(
             Discovered(
                 UNKNOWN_NAMES,
                 line,
-                f"The policy names {', '.join(repr(n) for n in missing)}, but no `checkpoint_name` in the checkpointed body "
-                f"has {'that name' if len(missing) == 1 else 'those names'} (names there: {', '.join(have) or 'none'}): "
+                f"The policy names {', '.join(repr(n) for n in missing)}, but no `checkpoint_name` in the differentiated program "
+                f"has {'that name' if len(missing) == 1 else 'those names'} (names in the checkpointed body: "
+                f"{', '.join(have) or 'none'}): "
                 "the policy decides nothing by it",
                 name,
                 observed,
@@ -149,9 +150,10 @@ def _no_saving(as_written: costs.Costs, without: costs.Costs) -> bool:
     )
 
 
-def _unknown_names(site: Site) -> list[str]:
-    """The names of a name policy that no ``checkpoint_name`` of the body carries."""
+def _unknown_names(site: Site, program: costs.Program) -> list[str]:
+    """The names of a name policy that no ``checkpoint_name`` of the program carries (a policy shared by
+    two checkpoints may name what only the other's body declares: not reported)."""
     policy = site.params["policy"]
     names = policy_names(policy) if policy is not None else set()
-    have = set(declared_names(site))
+    have = {str(eqn.params["name"]) for eqn, _ in walk(program.closed.jaxpr) if eqn.primitive.name == "name"}
     return sorted(n for n in names if n not in have)
