@@ -382,3 +382,53 @@ def test_an_equinox_whole_forward_checkpoint_under_filter_grad_is_reported(tmp_p
     [found] = json.loads(proc.stdout)
     assert (found["code"], found["location"]["row"]) == ("REM401", 16)
     assert found["trace"]["evidence"]["as_written"]["flops"] > found["trace"]["evidence"]["without"]["flops"] * 1.2
+
+
+def test_a_linen_model_wrapped_whole_by_nn_remat_is_reported_at_the_wrap(tmp_path: Path):
+    project(
+        tmp_path,
+        {
+            "pkg/model.py": """\
+            import flax.linen as nn
+            import jax
+            import jax.numpy as jnp
+
+
+            class Block(nn.Module):
+                @nn.compact
+                def __call__(self, x):
+                    return x + nn.Dense(16)(jnp.tanh(nn.Dense(64)(x)))
+
+
+            class GPT(nn.Module):
+                @nn.compact
+                def __call__(self, x):
+                    for _ in range(2):
+                        x = Block()(x)
+                    return nn.Dense(4)(x)
+
+
+            Model = nn.remat(GPT)
+
+
+            def loss(params, x, y):
+                return jnp.mean((Model().apply(params, x) - y) ** 2)
+            """,
+            "tests/test_model.py": """\
+            import jax
+            import jax.numpy as jnp
+
+            from pkg.model import Model, loss
+
+
+            def test_grads():
+                x = jnp.ones((8, 16))
+                params = Model().init(jax.random.key(0), x)
+                assert jax.grad(loss)(params, x, jnp.ones((8, 4))) is not None
+            """,
+        },
+    )
+    proc = lint("--trace", "--trace-run", PYTEST, "--output-format", "json", "pkg", cwd=tmp_path)
+    [found] = json.loads(proc.stdout)
+    assert (found["code"], found["location"]["row"]) == ("REM401", 20)  # the nn.remat line, not the body
+    assert "program loss(<10 arrays>, f32[8,16], f32[8,4])" in found["trace"]["reason"]
