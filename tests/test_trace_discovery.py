@@ -217,6 +217,8 @@ def test_a_checkpoint_a_branch_bypasses_is_not_applied_in_any_program_of_the_com
     (found,) = [f for f in discovered[0] if f["code"] == "REM402"]
     assert found["location"]["row"] == 34
     assert found["message"].startswith(f"This checkpoint was not applied in any differentiated program of `{PYTEST}`")
+    assert found["message"].endswith(" and 4 more)")  # three programs named; the evidence lists the seven
+    assert len(found["trace"]["evidence"]["programs"]) == 7
 
 
 def test_a_name_policy_whose_names_match_no_checkpoint_name_is_reported(discovered):

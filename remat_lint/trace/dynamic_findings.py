@@ -19,6 +19,7 @@ NO_SAVING = "REM401"
 NOT_APPLIED = "REM402"
 UNKNOWN_NAMES = "REM403"
 
+SHOWN = 3  # programs named in a REM402 message (its trace evidence lists them all)
 # the static rules whose claim a discovered finding of that code measures at the same line
 CONFIRMS = {
     NO_SAVING: {"REM101", "REM102", "REM104", "REM105", "REM106"},
@@ -65,7 +66,8 @@ def findings_for(
         if not confirmed and (code, line) not in out:
             out[(code, line)] = _finding(rule_by_code(code), path, lines, line, record["message"], trace)
     if observed.programs and not observed.unattributed:
-        programs = ", ".join(dict.fromkeys(observed.programs))
+        names = list(dict.fromkeys(observed.programs))
+        programs = ", ".join(names[:SHOWN]) + (f" and {len(names) - SHOWN} more" if len(names) > SHOWN else "")
         for line in sorted(set(sites) - observed.applied):
             message = (
                 f"This checkpoint was not applied in any differentiated program of `{command}` "
