@@ -5,7 +5,8 @@ calls; Flax NNX's ``nnx.grad``/``nnx.value_and_grad`` over their Modules' state)
 signature it was called at (``ShapeDtypeStruct`` pytrees for arrays and tracers, other values as
 they are). When the command exits, the findings of every requested module are judged in that same
 process against the recorded functions, each differentiated as the run differentiated it: the
-loss with its parameter dicts, optax state or Flax variables, closures included.
+loss with its parameter dicts, optax state or Flax variables, closures included. Each record keeps
+the pytest test that made it (``PYTEST_CURRENT_TEST``): discovery (discovery.py) names it.
 
 ``jax.checkpoint``/``jax.remat`` (which every framework's remat calls) are wrapped too: an
 exception raised through a checkpointed function during the run (a Flax ``init`` failing in a test)
