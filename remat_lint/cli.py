@@ -393,8 +393,10 @@ def _trace(args: argparse.Namespace, result: RunResult, files: list[str], resolv
         outcome.warnings += part.warnings
         outcome.backends |= part.backends
         outcome.xla_flags = outcome.xla_flags or part.xla_flags
+        outcome.found += part.found
         if part.recorded is not None:
             outcome.recorded = (outcome.recorded or []) + part.recorded
+    result.findings.extend(outcome.found)  # --trace-run discovery: misuse no spelling shows
     for warning in outcome.warnings:
         print(f"remat-lint: warning: {warning}", file=sys.stderr)
     _display(result)

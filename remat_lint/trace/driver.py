@@ -67,6 +67,7 @@ class TraceOutcome:
     warnings: list[str] = field(default_factory=list)
     budgets: list[SiteReport] = field(default_factory=list)  # --memory-budget plans, one per target program
     recorded: list[str] | None = None  # --trace-run: the differentiated calls it recorded ("grad of loss(...)")
+    found: list[Finding] = field(default_factory=list)  # --trace-run discovery: findings no static rule made
 
 
 RUN_TIMEOUT_FACTOR = 5  # --trace-run gets this many --trace-timeouts: the command, then judging every module
@@ -122,7 +123,28 @@ def trace(findings: list[Finding], files: list[str], settings: Settings, options
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, options.jobs)) as pool:
         list(pool.map(one, modules))
     progress.done()
+    if options.run:
+        outcome.found = discovered(recorded, by_path, sites, options.run, settings)
     return outcome
+
+
+def discovered(recorded: dict[str, list[dict[str, Any]]], by_path: dict[str, list[Finding]], sites: dict[str, list[int]],
+               command: str, settings: Settings) -> list[Finding]:
+    """--trace-run discovery (dynamic_findings.py): every module's findings from the recorded programs."""
+    from remat_lint.trace.dynamic_findings import Observed, findings_for
+
+    out = []
+    for path, lines in sites.items():
+        seen = Observed()
+        for line in recorded.get(str(Path(path).resolve()), []):
+            if "discovered" in line:
+                seen.found.append(line["discovered"])
+            elif "applied" in line:
+                seen.applied.update(line["applied"])
+                seen.unattributed |= bool(line.get("unattributed"))
+                seen.programs.append(line.get("target", ""))
+        out += findings_for(path, seen, by_path.get(path, []), lines, command, settings.codes_for(path))
+    return out
 
 
 def check_backend(options: TraceOptions) -> None:

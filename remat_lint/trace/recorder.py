@@ -5,7 +5,8 @@ calls; Flax NNX's ``nnx.grad``/``nnx.value_and_grad`` over their Modules' state)
 signature it was called at (``ShapeDtypeStruct`` pytrees for arrays and tracers, other values as
 they are). When the command exits, the findings of every requested module are judged in that same
 process against the recorded functions, each differentiated as the run differentiated it: the
-loss with its parameter dicts, optax state or Flax variables, closures included.
+loss with its parameter dicts, optax state or Flax variables, closures included. Each record keeps
+the pytest test that made it (``PYTEST_CURRENT_TEST``): discovery (discovery.py) names it.
 
 ``jax.checkpoint``/``jax.remat`` (which every framework's remat calls) are wrapped too: an
 exception raised through a checkpointed function during the run (a Flax ``init`` failing in a test)
@@ -59,6 +60,7 @@ class Recorded:
     argnums: tuple[int, ...] | None  # None: the floating-point arguments
     has_aux: bool
     transform: str  # grad, value_and_grad, vjp, checkpoint call
+    observed: str = ""  # the pytest test that made the call (PYTEST_CURRENT_TEST), "" outside pytest
 
     @property
     def name(self) -> str:
@@ -128,7 +130,8 @@ class Recorder:
             nums = None if transform == "checkpoint call" else tuple(range(len(args)))
         else:
             nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
-        (self.records if into is None else into).append(Recorded(fun, abstract_args, abstract_kwargs, nums, has_aux, transform))
+        observed = os.environ.get("PYTEST_CURRENT_TEST", "").removesuffix(" (call)")
+        (self.records if into is None else into).append(Recorded(fun, abstract_args, abstract_kwargs, nums, has_aux, transform, observed))
 
 
 def _abstract(x: Any) -> Any:

@@ -87,6 +87,7 @@ class Session:
         self.notes: dict[int, dict[str, Any]] = {}  # why a target said nothing, per finding
         self.missed: dict[int, list[str]] = {}  # the targets traced that did not go through the finding's site
         self.reported_sites: set[int] = set()
+        self.observed: dict[int, str] = {}  # by id of a recorded program's Run: the test that differentiated it
         rel = Path(self.path).relative_to(self.root).with_suffix("")
         self.module_ref = ".".join(rel.parts[:-1] if rel.name == "__init__" else rel.parts)
 
@@ -105,7 +106,9 @@ class Session:
             run.execute()
             self.judge_all(run)
             self.site_reports(run)
-            if not self.pending and not self.sites - self.reported_sites and not self.request.memory_budget:  # a plan per target
+            self.discover(run)
+            if (not self.pending and not self.sites - self.reported_sites and not self.request.memory_budget  # a plan per target
+                    and run.source != "recorded"):  # discovery judges every recorded program
                 break
         for item in list(self.pending.values()):
             self.decide(item, self.verdicts.get(item.id) or self.notes.get(item.id) or self.no_inputs(item))
@@ -118,7 +121,9 @@ class Session:
             return Run(name, self.path, factory, target_name=name, source=source)
 
         for rec in self.recorded:
-            yield make(rec.name, lambda rec=rec: build.from_recorded(rec), "recorded")
+            run = make(rec.name, lambda rec=rec: build.from_recorded(rec), "recorded")
+            self.observed[id(run)] = rec.observed
+            yield run
         for rec in self.calls:
             yield make(rec.name, lambda rec=rec: build.from_recorded(rec), "recorded call")
         for exc in self.errors:
@@ -251,6 +256,32 @@ class Session:
         if budgeted:
             # a line is this module's site, or None (a site of another file, or not matched)
             self.budget_plan(run, [r.get("line") if r.get("line") in self.sites else None for r in reports if not r.get("outside")])
+
+    def discover(self, run: Run) -> None:
+        """--trace-run: judge every checkpoint of this module that a recorded program applied (discovery.py)."""
+        if run.source != "recorded" or run.first_stage == "run":
+            return
+        if run.failure is not None or run.prepared is None:  # say what failed; no finding from it
+            stage, why = (run.failure.stage, run.failure.summary) if run.failure else ("build", "nothing was built")
+            self.emit({"note": f"no discovery in {run.name}: the program failed at {stage}: {why}"})
+            return
+        from remat_lint.trace import costs, discovery
+        from remat_lint.trace.driver import CPU_XLA_FLAGS
+
+        p = run.prepared
+        measured = jax.default_backend() != "cpu" or CPU_XLA_FLAGS in os.environ.get("XLA_FLAGS", "")
+        if not measured:  # without the barriers XLA:CPU merges the recomputation away: costs would mislead
+            self.emit({"note": f"no compiled-cost discovery in {run.name}: XLA:CPU ran without {CPU_XLA_FLAGS}"})
+        try:
+            program = costs.traced(p.fun, p.args, p.kwargs, tuple(range(len(p.args))))
+            seen = discovery.observe(program, self.source, sorted(self.sites), run.name, self.observed.get(id(run), ""),
+                                     measure=measured)
+        except Exception as exc:
+            self.emit({"note": f"no discovery in {run.name}: {type(exc).__name__}: {exc}"})
+            return
+        self.emit({"applied": seen.applied, "unattributed": seen.unattributed, "target": run.name})
+        for found in seen.found:
+            self.emit({"discovered": found.to_json(), "target": run.name})
 
     def budget_plan(self, run: Run, lines: list[int | None]) -> None:
         """--memory-budget: the policies of this target's program that fit (budget.py)."""

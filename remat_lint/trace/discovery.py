@@ -1,0 +1,159 @@
+"""Discovery over the programs a ``--trace-run`` differentiated (worker side, JAX imported).
+
+The static pass reads spellings; a recorded program holds every checkpoint JAX actually applied, as
+a ``checkpoint`` equation with its policy and the source lines that made it (jaxpr_sites.py). For
+each site of this module in one recorded program this module measures, as the cost checks do
+(costs.py: compiled ``value_and_grad``, on CPU with the optimisation-barrier flag of SPEC §6), the
+program as written and without that checkpoint, and reports
+
+- ``REM401``: the checkpoint saves no peak temp memory yet costs FLOPs or temp memory (more than
+  ``costs.TOLERANCE``). A checkpoint that lowers temp memory in the program is never reported.
+- ``REM403``: a name policy (``save_only_these_names``…) with names that match no ``checkpoint_name``
+  in the program.
+
+It also says which static site lines the program applied: the driver reports the sites no program
+of the run applied (REM402, dynamic_findings.py). Each record says where it was observed: the program and its
+shapes, and the test that differentiated it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import jax
+
+from remat_lint.trace import costs
+from remat_lint.trace.budget import declared_names
+from remat_lint.trace.dynamic_findings import NO_SAVING, UNKNOWN_NAMES
+from remat_lint.trace.evidence import policy_names
+from remat_lint.trace.jaxpr_rewrite import Edit, walk
+from remat_lint.trace.jaxpr_sites import Site, _in_file, match_score, target_at
+
+
+@dataclass
+class Discovered:
+    """A finding tracing made, as the worker sends it (JSON) to the driver."""
+
+    code: str
+    line: int
+    message: str
+    program: str  # the differentiated program and its shapes: ``loss({w: f32[8,16]}, f32[4,8])``
+    observed: str  # the test (pytest's id) or "" when the run was no pytest run
+    evidence: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class Observation:
+    """What one recorded program shows about this module: the static sites it applied and the findings."""
+
+    applied: list[int]
+    found: list[Discovered]
+    # a checkpoint that ran code of this file matched no static site (``jax.checkpoint(other.f)`` called
+    # here): which site it is is unknown, so no site of the file may be called "not applied"
+    unattributed: bool = False
+
+
+def observe(
+    program: costs.Program, code: str, site_lines: Sequence[int], name: str, observed: str, measure: bool = True
+) -> Observation:
+    """The module's checkpoint sites in ``program`` (the recorded, differentiated one), judged; compiled
+    costs (REM401) only when ``measure`` (on XLA:CPU, with the barrier flag of SPEC §6)."""
+    targets = [target_at(code, line) for line in site_lines]
+    applied: set[int] = set()
+    found: list[Discovered] = []
+    unattributed = False
+    for site in program.sites:
+        lines = _lines_of(site, code, targets)
+        applied.update(lines)
+        unattributed |= not set(lines) & set(site_lines) and any(_in_file(loc, code) for loc in _anchors(site))
+        if len(lines) == 1:  # none: a checkpoint of another file (its module's session judges it); more: ambiguous
+            found += _judge(program, site, lines[0], name, observed, measure)
+    return Observation(sorted(applied & set(site_lines)), found, unattributed)
+
+
+def _anchors(site: Site) -> list[Any]:
+    """The source locations that tie ``site`` to a file: its function, its body, its calls."""
+    return [loc for loc in (site.definition, site.body, *site.calls) if loc is not None]
+
+
+def _lines_of(site: Site, code: str, targets: Sequence[Any]) -> list[int]:
+    """The static site lines ``site`` matches best (two sites that wrap one function tie), else the
+    line of the checkpoint in this file, else none."""
+    scored = [(match_score(site, code, t), t.line) for t in targets if t.agrees(site)]
+    best = max((score for score, _ in scored), default=0)
+    if best:
+        return [line for score, line in scored if score == best]
+    location = site.location
+    return [location[1]] if location is not None and _in_file(location, code) else []
+
+
+def _judge(program: costs.Program, site: Site, line: int, name: str, observed: str, measure: bool) -> list[Discovered]:
+    found = []
+    missing = _unknown_names(site, program)
+    if missing:
+        have = declared_names(site)
+        found.append(
+            Discovered(
+                UNKNOWN_NAMES,
+                line,
+                f"The policy names {', '.join(repr(n) for n in missing)}, but no `checkpoint_name` in the differentiated program "
+                f"has {'that name' if len(missing) == 1 else 'those names'} (names in the checkpointed body: "
+                f"{', '.join(have) or 'none'}): "
+                "the policy decides nothing by it",
+                name,
+                observed,
+                {"policy_names": sorted(policy_names(site.params["policy"])), "body_names": have},
+            )
+        )
+    if site.opaque or not measure:
+        return found
+    try:
+        as_written = program.costs({})
+        without = program.costs(costs.edits_for([site], Edit(inline=True)))
+    except Exception:  # a program that cannot be rewritten (Unsupported) or compiled says nothing
+        return found
+    if _no_saving(as_written, without):
+        found.append(
+            Discovered(
+                NO_SAVING,
+                line,
+                "This checkpoint saves no memory in the differentiated program but costs compute: "
+                f"{costs._compare(as_written, without).replace('with the fix', 'without it')}",
+                name,
+                observed,
+                {
+                    "as_written": as_written,
+                    "without": without,
+                    "calls": len(site.eqns),
+                    "policy": site.policy,
+                    "backend": jax.default_backend(),
+                    "xla_flags": os.environ.get("XLA_FLAGS", ""),
+                },
+            )
+        )
+    return found
+
+
+def _no_saving(as_written: costs.Costs, without: costs.Costs) -> bool:
+    """Peak temp not lower by a single byte than without the checkpoint (a checkpoint that lowers it is
+    never reported), and FLOPs or temp higher by more than ``costs.TOLERANCE``."""
+    if as_written["temp_bytes"] < without["temp_bytes"]:
+        return False
+    return costs._less(without["flops"], as_written["flops"]) or costs._less(
+        without["temp_bytes"], as_written["temp_bytes"]
+    )
+
+
+def _unknown_names(site: Site, program: costs.Program) -> list[str]:
+    """The names of a name policy that no ``checkpoint_name`` of the program carries (a policy shared by
+    two checkpoints may name what only the other's body declares: not reported)."""
+    policy = site.params["policy"]
+    names = policy_names(policy) if policy is not None else set()
+    have = {str(eqn.params["name"]) for eqn, _ in walk(program.closed.jaxpr) if eqn.primitive.name == "name"}
+    return sorted(n for n in names if n not in have)

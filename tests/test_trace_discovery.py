@@ -1,0 +1,436 @@
+"""``--trace --trace-run CMD`` discovery: every checkpoint a differentiated program of the run applied is
+judged at its line, whatever its spelling (REM401 saves no memory, REM402 never applied, REM403 names
+that match nothing), and a checkpoint that saves memory is never reported."""
+
+from __future__ import annotations
+
+import json
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tests.trace_cases import lint
+
+pytest.importorskip("jax")
+pytest.importorskip("flax")
+PYTEST = f"{sys.executable} -m pytest -q -p no:cacheprovider tests"
+
+MODEL = """\
+    import os
+
+    import jax
+    import jax.numpy as jnp
+    from flax import nnx
+    from jax.ad_checkpoint import checkpoint_name
+
+
+    class MLP(nnx.Module):
+        def __init__(self, rngs):
+            self.l1 = nnx.Linear(16, 64, rngs=rngs)
+            self.l2 = nnx.Linear(64, 64, rngs=rngs)
+            self.l3 = nnx.Linear(64, 4, rngs=rngs)
+
+        def __call__(self, x):
+            return self.l3(jnp.tanh(self.l2(jnp.tanh(self.l1(x)))))
+
+
+    def run(model, x):
+        return model(x)
+
+
+    forward = nnx.remat(run)  # line 23: the whole forward, then a squared error
+
+
+    def loss(model, x, y):
+        return jnp.mean((forward(model, x) - y) ** 2)
+
+
+    def shallow(w, x):
+        return jnp.tanh(jnp.tanh(x @ w) @ w)
+
+
+    layer = jax.checkpoint(shallow)  # line 34: bypassed for 8 layers or more
+
+
+    def deep(ws, x):
+        for w in ws:
+            x = shallow(w, x) if len(ws) >= 8 else layer(w, x)
+        return jnp.sum(x**2)
+
+
+    def named(w, x):
+        return checkpoint_name(jnp.tanh(x @ w), "hidden") @ w
+
+
+    SAVE = os.environ.get("SAVE_NAMES", "hiden").split(",")
+    saving = jax.checkpoint(named, policy=jax.checkpoint_policies.save_only_these_names(*SAVE))  # line 48
+
+
+    def dense(w, x):
+        return jnp.tanh(jnp.tanh(x @ w) @ w)
+
+
+    per_layer = jax.checkpoint(dense)  # line 55: saves memory: never reported
+    # line 56: per_layer is the only checkpoint of dense
+
+
+    def stack(ws, x):
+        for w in ws:
+            x = jnp.tanh(saving(w, x))
+        return jnp.sum(x**2)
+
+
+    def saved(ws, x):
+        for w in ws:
+            x = per_layer(w, x)
+        return jnp.sum(x**2)
+
+
+    def mix(w, x):
+        return jnp.tanh(x @ w)
+
+
+    used = jax.checkpoint(mix)  # line 75: this one runs,
+    spare = jax.checkpoint(mix)  # line 76: this one never does, but both wrap mix: neither is judged
+
+
+    def pair(ws, x):
+        for w in ws:
+            x = used(w, x)
+        return jnp.sum(x**2)
+
+
+    def total(w, x):
+        return jnp.sum(jnp.tanh(x @ w) ** 2)
+
+
+    whole = jax.checkpoint(total)  # line 89: REM101 reports it; discovery confirms it
+
+
+    def whole_grad(w, x):
+        return jax.grad(whole)(w, x)
+
+
+    SHARED = jax.checkpoint_policies.save_only_these_names(*os.environ.get("SHARED_NAMES", "a,b").split(","))
+
+
+    def first(w, x):
+        return checkpoint_name(jnp.tanh(x @ w), "a") @ w
+
+
+    def second(w, x):
+        return checkpoint_name(jnp.sin(x @ w), "b") @ w
+
+
+    shared_a = jax.checkpoint(first, policy=SHARED)  # line 107: one policy for two bodies, each declaring one name
+    shared_b = jax.checkpoint(second, policy=SHARED)  # line 108
+
+
+    def both(ws, x):
+        return jnp.sum(shared_b(ws[1], jnp.tanh(shared_a(ws[0], x))) ** 2)
+    """
+
+TESTS = """\
+    import jax
+    import jax.numpy as jnp
+    from flax import nnx
+
+    from pkg.model import MLP, deep, loss, pair, saved, stack
+
+
+    def test_nnx():
+        model = MLP(nnx.Rngs(0))
+        assert nnx.grad(loss)(model, jnp.ones((8, 16)), jnp.ones((8, 4))) is not None
+
+
+    def test_deep():
+        assert jax.grad(deep)([jnp.ones((8, 8))] * 8, jnp.ones((4, 8)))[0].shape == (8, 8)
+
+
+    def test_stack():
+        assert jax.grad(stack)([jnp.ones((32, 32))] * 4, jnp.ones((16, 32)))[0].shape == (32, 32)
+
+
+    def test_saved():
+        assert jax.grad(saved)([jnp.ones((64, 64))] * 4, jnp.ones((32, 64)))[0].shape == (64, 64)
+
+
+    def test_pair():
+        assert jax.grad(pair)([jnp.ones((8, 8))] * 2, jnp.ones((4, 8)))[0].shape == (8, 8)
+
+
+    def test_whole():
+        from pkg.model import whole_grad
+
+        assert whole_grad(jnp.ones((8, 8)), jnp.ones((4, 8))).shape == (8, 8)
+
+
+    def test_both():
+        from pkg.model import both
+
+        assert jax.grad(both)([jnp.ones((8, 8))] * 2, jnp.ones((4, 8)))[0].shape == (8, 8)
+    """
+
+
+def project(root: Path, files: dict[str, str]) -> Path:
+    for name, text in {"pyproject.toml": "[tool.remat-lint]\n", "pkg/__init__.py": "", **files}.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(textwrap.dedent(text))
+    return root
+
+
+@pytest.fixture(scope="module")
+def discovered(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[dict], list[dict]]:
+    """The JSON findings and the SARIF results of one --trace-run over the project above."""
+    root = project(tmp_path_factory.mktemp("discovery"), {"pkg/model.py": MODEL, "tests/test_model.py": TESTS})
+    sarif = root / "out.sarif"
+    proc = lint(
+        "--trace", "--trace-run", PYTEST, "--output-format", "json", "--extra-output", f"sarif={sarif}", "pkg", cwd=root
+    )
+    assert proc.returncode == 1, proc.stderr
+    return json.loads(proc.stdout), json.loads(sarif.read_text())["runs"][0]["results"]
+
+
+def by_line(findings: list[dict]) -> dict[int, list[str]]:
+    out: dict[int, list[str]] = {}
+    for f in findings:
+        out.setdefault(f["location"]["row"], []).append(f["code"])
+    return out
+
+
+def test_whole_forward_nnx_checkpoint_before_a_squared_error_is_reported_with_its_numbers(discovered):
+    (found,) = [f for f in discovered[0] if f["code"] == "REM401" and f["location"]["row"] < 94]
+    assert found["location"]["row"] == 23
+    assert found["message"].startswith(
+        "This checkpoint saves no memory in the differentiated program but costs compute: temp "
+    )
+    evidence = found["trace"]["evidence"]
+    assert evidence["as_written"]["temp_bytes"] >= evidence["without"]["temp_bytes"]  # measured 4,152 vs 4,096 bytes
+    assert evidence["as_written"]["flops"] > evidence["without"]["flops"] * 1.2  # measured +33 %
+    assert found["trace"]["found_by"] == "trace"
+    assert found["trace"]["reason"].startswith("found by tracing in tests/test_model.py::test_nnx, program loss(")
+
+
+def test_a_checkpoint_a_branch_bypasses_is_not_applied_in_any_program_of_the_command(discovered):
+    (found,) = [f for f in discovered[0] if f["code"] == "REM402"]
+    assert found["location"]["row"] == 34
+    assert found["message"].startswith(f"This checkpoint was not applied in any differentiated program of `{PYTEST}`")
+    assert found["message"].endswith(" and 4 more)")  # three programs named; the evidence lists the seven
+    assert len(found["trace"]["evidence"]["programs"]) == 7
+
+
+def test_a_name_policy_whose_names_match_no_checkpoint_name_is_reported(discovered):
+    (found,) = [f for f in discovered[0] if f["code"] == "REM403"]
+    assert found["location"]["row"] == 48
+    assert "'hiden'" in found["message"] and "names in the checkpointed body: hidden" in found["message"]
+    assert "tests/test_model.py::test_stack" in found["trace"]["reason"]
+
+
+def test_a_checkpoint_that_saves_memory_or_is_ambiguous_is_not_reported(discovered):
+    lines = by_line(discovered[0])
+    assert 55 not in lines and 75 not in lines and 76 not in lines
+    assert [line for line in sorted(lines) if line < 94] == [23, 34, 48, 89]
+
+
+def test_a_policy_shared_by_two_checkpoints_is_judged_against_the_whole_program(discovered):
+    """Each body declares one of the policy's two names: both names are in the program, so no REM403."""
+    assert [f for f in discovered[0] if f["code"] == "REM403"] == [
+        f for f in discovered[0] if f["location"]["row"] == 48
+    ]
+
+
+def test_a_discovery_on_a_line_the_static_pass_flagged_confirms_that_finding(discovered):
+    (found,) = [f for f in discovered[0] if f["location"]["row"] == 89]
+    assert found["code"] == "REM101" and found["trace"]["status"] == "confirmed"
+
+
+def test_every_output_format_carries_the_discovered_findings(discovered):
+    results = {(r["ruleId"], r["locations"][0]["physicalLocation"]["region"]["startLine"]) for r in discovered[1]}
+    results = {(code, line) for code, line in results if line < 94}
+    assert results == {("REM401", 23), ("REM402", 34), ("REM403", 48), ("REM101", 89)}
+
+
+def test_a_program_that_fails_to_build_again_gives_no_finding_and_says_what_failed(tmp_path: Path):
+    project(
+        tmp_path,
+        {
+            "pkg/model.py": """\
+            import jax
+            import jax.numpy as jnp
+
+            CALLS = []
+
+
+            def loss(x):
+                CALLS.append(x)
+                if len(CALLS) > 1:  # the run's own call traces; the replay does not
+                    raise RuntimeError("traced once only")
+                return jnp.sum(jax.checkpoint(jnp.sin)(x))
+            """,
+            "tests/test_model.py": """\
+            import jax
+            import jax.numpy as jnp
+
+            from pkg.model import loss
+
+
+            def test_grad():
+                assert jax.grad(loss)(jnp.ones(4)).shape == (4,)
+            """,
+        },
+    )
+    proc = lint("--trace", "--trace-run", PYTEST, "--output-format", "json", "pkg", cwd=tmp_path)
+    assert json.loads(proc.stdout) == []
+    assert "no discovery in loss(f32[4]): the program failed at " in proc.stderr
+    assert "RuntimeError: traced once only" in proc.stderr
+
+
+def test_costs_measured_without_the_cpu_barrier_flag_report_nothing(tmp_path: Path):
+    """A command that clears XLA_FLAGS: XLA:CPU merges the recomputation away, and the per-layer checkpoint
+    that saves memory compiles to more temp than none (measured 65,544 vs 40,968 bytes): no REM401 from it."""
+    root = project(tmp_path, {"pkg/model.py": MODEL, "tests/test_model.py": TESTS})
+    command = f"XLA_FLAGS= {PYTEST}/test_model.py::test_saved"
+    proc = lint("--trace", "--trace-run", command, "--output-format", "json", "pkg", cwd=root)
+    assert "REM401" not in {f["code"] for f in json.loads(proc.stdout)}
+    assert "no compiled-cost discovery in saved(<4 arrays>, f32[32,64]): XLA:CPU ran without " in proc.stderr
+
+
+def test_a_checkpoint_of_another_modules_function_is_not_called_unapplied(tmp_path: Path):
+    """``jax.checkpoint(layers.dense)``: the equation's function is in layers.py and its calls are in
+    model.py, so it matches no static site line; it ran, so REM402 must not say it did not."""
+    project(
+        tmp_path,
+        {
+            "pkg/layers.py": """\
+            import jax.numpy as jnp
+
+
+            def dense(w, x):
+                return jnp.tanh(jnp.tanh(x @ w) @ w)
+            """,
+            "pkg/model.py": """\
+            import jax
+            import jax.numpy as jnp
+
+            from pkg import layers
+
+            layer = jax.checkpoint(layers.dense)
+
+
+            def saved(ws, x):
+                for w in ws:
+                    x = layer(w, x)
+                return jnp.sum(x**2)
+            """,
+            "tests/test_model.py": """\
+            import jax
+            import jax.numpy as jnp
+
+            from pkg.model import saved
+
+
+            def test_saved():
+                assert jax.grad(saved)([jnp.ones((64, 64))] * 4, jnp.ones((32, 64)))[0].shape == (64, 64)
+            """,
+        },
+    )
+    proc = lint("--trace", "--trace-run", PYTEST, "--output-format", "json", "pkg", cwd=tmp_path)
+    assert json.loads(proc.stdout) == [], proc.stdout
+
+
+def test_an_equinox_whole_forward_checkpoint_under_filter_grad_is_reported(tmp_path: Path):
+    pytest.importorskip("equinox")
+    project(
+        tmp_path,
+        {
+            "pkg/model.py": """\
+            import equinox as eqx
+            import jax
+            import jax.numpy as jnp
+
+
+            class MLP(eqx.Module):
+                mlp: eqx.nn.MLP
+
+                def __init__(self, key):
+                    self.mlp = eqx.nn.MLP(16, 4, 64, 2, key=key)
+
+                def __call__(self, x):
+                    return jax.vmap(self.mlp)(x)
+
+
+            forward = eqx.filter_checkpoint(lambda model, x: model(x))
+
+
+            @eqx.filter_grad
+            def grads(model, x, y):
+                return jnp.mean((forward(model, x) - y) ** 2)
+            """,
+            "tests/test_model.py": """\
+            import jax
+            import jax.numpy as jnp
+
+            from pkg.model import MLP, grads
+
+
+            def test_grads():
+                assert grads(MLP(jax.random.key(0)), jnp.ones((8, 16)), jnp.ones((8, 4))) is not None
+            """,
+        },
+    )
+    proc = lint("--trace", "--trace-run", PYTEST, "--output-format", "json", "pkg", cwd=tmp_path)
+    [found] = json.loads(proc.stdout)
+    assert (found["code"], found["location"]["row"]) == ("REM401", 16)
+    assert found["trace"]["evidence"]["as_written"]["flops"] > found["trace"]["evidence"]["without"]["flops"] * 1.2
+
+
+def test_a_linen_model_wrapped_whole_by_nn_remat_is_reported_at_the_wrap(tmp_path: Path):
+    project(
+        tmp_path,
+        {
+            "pkg/model.py": """\
+            import flax.linen as nn
+            import jax
+            import jax.numpy as jnp
+
+
+            class Block(nn.Module):
+                @nn.compact
+                def __call__(self, x):
+                    return x + nn.Dense(16)(jnp.tanh(nn.Dense(64)(x)))
+
+
+            class GPT(nn.Module):
+                @nn.compact
+                def __call__(self, x):
+                    for _ in range(2):
+                        x = Block()(x)
+                    return nn.Dense(4)(x)
+
+
+            Model = nn.remat(GPT)
+
+
+            def loss(params, x, y):
+                return jnp.mean((Model().apply(params, x) - y) ** 2)
+            """,
+            "tests/test_model.py": """\
+            import jax
+            import jax.numpy as jnp
+
+            from pkg.model import Model, loss
+
+
+            def test_grads():
+                x = jnp.ones((8, 16))
+                params = Model().init(jax.random.key(0), x)
+                assert jax.grad(loss)(params, x, jnp.ones((8, 4))) is not None
+            """,
+        },
+    )
+    proc = lint("--trace", "--trace-run", PYTEST, "--output-format", "json", "pkg", cwd=tmp_path)
+    [found] = json.loads(proc.stdout)
+    assert (found["code"], found["location"]["row"]) == ("REM401", 20)  # the nn.remat line, not the body
+    assert "program loss(<10 arrays>, f32[8,16], f32[8,4])" in found["trace"]["reason"]
