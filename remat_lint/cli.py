@@ -134,6 +134,10 @@ def _main(argv: list[str]) -> int:
     try:
         if argv[:1] == ["rule"]:
             return rule_command(argv[1:])
+        if argv[:1] == ["server"]:  # the Language Server: pygls is imported only here
+            from remat_lint.server import main as server
+
+            return server(argv[1:])
         if argv[:1] == ["check"]:  # ruff users type `check`
             argv = argv[1:]
         return check_command(build_parser().parse_args(argv))

@@ -14,7 +14,8 @@ def main(argv: list[str] | None = None) -> int:
     from remat_lint import replay
 
     argv = list(sys.argv[1:] if argv is None else argv)
-    invocation = replay.key(argv)
+    # A server session is a conversation on stdio: nothing to record, nothing to replay.
+    invocation = replay.key(argv) if argv[:1] != ["server"] else None
     if invocation is not None:
         code = replay.replay(invocation)
         if code is not None:

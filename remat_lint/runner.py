@@ -16,7 +16,7 @@ import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from remat_lint.cache import Cache
 from remat_lint.config import Settings
@@ -228,10 +228,14 @@ class ProjectPass:
     run on ``project_root`` would lint; when a linted file is not among them, only the linted
     files count."""
 
-    def __init__(self, linted: Iterable[str], resolver: Resolver, *, jobs: int = 1, cache: Cache | None = None) -> None:
+    def __init__(self, linted: Iterable[str], resolver: Resolver, *, jobs: int = 1, cache: Cache | None = None,
+                 read: Callable[[str], bytes | Finding] | None = None) -> None:
         self.resolver, self.jobs, self.cache = resolver, jobs, cache
+        self.read = read or _read  # the server reads open buffers before the disk
         self.codes = project_codes(frozenset(info.code for info in rule_index()))
-        self.others: dict[str | None, list[FileResult]] = {}  # per project root: the other files, once collected
+        # Per project root and candidates' symbols: the other files, once collected (the server
+        # calls one pass again and again as a buffer changes).
+        self.others: dict[tuple[str | None, frozenset[str]], list[FileResult]] = {}
 
     def __call__(self, results: list[FileResult]) -> None:
         if not any(f.code in self.codes and f.data.get("pending") for r in results for f in r.findings):
@@ -245,10 +249,10 @@ class ProjectPass:
                 roots[folder] = project_root(self.resolver, [real])
             groups.setdefault(roots[folder], []).append(result)
         for root, group in groups.items():
-            if root not in self.others:
-                symbols = frozenset(str(s) for r in group for f in r.findings if f.code in self.codes for s in f.data.get("symbols", ()))
-                self.others[root] = self._other_facts(root, group, symbols)
-            project_phase(group, build_project(root, [*group, *self.others[root]]), self.codes)
+            symbols = frozenset(str(s) for r in group for f in r.findings if f.code in self.codes for s in f.data.get("symbols", ()))
+            if (root, symbols) not in self.others:
+                self.others[root, symbols] = self._other_facts(root, group, symbols)
+            project_phase(group, build_project(root, [*group, *self.others[root, symbols]]), self.codes)
 
     def _other_facts(self, root: str | None, group: list[FileResult], symbols: frozenset[str]) -> list[FileResult]:
         """The summaries and facts of the files of the project at ``root`` beside ``group``, and of
@@ -263,7 +267,7 @@ class ProjectPass:
         others: list[FileResult] = []
         words, seen = symbols, set(symbols)
         for _ in range(_RELATED_DEPTH):  # then the files naming the symbols' aliases and their classes' bases
-            found = _lint(((path, _read(path)) for path in paths.values()), self.resolver, jobs=self.jobs, cache=self.cache,
+            found = _lint(((path, self.read(path)) for path in paths.values()), self.resolver, jobs=self.jobs, cache=self.cache,
                           words=words)
             found = [FileResult(r.path, facts=r.facts, summary=r.summary) for r in found if r.summary is not None]
             others += found
