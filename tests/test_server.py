@@ -234,7 +234,7 @@ async def test_notebook_cells_get_their_own_diagnostics(client: LanguageClient, 
                 types.TextDocumentItem(
                     cell.document, "python" if cell.kind == types.NotebookCellKind.Code else "markdown", 1, text
                 )
-                for cell, text in zip(cells, texts)
+                for cell, text in zip(cells, texts, strict=True)
             ],
         )
     )

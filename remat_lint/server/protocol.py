@@ -25,6 +25,7 @@ from remat_lint import __version__
 from remat_lint.autofix import fix_sources
 from remat_lint.config import RuleSelection
 from remat_lint.findings import Finding
+from remat_lint.registry import all_rules
 from remat_lint.results import PARSE_ERROR, SourceFile
 from remat_lint.server import convert
 from remat_lint.server.workspace import CONFIG_NAMES, Workspace
@@ -162,6 +163,9 @@ def _selection(options: Any) -> RuleSelection | None:
 
 @server.feature(types.INITIALIZE)
 def initialize(ls: RematLintServer, params: types.InitializeParams) -> None:
+    import remat_lint.engine  # noqa: F401 -- libcst and the rules (0.3-1 s) before the first keystroke, not at it
+
+    all_rules()
     overrides = _selection(params.initialization_options)
     if overrides is not None:
         ls.model = Workspace(overrides)
