@@ -236,6 +236,7 @@ class ProjectPass:
         # Per project root and candidates' symbols: the other files, once collected (the server
         # calls one pass again and again as a buffer changes).
         self.others: dict[tuple[str | None, frozenset[str]], list[FileResult]] = {}
+        self.members: dict[str, frozenset[str]] = {}  # per project root: its files (real paths), once discovered
 
     def __call__(self, results: list[FileResult]) -> None:
         if not any(f.code in self.codes and f.data.get("pending") for r in results for f in r.findings):
@@ -254,6 +255,22 @@ class ProjectPass:
                 self.others[root, symbols] = self._other_facts(root, group, symbols)
             project_phase(group, build_project(root, [*group, *self.others[root, symbols]]), self.codes)
 
+    def holds(self, path: str) -> bool:
+        """Whether ``path`` is one of the files of a project collected."""
+        real = os.path.realpath(path)
+        return any(real in members for members in self.members.values())
+
+    def refresh(self, path: str) -> None:
+        """``path``, a file of a project collected, changed (the server, as a buffer changes): its
+        summary and facts afresh, the rest kept (aliases it newly names are followed at the next
+        collection)."""
+        real = os.path.realpath(path)
+        for (root, symbols), others in self.others.items():
+            if real in self.members.get(root, ()):
+                found = _lint([(path, self.read(path))], self.resolver, jobs=1, cache=self.cache, words=symbols)
+                kept = [r for r in others if os.path.realpath(r.path) != real]
+                self.others[root, symbols] = kept + [FileResult(r.path, facts=r.facts, summary=r.summary) for r in found if r.summary is not None]
+
     def _other_facts(self, root: str | None, group: list[FileResult], symbols: frozenset[str]) -> list[FileResult]:
         """The summaries and facts of the files of the project at ``root`` beside ``group``, and of
         linted files the prefilter skipped that name one of ``symbols``. When a linted file is not
@@ -262,6 +279,7 @@ class ProjectPass:
         paths = {real: r.path for r in group if r.summary is None and symbols and (real := os.path.realpath(r.path))}
         if root is not None:
             project = {os.path.realpath(path): path for path in discover([root], self.resolver).files}
+            self.members[root] = frozenset(project)
             if linted.keys() <= project.keys():
                 paths.update((real, path) for real, path in project.items() if real not in linted)
         others: list[FileResult] = []

@@ -32,7 +32,7 @@ from remat_lint.server.workspace import CONFIG_NAMES, Workspace
 from remat_lint.sources import Layout, Notebook, in_cells
 
 DEBOUNCE_S = 0.02  # keystrokes closer than this are linted once
-DEPENDENT_DEBOUNCE_S = 0.3  # other open files, re-linted for a change in this one
+DEPENDENT_DEBOUNCE_S = 0.1  # other open files, re-linted for a change in this one
 TRACE_COMMAND = "remat-lint.traceFile"
 _WATCHED = ("**/*.py", "**/pyproject.toml", "**/remat-lint.toml")
 
@@ -110,9 +110,9 @@ class RematLintServer(LanguageServer):
             linted = self.lint_and_publish(uri)
         return linted
 
-    def file_changed(self, path: str) -> None:
+    def file_changed(self, path: str, *, on_disk: bool = False) -> None:
         """Re-lint the open files that depend on ``path`` (a config file: every open file)."""
-        dependents = set(self.model.changed(path))
+        dependents = set(self.model.changed(path, on_disk=on_disk))
         for uri, document in self.workspace.text_documents.items():
             if document.path in dependents:
                 self.schedule(uri, DEPENDENT_DEBOUNCE_S)
@@ -223,7 +223,7 @@ def did_change_watched_files(ls: RematLintServer, params: types.DidChangeWatched
     for change in params.changes:
         path = to_fs_path(change.uri)
         if path is not None:
-            ls.file_changed(path)
+            ls.file_changed(path, on_disk=True)
 
 
 @server.feature(types.NOTEBOOK_DOCUMENT_DID_OPEN)

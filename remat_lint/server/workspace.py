@@ -50,6 +50,7 @@ class OpenFile:
     text: str
     passes: ProjectPass | None = None  # its project-wide pass, warm while no other file changes
     cross_module: bool = False  # its last lint ran the project phase: other files' changes matter
+    stale: set[str] = field(default_factory=set)  # other buffers changed since its pass collected them
 
 
 @dataclass
@@ -103,14 +104,19 @@ class Workspace:
         result = lint_one(path, source, self.resolver(path))
         if opened.passes is None:
             opened.passes = ProjectPass([path], self.resolver, cache=self.cache, read=self.read)
+        else:
+            for other in opened.stale:
+                opened.passes.refresh(other)
+        opened.stale.clear()
         opened.passes([result])
         opened.cross_module = bool(opened.passes.others)  # the pass collected the other files' facts
         self.resolver.retarget(result.findings)
         return sorted(result.findings, key=lambda f: f.sort_key)
 
-    def changed(self, path: str) -> list[str]:
-        """``path`` changed (a buffer or the disk): the other open files of its project whose
-        project-wide findings may change with it, their warm passes dropped."""
+    def changed(self, path: str, *, on_disk: bool = False) -> list[str]:
+        """``path`` changed (a buffer, or the disk: created, deleted): the other open files of its
+        project whose project-wide findings may change with it. Their warm passes take a buffer's
+        new text; a change on disk makes them collect the other files afresh."""
         if os.path.basename(path) in CONFIG_NAMES:
             self.reload_settings()
             return [p for p in self.open_files if p != path]
@@ -119,7 +125,10 @@ class Workspace:
         for other, opened in self.open_files.items():
             if other == path or project_root(self.resolver, [os.path.abspath(other)]) != root:
                 continue
-            opened.passes = None
+            if on_disk or (opened.passes is not None and not opened.passes.holds(path)):  # a file new to the project
+                opened.passes = None
+            else:
+                opened.stale.add(path)  # refreshed when this file is linted next, not while typing in that one
             if opened.cross_module:
                 dependents.append(other)
         return dependents
