@@ -32,7 +32,7 @@ from remat_lint.server.workspace import CONFIG_NAMES, Workspace
 from remat_lint.sources import Layout, Notebook, in_cells
 
 DEBOUNCE_S = 0.02  # keystrokes closer than this are linted once
-DEPENDENT_DEBOUNCE_S = 0.1  # other open files, re-linted for a change in this one
+DEPENDENT_DEBOUNCE_S = 0.3  # other open files, re-linted for a change in this one once typing pauses
 TRACE_COMMAND = "remat-lint.traceFile"
 _WATCHED = ("**/*.py", "**/pyproject.toml", "**/remat-lint.toml")
 
