@@ -70,7 +70,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="remat-lint",
         description="Find misuse of JAX gradient checkpointing (jax.checkpoint / remat).",
-        epilog="`remat-lint rule CODE` explains a rule; `remat-lint rule --all` lists them all.",
+        epilog="`remat-lint rule CODE` explains a rule; `remat-lint rule --all` lists them all. "
+               "`remat-lint server` is the Language Server (docs/editors.md).",
     )
     parser.add_argument("paths", nargs="*", metavar="PATH", help="files or directories to lint (default: .); - reads stdin")
     parser.add_argument("--version", action="version", version=f"remat-lint {__version__}")

@@ -273,3 +273,16 @@ async def test_a_rule_that_raises_loses_only_its_own_findings(broken_client: Lan
     assert any("internal error in REM001" in d.message for d in found)
     replace_all(broken_client, uri, CLEAN, 2)
     assert await diagnostics(broken_client, uri) == []
+
+
+async def test_an_unsaved_change_in_a_file_of_the_project_updates_the_open_files_that_depend_on_it(
+    client: LanguageClient, project: Path
+) -> None:
+    pkg = package(project)
+    (pkg / "train.py").write_text(TRAIN_KEYWORD)  # in the project before layers.py collects it
+    layers = open_file(client, pkg / "layers.py", LAYERS)
+    assert [d.code for d in await diagnostics(client, layers)] == ["REM012"]
+    train = open_file(client, pkg / "train.py", TRAIN_KEYWORD)
+    await diagnostics(client, train)
+    replace_all(client, train, TRAIN_OK, 2)  # not saved: the disk still holds the keyword call
+    assert await diagnostics(client, layers) == []
