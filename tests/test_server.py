@@ -286,3 +286,13 @@ async def test_an_unsaved_change_in_a_file_of_the_project_updates_the_open_files
     await diagnostics(client, train)
     replace_all(client, train, TRAIN_OK, 2)  # not saved: the disk still holds the keyword call
     assert await diagnostics(client, layers) == []
+
+
+async def test_removed_and_no_op_findings_are_tagged(client: LanguageClient, project: Path) -> None:
+    text = (
+        CLEAN
+        + "\n\ng = jax.checkpoint(f, policy=jax.checkpoint_policies.everything_saveable)\nh = jax.checkpoint(f, concrete=True)\n"
+    )
+    uri = open_file(client, project / "model.py", text)
+    tags = {d.code: list(d.tags) for d in await diagnostics(client, uri)}
+    assert tags == {"REM104": [types.DiagnosticTag.Unnecessary], "REM005": [types.DiagnosticTag.Deprecated]}

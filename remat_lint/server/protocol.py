@@ -80,6 +80,8 @@ class RematLintServer(LanguageServer):
         document = self.workspace.text_documents.get(uri)
         if document is None or document.path is None:  # closed meanwhile, or not a file
             return None
+        if document.path.endswith(".ipynb"):  # its JSON: findings come to its cells (notebook documents)
+            return None
         path, text = document.path, document.source
         self.model.open(path, text)
         try:
