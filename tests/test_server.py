@@ -296,3 +296,13 @@ async def test_removed_and_no_op_findings_are_tagged(client: LanguageClient, pro
     uri = open_file(client, project / "model.py", text)
     tags = {d.code: list(d.tags) for d in await diagnostics(client, uri)}
     assert tags == {"REM104": [types.DiagnosticTag.Unnecessary], "REM005": [types.DiagnosticTag.Deprecated]}
+
+
+async def test_an_unsafe_fix_says_so_and_is_left_out_of_fix_all(client: LanguageClient, project: Path) -> None:
+    text = 'import jax\n\n\ndef f(x, n):\n    return x * n\n\n\ng = jax.checkpoint(f, static_argnames=("n",))\n'
+    uri = open_file(client, project / "model.py", text)
+    assert [d.code for d in await diagnostics(client, uri)] == ["REM010"]
+    [fix] = [a for a in await actions(client, uri, 7) if "noqa" not in a.title]
+    assert fix.title.endswith("(unsafe fix)") and not fix.is_preferred
+    assert apply(text, fix.edit.changes[uri]).endswith("g = jax.checkpoint(f, static_argnums=(1,))\n")
+    assert await actions(client, uri, 0, only=["source.fixAll.remat-lint"]) == []
