@@ -236,7 +236,7 @@ class ProjectPass:
         # Per project root and candidates' symbols: the other files, once collected (the server
         # calls one pass again and again as a buffer changes).
         self.others: dict[tuple[str | None, frozenset[str]], list[FileResult]] = {}
-        self.members: dict[str, frozenset[str]] = {}  # per project root: its files (real paths), once discovered
+        self.members: dict[str | None, frozenset[str]] = {}  # per project root: its files (real paths), once discovered
 
     def __call__(self, results: list[FileResult]) -> None:
         if not any(f.code in self.codes and f.data.get("pending") for r in results for f in r.findings):

@@ -8,6 +8,7 @@ position codec converts.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from lsprotocol import types
 from pygls.workspace.position_codec import PositionCodec
@@ -35,12 +36,12 @@ _TAGS = {
 _CODE = re.compile(r"[A-Z]+[0-9]+")
 
 
-def to_range(lines: list[str], codec: PositionCodec, start: Position, end: Position) -> types.Range:
+def to_range(lines: Sequence[str], codec: PositionCodec, start: Position, end: Position) -> types.Range:
     finding_range = types.Range(types.Position(start.row - 1, start.column), types.Position(end.row - 1, end.column))
     return codec.range_to_client_units(lines, finding_range)
 
 
-def diagnostic(finding: Finding, lines: list[str], codec: PositionCodec, uri: str) -> types.Diagnostic:
+def diagnostic(finding: Finding, lines: Sequence[str], codec: PositionCodec, uri: str) -> types.Diagnostic:
     info = rule_info(finding.code)
     return types.Diagnostic(
         range=to_range(lines, codec, finding.start, finding.end),
@@ -62,7 +63,7 @@ def related_information(finding: Finding, uri: str) -> list[types.DiagnosticRela
 
 
 def fix_action(
-    finding: Finding, uri: str, lines: list[str], codec: PositionCodec, diag: types.Diagnostic
+    finding: Finding, uri: str, lines: Sequence[str], codec: PositionCodec, diag: types.Diagnostic
 ) -> types.CodeAction | None:
     if finding.fix is None or not applicable(finding, unsafe=True):
         return None
@@ -78,7 +79,7 @@ def fix_action(
 
 
 def noqa_action(
-    finding: Finding, uri: str, source: str, lines: list[str], codec: PositionCodec, diag: types.Diagnostic
+    finding: Finding, uri: str, source: str, lines: Sequence[str], codec: PositionCodec, diag: types.Diagnostic
 ) -> types.CodeAction | None:
     if finding.code == PARSE_ERROR:  # nothing to suppress: the file does not parse
         return None
@@ -94,7 +95,7 @@ def noqa_action(
 
 
 def whole_document_action(
-    uri: str, lines: list[str], codec: PositionCodec, fixed: str, title: str, kind: str
+    uri: str, lines: Sequence[str], codec: PositionCodec, fixed: str, title: str, kind: str
 ) -> types.CodeAction:
     end = Position(len(lines) + 1, 0)
     return types.CodeAction(
@@ -103,7 +104,7 @@ def whole_document_action(
 
 
 def workspace_edit(
-    uri: str, lines: list[str], codec: PositionCodec, edits: tuple[TextEdit, ...] | list[TextEdit]
+    uri: str, lines: Sequence[str], codec: PositionCodec, edits: tuple[TextEdit, ...] | list[TextEdit]
 ) -> types.WorkspaceEdit:
     return types.WorkspaceEdit(
         changes={uri: [types.TextEdit(to_range(lines, codec, e.start, e.end), e.content) for e in edits]}
