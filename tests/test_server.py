@@ -306,3 +306,13 @@ async def test_an_unsafe_fix_says_so_and_is_left_out_of_fix_all(client: Language
     assert fix.title.endswith("(unsafe fix)") and not fix.is_preferred
     assert apply(text, fix.edit.changes[uri]).endswith("g = jax.checkpoint(f, static_argnums=(1,))\n")
     assert await actions(client, uri, 0, only=["source.fixAll.remat-lint"]) == []
+
+
+async def test_trace_command_runs_with_progress(client: LanguageClient, project: Path) -> None:
+    uri = open_file(client, project / "model.py", CLEAN)  # nothing to trace: no JAX compile
+    await diagnostics(client, uri)
+    report = await client.workspace_execute_command_async(types.ExecuteCommandParams("remat-lint.traceFile", [uri]))
+    assert "All checks passed!" in report
+    [reports] = client.progress_reports.values()
+    assert [type(r) for r in reports] == [types.WorkDoneProgressBegin, types.WorkDoneProgressEnd]
+    assert reports[0].title == "remat-lint: tracing"

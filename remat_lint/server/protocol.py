@@ -205,9 +205,10 @@ def did_change(ls: RematLintServer, params: types.DidChangeTextDocumentParams) -
 @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
 def did_save(ls: RematLintServer, params: types.DidSaveTextDocumentParams) -> None:
     document = ls.workspace.get_text_document(params.text_document.uri)
-    if document.path is not None and document.path.endswith(CONFIG_NAMES):
+    if document.path is not None and document.path.endswith(CONFIG_NAMES):  # an editor set to send them
         ls.file_changed(document.path)
-    ls.schedule(params.text_document.uri, 0)
+    else:
+        ls.schedule(params.text_document.uri, 0)
 
 
 @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
