@@ -32,6 +32,7 @@ def _capabilities() -> types.ClientCapabilities:
 
 async def _start(lsp_client: LanguageClient, root: Path, options: object = None) -> None:
     lsp_client.feature(types.CLIENT_REGISTER_CAPABILITY)(lambda params: None)  # the file watchers asked for
+    _record_publishes(lsp_client)
     await lsp_client.initialize_session(
         types.InitializeParams(
             capabilities=_capabilities(),
@@ -69,21 +70,28 @@ async def broken_client(lsp_client: LanguageClient, project: Path):
     await lsp_client.shutdown_session()
 
 
+def _record_publishes(lsp_client: LanguageClient) -> None:
+    """Keep every publish, in order: pytest-lsp's ``wait_for_notification`` misses a notification
+    that arrives in the same read as the one awaited (two files re-linted together)."""
+    lsp_client.published, lsp_client.consumed = [], {}  # type: ignore[attr-defined]
+    del lsp_client.protocol.fm.features[types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS]  # pytest-lsp's own
+
+    @lsp_client.feature(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    def record(client: LanguageClient, params: types.PublishDiagnosticsParams) -> None:
+        client.diagnostics[params.uri] = params.diagnostics
+        client.published.append(params)  # type: ignore[attr-defined]
+
+
 async def diagnostics(client: LanguageClient, uri: str) -> list[types.Diagnostic]:
-    """The next diagnostics published for ``uri``."""
-    while True:
-        params = await asyncio.wait_for(client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS), 30)
-        if params.uri == uri:
-            return list(params.diagnostics)
-
-
-async def first_diagnostics(client: LanguageClient, uri: str) -> list[types.Diagnostic]:
-    """The diagnostics published first for ``uri``, whenever they came."""
-    for _ in range(300):
-        if uri in client.diagnostics:
-            return list(client.diagnostics[uri])
-        await asyncio.sleep(0.1)
-    raise TimeoutError(f"no diagnostics for {uri}")
+    """The diagnostics of the next publish for ``uri`` (after those this returned last)."""
+    for _ in range(600):
+        mine = [params for params in client.published if params.uri == uri]  # type: ignore[attr-defined]
+        taken = client.consumed.get(uri, 0)  # type: ignore[attr-defined]
+        if len(mine) > taken:
+            client.consumed[uri] = taken + 1  # type: ignore[attr-defined]
+            return list(mine[taken].diagnostics)
+        await asyncio.sleep(0.05)
+    raise TimeoutError(f"no diagnostics published for {uri}")
 
 
 def open_file(client: LanguageClient, path: Path, text: str, version: int = 1) -> str:
@@ -238,7 +246,7 @@ async def test_notebook_cells_get_their_own_diagnostics(client: LanguageClient, 
             ],
         )
     )
-    [diag] = await first_diagnostics(client, f"{notebook_uri}#cell3")
+    [diag] = await diagnostics(client, f"{notebook_uri}#cell3")
     assert diag.code == "REM001" and diag.range.start.line == 0
 
 
@@ -316,3 +324,21 @@ async def test_trace_command_runs_with_progress(client: LanguageClient, project:
     [reports] = client.progress_reports.values()
     assert [type(r) for r in reports] == [types.WorkDoneProgressBegin, types.WorkDoneProgressEnd]
     assert reports[0].title == "remat-lint: tracing"
+
+
+async def test_each_folder_gets_its_own_configuration_and_a_saved_one_reloads(
+    client: LanguageClient, project: Path
+) -> None:
+    (project / "other").mkdir()
+    config = project / "other" / "pyproject.toml"
+    config.write_text('[tool.remat-lint]\nignore = ["REM001"]\n')
+    here = open_file(client, project / "model.py", MISUSE)
+    assert [d.code for d in await diagnostics(client, here)] == ["REM001"]
+    there = open_file(client, project / "other" / "model.py", MISUSE)
+    assert await diagnostics(client, there) == []
+    client.text_document_did_open(
+        types.DidOpenTextDocumentParams(types.TextDocumentItem(config.as_uri(), "toml", 1, config.read_text()))
+    )
+    config.write_text("[tool.remat-lint]\n")  # edited and saved in the editor: didSave, no file watcher
+    client.text_document_did_save(types.DidSaveTextDocumentParams(types.TextDocumentIdentifier(config.as_uri())))
+    assert [d.code for d in await diagnostics(client, there)] == ["REM001"]

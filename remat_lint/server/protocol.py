@@ -34,6 +34,7 @@ from remat_lint.sources import Layout, Notebook, in_cells
 DEBOUNCE_S = 0.02  # keystrokes closer than this are linted once
 DEPENDENT_DEBOUNCE_S = 0.3  # other open files, re-linted for a change in this one once typing pauses
 TRACE_COMMAND = "remat-lint.traceFile"
+PYTHON = (".py", ".pyi")  # the text documents linted (discovery.SUFFIXES, notebooks aside)
 _WATCHED = ("**/*.py", "**/pyproject.toml", "**/remat-lint.toml")
 
 
@@ -80,7 +81,7 @@ class RematLintServer(LanguageServer):
         document = self.workspace.text_documents.get(uri)
         if document is None or document.path is None:  # closed meanwhile, or not a file
             return None
-        if document.path.endswith(".ipynb"):  # its JSON: findings come to its cells (notebook documents)
+        if not document.path.endswith(PYTHON):  # a .ipynb's JSON: its cells get the findings (notebook documents)
             return None
         path, text = document.path, document.source
         self.model.open(path, text)
