@@ -342,3 +342,17 @@ async def test_each_folder_gets_its_own_configuration_and_a_saved_one_reloads(
     config.write_text("[tool.remat-lint]\n")  # edited and saved in the editor: didSave, no file watcher
     client.text_document_did_save(types.DidSaveTextDocumentParams(types.TextDocumentIdentifier(config.as_uri())))
     assert [d.code for d in await diagnostics(client, there)] == ["REM001"]
+
+
+async def test_a_broken_configuration_is_reported_and_the_defaults_lint_meanwhile(
+    client: LanguageClient, project: Path
+) -> None:
+    uri = open_file(client, project / "model.py", MISUSE)
+    assert [d.code for d in await diagnostics(client, uri)] == ["REM001"]
+    config = project / "pyproject.toml"
+    config.write_text('[tool.remat-lint]\nignore = ["REM001"\n')  # half-typed
+    client.workspace_did_change_watched_files(
+        types.DidChangeWatchedFilesParams([types.FileEvent(config.as_uri(), types.FileChangeType.Changed)])
+    )
+    assert [d.code for d in await diagnostics(client, uri)] == ["REM001"]
+    assert any("pyproject.toml" in message.message for message in client.messages)

@@ -120,6 +120,8 @@ class RematLintServer(LanguageServer):
             if document.path in dependents:
                 self.schedule(uri, DEPENDENT_DEBOUNCE_S)
         if any(path.endswith(name) for name in CONFIG_NAMES):
+            if self.model.config_error:  # linting goes on with the defaults meanwhile
+                self.window_show_message(types.ShowMessageParams(types.MessageType.Warning, self.model.config_error))
             for uri in list(self.workspace.notebook_documents):
                 self.lint_notebook(uri)
 

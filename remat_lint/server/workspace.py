@@ -18,7 +18,7 @@ from remat_lint.config import ConfigError, RuleSelection, Settings
 from remat_lint.findings import Finding
 from remat_lint.resolver import Resolver
 from remat_lint.results import FileResult, SourceFile, diagnostic
-from remat_lint.runner import ProjectPass, decode_source, lint_one, project_root
+from remat_lint.runner import ProjectPass, lint_one, project_root
 from remat_lint.sources import SUFFIX as NOTEBOOK
 from remat_lint.sources import Notebook
 
@@ -64,12 +64,27 @@ class Workspace:
         self.resolver = self._resolver()
 
     def _resolver(self) -> Resolver:
+        """The configurations of the open files, read now so that a broken one is reported now."""
+        self.config_error = None
         try:
-            self.config_error = None
-            return Resolver(self.overrides)
-        except ConfigError as exc:  # a half-typed pyproject.toml: lint with the defaults meanwhile
-            self.config_error = str(exc)
-            return Resolver.of(Settings())
+            resolver = Resolver(self.overrides)
+            for path in self.open_files:
+                resolver(path)
+        except ConfigError as exc:
+            return self._defaults(exc)
+        return resolver
+
+    def _defaults(self, error: ConfigError) -> Resolver:
+        """A half-typed pyproject.toml: every file gets the defaults until a configuration changes."""
+        self.config_error = str(error)
+        self.resolver = Resolver.of(Settings(selection=[self.overrides] if self.overrides else []))
+        return self.resolver
+
+    def settings(self, path: str) -> Settings:
+        try:
+            return self.resolver(path)
+        except ConfigError as exc:  # a file opened in a folder whose configuration is broken
+            return self._defaults(exc)(path)
 
     def reload_settings(self) -> None:
         """A configuration file changed: resolve every file afresh, drop the warm passes."""
@@ -86,7 +101,7 @@ class Workspace:
     def read(self, path: str) -> bytes | Finding:
         """A file as the project pass sees it: its open buffer, else the disk."""
         opened = self.open_files.get(path) or self.open_files.get(os.path.abspath(path))
-        if opened is not None:
+        if opened is not None and not path.endswith(NOTEBOOK):  # an open notebook's cells are not kept as its file
             return opened.text.encode("utf-8")
         try:
             return Path(path).read_bytes()
@@ -97,11 +112,8 @@ class Workspace:
         """The findings of an open file (or of ``source``, a notebook's joined cells), project-wide
         ones decided with the other files' facts."""
         opened = self.open_files.setdefault(path, OpenFile(""))
-        if source is None:  # a .py buffer is text already (its coding cookie does not apply)
-            source = (
-                SourceFile(opened.text) if not path.endswith(NOTEBOOK) else decode_source(path, opened.text.encode())
-            )
-        result = lint_one(path, source, self.resolver(path))
+        # A .py buffer is text already (its coding cookie does not apply).
+        result = lint_one(path, SourceFile(opened.text) if source is None else source, self.settings(path))
         if opened.passes is None:
             opened.passes = ProjectPass([path], self.resolver, cache=self.cache, read=self.read)
         else:
