@@ -86,7 +86,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="remat-lint",
         description="Find misuse of JAX gradient checkpointing (jax.checkpoint / remat).",
-        epilog="`remat-lint rule CODE` explains a rule; `remat-lint rule --all` lists them all.",
+        epilog="`remat-lint rule CODE` explains a rule; `remat-lint rule --all` lists them all. "
+               "`remat-lint server` is the Language Server (docs/editors.md).",
     )
     parser.add_argument("paths", nargs="*", metavar="PATH", help="files or directories to lint (default: .); - reads stdin")
     parser.add_argument("--version", action="version", version=f"remat-lint {__version__}")
@@ -170,6 +171,10 @@ def _main(argv: list[str]) -> int:
     try:
         if argv[:1] == ["rule"]:
             return rule_command(argv[1:])
+        if argv[:1] == ["server"]:  # the Language Server: pygls is imported only here
+            from remat_lint.server import main as server
+
+            return server(argv[1:])
         if argv[:1] == ["check"]:  # ruff users type `check`
             argv = argv[1:]
         return check_command(build_parser().parse_args(argv))

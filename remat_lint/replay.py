@@ -99,8 +99,8 @@ def _scan(argv: list[str]) -> tuple[str | None, list[str]] | None:
         if argument == "-":
             return None  # stdin
         if not options or not argument.startswith("-"):
-            if argument == "rule" and not paths and index == 1:
-                return None  # `remat-lint rule CODE` prints documentation
+            if argument in ("rule", "server") and not paths and index == 1:
+                return None  # `remat-lint rule CODE` prints documentation; a server converses on stdio
             paths.append(argument)
             continue
         if argument == "--":

@@ -16,7 +16,7 @@ import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from remat_lint.cache import Cache
 from remat_lint.config import Settings
@@ -243,13 +243,20 @@ class ProjectPass:
     it. The project's files are those a
     run on ``project_root`` would lint; when a linted file is not among them, only the linted
     files count. ``buffers``: linted files' texts that are not on disk (stdin, flake8's, fixed in memory).
-    ``ignore_noqa``: a finding moved to a call is reported whatever `# noqa` the call's line has."""
+    ``ignore_noqa``: a finding moved to a call is reported whatever `# noqa` the call's line has.
+    ``read``: how other files are read (the server reads its open buffers before the disk); the
+    server calls one pass again and again as a buffer changes (``holds``, ``refresh``)."""
 
     def __init__(self, linted: Iterable[str], resolver: Resolver, *, jobs: int = 1, cache: Cache | None = None,
-                 buffers: dict[str, str] | None = None, ignore_noqa: bool = False) -> None:
+                 buffers: dict[str, str] | None = None, ignore_noqa: bool = False,
+                 read: Callable[[str], bytes | Finding] | None = None) -> None:
         self.resolver, self.jobs, self.cache, self.ignore_noqa = resolver, jobs, cache, ignore_noqa
+        self.read = read or _read
         self.codes = project_codes(frozenset(info.code for info in rule_index()))
-        self.others: dict[str | None, list[FileResult]] = {}  # per project root: the other files, once collected
+        # Per project root and candidates' symbols: the other files, once collected.
+        self.others: dict[tuple[str | None, frozenset[str]], list[FileResult]] = {}
+        self.members: dict[str | None, frozenset[str]] = {}  # per project root: its files (real paths), once discovered
+        self.imported: set[str] = set()  # real paths of the imported files the last call read for facts
         self._files: dict[str, ProjectFiles] = {}  # per project root
         self._reals: dict[str, str] = {}  # path -> real path (several lookups per linted file)
         self.buffers: dict[str, str] = {}  # real path -> text
@@ -268,9 +275,9 @@ class ProjectPass:
         for root, group in groups.items():
             symbols = self._symbols(group)
             if symbols is not None:
-                if root not in self.others:
-                    self.others[root] = self._other_facts(root, group, symbols)
-                others = self.others[root]
+                if (root, symbols) not in self.others:
+                    self.others[root, symbols] = self._other_facts(root, group, symbols)
+                others = self.others[root, symbols]
             else:
                 others = self._imported_facts(root, group)
                 if self._symbols(others) is None:
@@ -290,6 +297,22 @@ class ProjectPass:
         """Read ``text`` as the file ``path``'s (its buffer, or its text after fixes in memory)."""
         self.buffers[self._real(path)] = text
 
+    def holds(self, path: str) -> bool:
+        """Whether ``path`` is one of the files of a project collected, or an imported file read."""
+        real = self._real(path)
+        return real in self.imported or any(real in members for members in self.members.values())
+
+    def refresh(self, path: str) -> None:
+        """``path``, a file of a project collected, changed (the server, as a buffer changes): its
+        summary and facts afresh, the rest kept (aliases it newly names are followed at the next
+        collection). Imported files are read afresh at every call."""
+        real = self._real(path)
+        for (root, symbols), others in self.others.items():
+            if real in self.members.get(root, ()):
+                found = _lint([(path, self._data(path) or b"")], self.resolver, jobs=1, cache=self.cache, words=symbols)
+                kept = [r for r in others if self._real(r.path) != real]
+                self.others[root, symbols] = kept + [_for_project(r) for r in found if r.summary is not None]
+
     def _symbols(self, results: list[FileResult]) -> frozenset[str] | None:
         """The symbols the project-wide candidates in ``results`` name; None when there is none."""
         candidates = [f for r in results for f in r.findings if f.code in self.codes and f.data.get("pending")]
@@ -303,6 +326,7 @@ class ProjectPass:
         if root is not None and self._in_project(root, group):
             linted = {self._real(r.path) for r in group}
             project = {self._real(path): path for path in discover([root], self.resolver).files}
+            self.members[root] = frozenset(project)
             paths.update((real, path) for real, path in project.items() if real not in linted)
         return self._summaries(paths, group, symbols)
 
@@ -314,6 +338,7 @@ class ProjectPass:
             return []
         texts = {r.path: self._data(r.path) for r in group}
         imported = self._files[root].closure({p: t for p, t in texts.items() if t is not None}, self._data, self._real)
+        self.imported = {self._real(path) for path, _ in imported}
         found = _lint(((p, d) for p, d in imported if d is not None), self.resolver, jobs=self.jobs, cache=self.cache)
         others = [_for_project(r) for r in found if r.summary is not None]
         symbols = self._symbols(others)
@@ -353,7 +378,7 @@ class ProjectPass:
         buffer = self.buffers.get(self._real(path))
         if buffer is not None:
             return buffer.encode("utf-8")
-        data = _read(path)
+        data = self.read(path)
         return data if isinstance(data, bytes) else None
 
     def _admit(self, finding: Finding) -> bool:
