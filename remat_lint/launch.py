@@ -16,7 +16,8 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         code = _run(argv)
-        sys.stdout.flush()  # here, not at exit: a closed pipe must fail where it is caught
+        if not sys.stdout.closed:  # the server's stdio transport closes it when the client exits
+            sys.stdout.flush()  # here, not at exit: a closed pipe must fail where it is caught
         return code
     except BrokenPipeError:  # no record is saved: what was printed is not the whole output
         return broken_pipe.quiet_exit()

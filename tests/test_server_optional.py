@@ -24,3 +24,28 @@ def test_server_rejects_unknown_arguments() -> None:
     run = subprocess.run([sys.executable, "-m", "remat_lint", "server", "--tcp"], capture_output=True, text=True)
     assert run.returncode == 2
     assert "usage: remat-lint server" in run.stderr
+
+
+def _message(payload: str) -> bytes:
+    body = payload.encode()
+    return b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+
+def test_the_server_ends_quietly_when_the_client_says_exit(tmp_path: Path) -> None:
+    messages = [
+        '{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"capabilities": {}, "processId": null, '
+        f'"rootUri": "{tmp_path.as_uri()}"}}}}',
+        '{"jsonrpc": "2.0", "method": "initialized", "params": {}}',
+        '{"jsonrpc": "2.0", "id": 2, "method": "shutdown"}',
+        '{"jsonrpc": "2.0", "method": "exit"}',
+    ]
+    run = subprocess.run(
+        [sys.executable, "-m", "remat_lint", "server"],
+        input=b"".join(_message(m) for m in messages),
+        capture_output=True,
+        cwd=tmp_path,
+        timeout=120,
+    )
+    assert b'"id": 2' in run.stdout.replace(b'"id":2', b'"id": 2')
+    assert b"Traceback" not in run.stderr, run.stderr.decode()
+    assert run.returncode == 0
