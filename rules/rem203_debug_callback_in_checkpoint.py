@@ -20,7 +20,7 @@ TWICE = (
     "expect duplicated output, or move it outside the checkpointed function"
 )
 IO_FAILS = (
-    "fails under `grad`: the first `grad`/`vjp` raises `ValueError: IO callbacks do not support JVP.` when its operand "
+    "fails under `grad`. The first `grad`/`vjp` raises `ValueError: IO callbacks do not support JVP.` when its operand "
     "depends on a differentiated value (checkpoint or not), and otherwise `NotImplementedError: Effects not supported "
     "in partial-eval of checkpoint/remat` (JAX cannot partially evaluate an `io_callback` inside a checkpoint); "
     "call it outside the checkpointed function"
