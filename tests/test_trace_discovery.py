@@ -434,3 +434,113 @@ def test_a_linen_model_wrapped_whole_by_nn_remat_is_reported_at_the_wrap(tmp_pat
     [found] = json.loads(proc.stdout)
     assert (found["code"], found["location"]["row"]) == ("REM401", 20)  # the nn.remat line, not the body
     assert "program loss(<10 arrays>, f32[8,16], f32[8,4])" in found["trace"]["reason"]
+
+
+PER_LAYER = """\
+    import flax.linen as nn
+    import jax
+    import jax.numpy as jnp
+    from flax import nnx
+
+
+    class Block(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            return nn.Dense(16)(jnp.tanh(nn.Dense(64)(x)))
+
+
+    class Linen(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            for _ in range(2):
+                x = nn.remat(Block)()(x)  # line 17
+            return x
+
+
+    def linen_loss(params, x):
+        return jnp.mean(Linen().apply(params, x) ** 2)
+
+
+    class Layer(nnx.Module):
+        def __init__(self, rngs):
+            self.a = nnx.Linear(16, 64, rngs=rngs)
+            self.b = nnx.Linear(64, 16, rngs=rngs)
+
+        def __call__(self, x):
+            return self.b(jnp.tanh(self.a(x)))
+
+
+    class Net(nnx.Module):
+        def __init__(self, rngs):
+            self.layers = nnx.List([Layer(rngs) for _ in range(2)])
+
+        def __call__(self, x):
+            for layer in self.layers:
+                x = layer_call(layer, x)
+            return x
+
+
+    layer_call = nnx.remat(lambda layer, x: layer(x))  # line 44
+
+
+    def nnx_loss(model, x):
+        return jnp.mean(model(x) ** 2)
+
+
+    def dense(w, x):
+        return jnp.tanh(jnp.tanh(x @ w) @ w)
+
+
+    per_layer = jax.checkpoint(dense)  # line 55
+
+
+    def jax_loss(ws, x):
+        for w in ws:
+            x = per_layer(w, x)
+        return jnp.mean(x**2)
+
+
+    spare = jax.checkpoint(jnp.sin)  # line 64: no program applies it: REM402 lists the programs judged
+    """
+
+PER_LAYER_TESTS = """\
+    import jax
+    import jax.numpy as jnp
+    import pytest
+    from flax import nnx
+
+    from pkg.model import Linen, Net, jax_loss, linen_loss, nnx_loss
+
+    BATCHES = [pytest.param(8, id="grad"), pytest.param(4, id="value_and_grad")]
+
+
+    @pytest.mark.parametrize("batch", BATCHES)
+    def test_linen(batch):
+        x = jnp.ones((batch, 16))
+        params = Linen().init(jax.random.key(0), x)
+        grad = jax.grad if batch == 8 else lambda f: lambda *a: jax.value_and_grad(f)(*a)[1]
+        assert jax.tree_util.tree_leaves(grad(linen_loss)(params, x))
+
+
+    @pytest.mark.parametrize("batch", BATCHES)
+    def test_nnx(batch):
+        grad = nnx.grad if batch == 8 else lambda f: lambda *a: nnx.value_and_grad(f)(*a)[1]
+        assert grad(nnx_loss)(Net(nnx.Rngs(0)), jnp.ones((batch, 16))) is not None
+
+
+    @pytest.mark.parametrize("batch", BATCHES)
+    def test_jax(batch):
+        grad = jax.grad if batch == 8 else lambda f: lambda *a: jax.value_and_grad(f)(*a)[1]
+        assert grad(jax_loss)([jnp.ones((16, 16))] * 2, jnp.ones((batch, 16)))[0].shape == (16, 16)
+    """
+
+
+def test_per_layer_checkpoints_that_save_memory_at_a_larger_batch_are_not_reported_at_tiny_shapes(tmp_path: Path):
+    """At the tests' batch a per-layer checkpoint compiles to more temp than none (fixed-size buffers
+    decide it), at 16 times the batch to less: the checkpoint saves memory, so no REM401, in linen,
+    nnx and plain jax, under grad and value_and_grad."""
+    project(tmp_path, {"pkg/model.py": PER_LAYER, "tests/test_model.py": PER_LAYER_TESTS})
+    proc = lint("--trace", "--trace-run", PYTEST, "--output-format", "json", "pkg", cwd=tmp_path)
+    found = json.loads(proc.stdout)
+    assert [(f["code"], f["location"]["row"]) for f in found] == [("REM402", 64)]
+    assert len(found[0]["trace"]["evidence"]["programs"]) == 6  # linen, nnx and jax, at batch 8 and 4
