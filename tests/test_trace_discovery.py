@@ -209,6 +209,9 @@ def test_whole_forward_nnx_checkpoint_before_a_squared_error_is_reported_with_it
     evidence = found["trace"]["evidence"]
     assert evidence["as_written"]["temp_bytes"] >= evidence["without"]["temp_bytes"]  # measured 4,152 vs 4,096 bytes
     assert evidence["as_written"]["flops"] > evidence["without"]["flops"] * 1.2  # measured +33 %
+    # and at 16 times the batch of x and y: measured 98,360 vs 98,304 bytes
+    assert "; at 16 times the batch (f32[128,16], f32[128,4]): temp 96.05 KiB as written vs 96.00 KiB" in found["message"]
+    assert evidence["scaled"]["as_written"]["temp_bytes"] >= evidence["scaled"]["without"]["temp_bytes"]
     assert found["trace"]["found_by"] == "trace"
     assert found["trace"]["reason"].startswith("found by tracing in tests/test_model.py::test_nnx, program loss(")
 
@@ -384,6 +387,7 @@ def test_an_equinox_whole_forward_checkpoint_under_filter_grad_is_reported(tmp_p
     [found] = json.loads(proc.stdout)
     assert (found["code"], found["location"]["row"]) == ("REM401", 16)
     assert found["trace"]["evidence"]["as_written"]["flops"] > found["trace"]["evidence"]["without"]["flops"] * 1.2
+    assert "; at 16 times the batch (f32[128,16], f32[128,4]): temp " in found["message"], found["message"]
 
 
 def test_a_linen_model_wrapped_whole_by_nn_remat_is_reported_at_the_wrap(tmp_path: Path):
@@ -434,6 +438,7 @@ def test_a_linen_model_wrapped_whole_by_nn_remat_is_reported_at_the_wrap(tmp_pat
     [found] = json.loads(proc.stdout)
     assert (found["code"], found["location"]["row"]) == ("REM401", 20)  # the nn.remat line, not the body
     assert "program loss(<10 arrays>, f32[8,16], f32[8,4])" in found["trace"]["reason"]
+    assert "; at 16 times the batch (f32[128,16], f32[128,4]): temp " in found["message"], found["message"]
 
 
 PER_LAYER = """\
