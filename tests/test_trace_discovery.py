@@ -549,3 +549,43 @@ def test_per_layer_checkpoints_that_save_memory_at_a_larger_batch_are_not_report
     found = json.loads(proc.stdout)
     assert [(f["code"], f["location"]["row"]) for f in found] == [("REM402", 64)]
     assert len(found[0]["trace"]["evidence"]["programs"]) == 6  # linen, nnx and jax, at batch 8 and 4
+
+
+def test_a_program_that_does_not_trace_at_a_larger_batch_gives_no_rem401(tmp_path: Path):
+    """``proj`` is not differentiated, so its leading dimension grows with the batch's and ``h @ proj``
+    no longer traces: the verdict at the recorded shapes alone is not reported (precision)."""
+    project(
+        tmp_path,
+        {
+            "pkg/model.py": """\
+            import jax
+            import jax.numpy as jnp
+
+
+            def mlp(ws, x):
+                for w in ws:
+                    x = jnp.tanh(x @ w)
+                return x
+
+
+            forward = jax.checkpoint(mlp)
+
+
+            def loss(ws, x, proj):
+                return jnp.mean((forward(ws, x) @ proj) ** 2)
+            """,
+            "tests/test_model.py": """\
+            import jax
+            import jax.numpy as jnp
+
+            from pkg.model import loss
+
+
+            def test_grad():
+                ws = [jnp.ones((32, 32))] * 3
+                assert len(jax.grad(loss)(ws, jnp.ones((16, 32)), jnp.ones((32, 4)))) == 3
+            """,
+        },
+    )
+    proc = lint("--trace", "--trace-run", PYTEST, "--output-format", "json", "pkg", cwd=tmp_path)
+    assert json.loads(proc.stdout) == [], proc.stdout
