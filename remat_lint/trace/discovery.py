@@ -75,8 +75,8 @@ def observe(
     site_lines: Sequence[int],
     name: str,
     observed: str,
+    scaled: Scaled,
     measure: bool = True,
-    scaled: Scaled = lambda: None,
 ) -> Observation:
     """The module's checkpoint sites in ``program`` (the recorded, differentiated one), judged; compiled
     costs (REM401) only when ``measure`` (on XLA:CPU, with the barrier flag of SPEC §6), and confirmed
@@ -173,7 +173,9 @@ def _compared(as_written: costs.Costs, without: costs.Costs) -> str:
 def _at_scale(program: costs.Program, site: Site, scaled: costs.Program | None) -> dict[str, Any] | None:
     """The costs of ``site`` in ``scaled`` as written and without it, when it saves no memory there too;
     None when it does, or when the scaled program cannot be built, matched, rewritten or compiled."""
-    twin = scaling.same_site(scaled, program, site) if scaled is not None else None
+    if scaled is None:
+        return None
+    twin = scaling.same_site(scaled, program, site)
     if twin is None:
         return None
     try:

@@ -14,6 +14,7 @@ from typing import Any
 import jax
 
 from remat_lint.trace import costs
+from remat_lint.trace.jaxpr_sites import Site
 
 FACTOR = 16  # how many times the recorded batch; see rules/rem401_checkpoint_saves_no_memory.py
 
@@ -49,7 +50,7 @@ def scaled_program(
         return None
 
 
-def same_site(scaled: costs.Program, program: costs.Program, site: Any) -> Any:
+def same_site(scaled: costs.Program, program: costs.Program, site: Site) -> Site | None:
     """``site`` of ``program`` in ``scaled`` (the same trace at other shapes, so the same sites in the same
     order); None when the two programs' checkpoints differ."""
     index = program.sites.index(site)
