@@ -209,6 +209,9 @@ def test_whole_forward_nnx_checkpoint_before_a_squared_error_is_reported_with_it
     evidence = found["trace"]["evidence"]
     assert evidence["as_written"]["temp_bytes"] >= evidence["without"]["temp_bytes"]  # measured 4,152 vs 4,096 bytes
     assert evidence["as_written"]["flops"] > evidence["without"]["flops"] * 1.2  # measured +33 %
+    # and at 16 times the batch of x and y: measured 98,360 vs 98,304 bytes
+    assert "; at 16 times the batch (f32[128,16], f32[128,4]): temp 96.05 KiB as written vs 96.00 KiB" in found["message"]
+    assert evidence["scaled"]["as_written"]["temp_bytes"] >= evidence["scaled"]["without"]["temp_bytes"]
     assert found["trace"]["found_by"] == "trace"
     assert found["trace"]["reason"].startswith("found by tracing in tests/test_model.py::test_nnx, program loss(")
 
@@ -384,6 +387,7 @@ def test_an_equinox_whole_forward_checkpoint_under_filter_grad_is_reported(tmp_p
     [found] = json.loads(proc.stdout)
     assert (found["code"], found["location"]["row"]) == ("REM401", 16)
     assert found["trace"]["evidence"]["as_written"]["flops"] > found["trace"]["evidence"]["without"]["flops"] * 1.2
+    assert "; at 16 times the batch (f32[128,16], f32[128,4]): temp " in found["message"], found["message"]
 
 
 def test_a_linen_model_wrapped_whole_by_nn_remat_is_reported_at_the_wrap(tmp_path: Path):
@@ -434,3 +438,154 @@ def test_a_linen_model_wrapped_whole_by_nn_remat_is_reported_at_the_wrap(tmp_pat
     [found] = json.loads(proc.stdout)
     assert (found["code"], found["location"]["row"]) == ("REM401", 20)  # the nn.remat line, not the body
     assert "program loss(<10 arrays>, f32[8,16], f32[8,4])" in found["trace"]["reason"]
+    assert "; at 16 times the batch (f32[128,16], f32[128,4]): temp " in found["message"], found["message"]
+
+
+PER_LAYER = """\
+    import flax.linen as nn
+    import jax
+    import jax.numpy as jnp
+    from flax import nnx
+
+
+    class Block(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            return nn.Dense(16)(jnp.tanh(nn.Dense(64)(x)))
+
+
+    class Linen(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            for _ in range(2):
+                x = nn.remat(Block)()(x)  # line 17
+            return x
+
+
+    def linen_loss(params, x):
+        return jnp.mean(Linen().apply(params, x) ** 2)
+
+
+    class Layer(nnx.Module):
+        def __init__(self, rngs):
+            self.a = nnx.Linear(16, 64, rngs=rngs)
+            self.b = nnx.Linear(64, 16, rngs=rngs)
+
+        def __call__(self, x):
+            return self.b(jnp.tanh(self.a(x)))
+
+
+    class Net(nnx.Module):
+        def __init__(self, rngs):
+            self.layers = nnx.List([Layer(rngs) for _ in range(2)])
+
+        def __call__(self, x):
+            for layer in self.layers:
+                x = layer_call(layer, x)
+            return x
+
+
+    layer_call = nnx.remat(lambda layer, x: layer(x))  # line 44
+
+
+    def nnx_loss(model, x):
+        return jnp.mean(model(x) ** 2)
+
+
+    def dense(w, x):
+        return jnp.tanh(jnp.tanh(x @ w) @ w)
+
+
+    per_layer = jax.checkpoint(dense)  # line 55
+
+
+    def jax_loss(ws, x):
+        for w in ws:
+            x = per_layer(w, x)
+        return jnp.mean(x**2)
+
+
+    spare = jax.checkpoint(jnp.sin)  # line 64: no program applies it: REM402 lists the programs judged
+    """
+
+PER_LAYER_TESTS = """\
+    import jax
+    import jax.numpy as jnp
+    import pytest
+    from flax import nnx
+
+    from pkg.model import Linen, Net, jax_loss, linen_loss, nnx_loss
+
+    BATCHES = [pytest.param(8, id="grad"), pytest.param(4, id="value_and_grad")]
+
+
+    @pytest.mark.parametrize("batch", BATCHES)
+    def test_linen(batch):
+        x = jnp.ones((batch, 16))
+        params = Linen().init(jax.random.key(0), x)
+        grad = jax.grad if batch == 8 else lambda f: lambda *a: jax.value_and_grad(f)(*a)[1]
+        assert jax.tree_util.tree_leaves(grad(linen_loss)(params, x))
+
+
+    @pytest.mark.parametrize("batch", BATCHES)
+    def test_nnx(batch):
+        grad = nnx.grad if batch == 8 else lambda f: lambda *a: nnx.value_and_grad(f)(*a)[1]
+        assert grad(nnx_loss)(Net(nnx.Rngs(0)), jnp.ones((batch, 16))) is not None
+
+
+    @pytest.mark.parametrize("batch", BATCHES)
+    def test_jax(batch):
+        grad = jax.grad if batch == 8 else lambda f: lambda *a: jax.value_and_grad(f)(*a)[1]
+        assert grad(jax_loss)([jnp.ones((16, 16))] * 2, jnp.ones((batch, 16)))[0].shape == (16, 16)
+    """
+
+
+def test_per_layer_checkpoints_that_save_memory_at_a_larger_batch_are_not_reported_at_tiny_shapes(tmp_path: Path):
+    """At the tests' batch a per-layer checkpoint compiles to more temp than none (fixed-size buffers
+    decide it), at 16 times the batch to less: the checkpoint saves memory, so no REM401, in linen,
+    nnx and plain jax, under grad and value_and_grad."""
+    project(tmp_path, {"pkg/model.py": PER_LAYER, "tests/test_model.py": PER_LAYER_TESTS})
+    proc = lint("--trace", "--trace-run", PYTEST, "--output-format", "json", "pkg", cwd=tmp_path)
+    found = json.loads(proc.stdout)
+    assert [(f["code"], f["location"]["row"]) for f in found] == [("REM402", 64)]
+    assert len(found[0]["trace"]["evidence"]["programs"]) == 6  # linen, nnx and jax, at batch 8 and 4
+
+
+def test_a_program_that_does_not_trace_at_a_larger_batch_gives_no_rem401(tmp_path: Path):
+    """``proj`` is not differentiated, so its leading dimension grows with the batch's and ``h @ proj``
+    no longer traces: the verdict at the recorded shapes alone is not reported (precision)."""
+    project(
+        tmp_path,
+        {
+            "pkg/model.py": """\
+            import jax
+            import jax.numpy as jnp
+
+
+            def mlp(ws, x):
+                for w in ws:
+                    x = jnp.tanh(x @ w)
+                return x
+
+
+            forward = jax.checkpoint(mlp)
+
+
+            def loss(ws, x, proj):
+                return jnp.mean((forward(ws, x) @ proj) ** 2)
+            """,
+            "tests/test_model.py": """\
+            import jax
+            import jax.numpy as jnp
+
+            from pkg.model import loss
+
+
+            def test_grad():
+                ws = [jnp.ones((32, 32))] * 3
+                assert len(jax.grad(loss)(ws, jnp.ones((16, 32)), jnp.ones((32, 4)))) == 3
+            """,
+        },
+    )
+    proc = lint("--trace", "--trace-run", PYTEST, "--output-format", "json", "pkg", cwd=tmp_path)
+    assert json.loads(proc.stdout) == [], proc.stdout

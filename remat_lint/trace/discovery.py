@@ -7,7 +7,9 @@ each site of this module in one recorded program this module measures, as the co
 program as written and without that checkpoint, and reports
 
 - ``REM401``: the checkpoint saves no peak temp memory yet costs FLOPs or temp memory (more than
-  ``costs.TOLERANCE``). A checkpoint that lowers temp memory in the program is never reported.
+  ``costs.TOLERANCE``), in the program as recorded (of at least ``MIN_TEMP_BYTES`` temp without it)
+  and again at ``scaling.FACTOR`` times its batch, where activations rather than fixed-size buffers
+  decide the peak. A checkpoint that lowers temp memory at either size is never reported.
 - ``REM403``: a name policy (``save_only_these_names``…) with names that match no ``checkpoint_name``
   in the program.
 
@@ -18,19 +20,27 @@ shapes, and the test that differentiated it.
 
 from __future__ import annotations
 
+import functools
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import jax
 
-from remat_lint.trace import costs
+from remat_lint.trace import costs, scaling
 from remat_lint.trace.budget import declared_names
 from remat_lint.trace.dynamic_findings import NO_SAVING, UNKNOWN_NAMES
 from remat_lint.trace.evidence import policy_names
 from remat_lint.trace.jaxpr_rewrite import Edit, walk
 from remat_lint.trace.jaxpr_sites import Site, _in_file, match_score, target_at
+from remat_lint.trace.shapes import format_shape
+
+# REM401 judges a program only from this much peak temp without the checkpoint: below it, a test's
+# configuration of a model (two tiny layers, dropout off) is too small to stand for the model it tests;
+# a per-layer ``nn.remat(Block)`` of Dense(8) + tanh at f32[4,8] measured 352 vs 256 bytes there
+MIN_TEMP_BYTES = 1024
+Scaled = Callable[[], "costs.Program | None"]  # the recorded program at a larger batch (scaling.py), or None
 
 
 @dataclass
@@ -60,10 +70,18 @@ class Observation:
 
 
 def observe(
-    program: costs.Program, code: str, site_lines: Sequence[int], name: str, observed: str, measure: bool = True
+    program: costs.Program,
+    code: str,
+    site_lines: Sequence[int],
+    name: str,
+    observed: str,
+    scaled: Scaled,
+    measure: bool = True,
 ) -> Observation:
     """The module's checkpoint sites in ``program`` (the recorded, differentiated one), judged; compiled
-    costs (REM401) only when ``measure`` (on XLA:CPU, with the barrier flag of SPEC §6)."""
+    costs (REM401) only when ``measure`` (on XLA:CPU, with the barrier flag of SPEC §6), and confirmed
+    on ``scaled()`` (built once, when a site first needs it)."""
+    scaled = functools.cache(scaled)
     targets = [target_at(code, line) for line in site_lines]
     applied: set[int] = set()
     found: list[Discovered] = []
@@ -73,7 +91,7 @@ def observe(
         applied.update(lines)
         unattributed |= not set(lines) & set(site_lines) and any(_in_file(loc, code) for loc in _anchors(site))
         if len(lines) == 1:  # none: a checkpoint of another file (its module's session judges it); more: ambiguous
-            found += _judge(program, site, lines[0], name, observed, measure)
+            found += _judge(program, site, lines[0], name, observed, measure, scaled)
     return Observation(sorted(applied & set(site_lines)), found, unattributed)
 
 
@@ -93,7 +111,9 @@ def _lines_of(site: Site, code: str, targets: Sequence[Any]) -> list[int]:
     return [location[1]] if location is not None and _in_file(location, code) else []
 
 
-def _judge(program: costs.Program, site: Site, line: int, name: str, observed: str, measure: bool) -> list[Discovered]:
+def _judge(
+    program: costs.Program, site: Site, line: int, name: str, observed: str, measure: bool, scaled: Scaled
+) -> list[Discovered]:
     found = []
     missing = _unknown_names(site, program)
     if missing:
@@ -118,26 +138,56 @@ def _judge(program: costs.Program, site: Site, line: int, name: str, observed: s
         without = program.costs(costs.edits_for([site], Edit(inline=True)))
     except Exception:  # a program that cannot be rewritten (Unsupported) or compiled says nothing
         return found
-    if _no_saving(as_written, without):
-        found.append(
-            Discovered(
-                NO_SAVING,
-                line,
-                "This checkpoint saves no memory in the differentiated program but costs compute: "
-                f"{costs._compare(as_written, without).replace('with the fix', 'without it')}",
-                name,
-                observed,
-                {
-                    "as_written": as_written,
-                    "without": without,
-                    "calls": len(site.eqns),
-                    "policy": site.policy,
-                    "backend": jax.default_backend(),
-                    "xla_flags": os.environ.get("XLA_FLAGS", ""),
-                },
-            )
+    if without["temp_bytes"] < MIN_TEMP_BYTES or not _no_saving(as_written, without):
+        return found
+    at_scale = _at_scale(program, site, scaled())
+    if at_scale is None:  # no saving at the test's shapes only: fixed-size buffers may hide the saving
+        return found
+    found.append(
+        Discovered(
+            NO_SAVING,
+            line,
+            "This checkpoint saves no memory in the differentiated program but costs compute: "
+            f"{_compared(as_written, without)}; at {scaling.FACTOR} times the batch "
+            f"({', '.join(at_scale['shapes'])}): {_compared(at_scale['as_written'], at_scale['without'])}",
+            name,
+            observed,
+            {
+                "as_written": as_written,
+                "without": without,
+                "scaled": at_scale,
+                "calls": len(site.eqns),
+                "policy": site.policy,
+                "backend": jax.default_backend(),
+                "xla_flags": os.environ.get("XLA_FLAGS", ""),
+            },
         )
+    )
     return found
+
+
+def _compared(as_written: costs.Costs, without: costs.Costs) -> str:
+    return costs._compare(as_written, without).replace("with the fix", "without it")
+
+
+def _at_scale(program: costs.Program, site: Site, scaled: costs.Program | None) -> dict[str, Any] | None:
+    """The costs of ``site`` in ``scaled`` as written and without it, when it saves no memory there too;
+    None when it does, or when the scaled program cannot be built, matched, rewritten or compiled."""
+    if scaled is None:
+        return None
+    twin = scaling.same_site(scaled, program, site)
+    if twin is None:
+        return None
+    try:
+        as_written = scaled.costs({})
+        without = scaled.costs(costs.edits_for([twin], Edit(inline=True)))
+    except Exception:
+        return None
+    if not _no_saving(as_written, without):
+        return None
+    leaves = jax.tree_util.tree_leaves(scaled.kwargs)
+    shapes = [format_shape(x.dtype.name, x.shape) for x in leaves if isinstance(x, jax.ShapeDtypeStruct)]
+    return {"factor": scaling.FACTOR, "shapes": shapes, "as_written": as_written, "without": without}
 
 
 def _no_saving(as_written: costs.Costs, without: costs.Costs) -> bool:

@@ -265,7 +265,7 @@ class Session:
             stage, why = (run.failure.stage, run.failure.summary) if run.failure else ("build", "nothing was built")
             self.emit({"note": f"no discovery in {run.name}: the program failed at {stage}: {why}"})
             return
-        from remat_lint.trace import costs, discovery
+        from remat_lint.trace import costs, discovery, scaling
         from remat_lint.trace.driver import CPU_XLA_FLAGS
 
         p = run.prepared
@@ -273,9 +273,10 @@ class Session:
         if not measured:  # without the barriers XLA:CPU merges the recomputation away: costs would mislead
             self.emit({"note": f"no compiled-cost discovery in {run.name}: XLA:CPU ran without {CPU_XLA_FLAGS}"})
         try:
-            program = costs.traced(p.fun, p.args, p.kwargs, tuple(range(len(p.args))))
+            argnums = tuple(range(len(p.args)))
+            program = costs.traced(p.fun, p.args, p.kwargs, argnums)
             seen = discovery.observe(program, self.source, sorted(self.sites), run.name, self.observed.get(id(run), ""),
-                                     measure=measured)
+                                     measure=measured, scaled=lambda: scaling.scaled_program(p.fun, p.args, p.kwargs, argnums))
         except Exception as exc:
             self.emit({"note": f"no discovery in {run.name}: {type(exc).__name__}: {exc}"})
             return
