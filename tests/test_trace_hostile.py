@@ -54,6 +54,13 @@ HOSTILE = {
         "        time.sleep(600)\n"
         "    os._exit(0)\n"
     ),
+    "empty_env.py": (  # a daemon exec'd with an environment of its own: it carries no token
+        "import os, subprocess, sys\n"
+        "if os.fork() == 0:\n"
+        f"    child = subprocess.Popen([sys.executable, '-c', {SLEEPER!r}], env={{}}, start_new_session=True)\n"
+        "    open(f'pids/{child.pid}', 'w').close()\n"
+        "    os._exit(0)\n"
+    ),
     "exits.py": "import os\nos._exit(3)\n",
     "segfault.py": "import ctypes\nctypes.string_at(0)\n",
     "chdir.py": "import os\nos.chdir('/')\n",
@@ -101,10 +108,10 @@ def test_hostile_modules_leave_unconfirmed_findings_saying_why_and_no_process_be
         "evidence": None,
         "reason": "the worker crashed (SIGSEGV)",
     }
-    for name in ("forks.py", "new_session.py", "setsid.py", "chdir.py", "prints.py"):  # the module itself runs on
+    for name in ("forks.py", "new_session.py", "setsid.py", "empty_env.py", "chdir.py", "prints.py"):  # it runs on
         assert traces[name]["status"] == "confirmed", (name, traces[name])
     recorded = sorted(int(p.name) for p in (tmp_path / "pids").iterdir())
-    assert len(recorded) == 3  # the three children did start
+    assert len(recorded) == 4  # the four children did start
     deadline = time.monotonic() + 5  # SIGKILL is delivered at once; the table may lag a moment
     while _left(tmp_path / "pids") and time.monotonic() < deadline:
         time.sleep(0.1)

@@ -95,6 +95,14 @@ def trace(findings: list[Finding], files: list[str], settings: Settings, options
         raise ConfigError("--trace needs JAX in this environment: pip install 'remat-lint[trace]'")
     if options.backend not in (None, "cpu"):
         check_backend(options)
+    orphans = isolation.Orphans()  # what the traced code orphans is killed when the trace ends
+    try:
+        return _trace(findings, files, settings, options)
+    finally:
+        orphans.reap()
+
+
+def _trace(findings: list[Finding], files: list[str], settings: Settings, options: TraceOptions) -> TraceOutcome:
     outcome = TraceOutcome()
     _, problems = parse_targets(settings.trace, settings.root)
     outcome.warnings.extend(problems)

@@ -4,8 +4,10 @@ A worker leads its own session and process group, which ``driver._kill`` kills w
 that leaves them (``setsid``, ``start_new_session=True``, ``setpgid``) escapes that. Every worker
 is therefore started with a token of its own in its environment (``mark``), which its children
 inherit through fork and exec, and ``sweep`` kills every process of this user that carries it,
-round after round until none is left (a child may fork while the others are killed). What this
-cannot follow: a process exec'd with an environment of its own making (``env={}``).
+round after round until none is left (a child may fork while the others are killed). A process
+exec'd with an environment of its own making (``env={}``) carries no token: ``Orphans`` makes the
+driver the subreaper of its descendants (Linux's ``PR_SET_CHILD_SUBREAPER``) while it traces, so
+such a process, once its parents are gone, is the driver's child, and is killed when the trace ends.
 
 Memory: the driver polls a worker's resident set and kills it above the cap; an allocation faster
 than the poll overshoots it. On CPU the worker also caps its own data segment (``RLIMIT_DATA``,
@@ -19,11 +21,13 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import sys
 
 VARIABLE = "REMAT_LINT_TRACE_WORKER"
 MEMORY_VARIABLE = "REMAT_LINT_TRACE_DATA_LIMIT_MB"
 HEADROOM_MB = 1024  # above the polled cap: the poll still reports an ordinary overrun in its words
 ROUNDS = 50  # a fork bomb faster than this many sweeps outruns it: the process group kill stops most
+_PR_SET_CHILD_SUBREAPER = 36  # linux/prctl.h
 
 
 def mark(env: dict[str, str]) -> str:
@@ -76,3 +80,55 @@ def _carries(pid: int, marker: bytes) -> bool:
             return marker in environ.read().split(b"\0")
     except OSError:
         return False
+
+
+class Orphans:
+    """While a trace runs, this process adopts what its workers orphan; at the end it kills the
+    children it did not have before (adopted ones, and what they in turn leave behind)."""
+
+    def __init__(self) -> None:
+        self.before = frozenset(_children())
+        self.adopting = _subreaper(True)
+
+    def reap(self) -> None:
+        if not self.adopting:
+            return
+        for _ in range(ROUNDS):  # a killed orphan's own children are adopted next
+            left = [pid for pid in _children() if pid not in self.before]
+            if not left:
+                break
+            for pid in left:
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
+            for pid in left:
+                with contextlib.suppress(ChildProcessError, OSError):
+                    os.waitpid(pid, 0)
+        _subreaper(False)
+
+
+def _subreaper(on: bool) -> bool:
+    """Become (or stop being) the subreaper of this process's descendants; False where the
+    system has none (not Linux, no libc found)."""
+    if sys.platform != "linux":
+        return False
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(_PR_SET_CHILD_SUBREAPER, int(on), 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def _children() -> list[int]:
+    """The children of this process (a zombie too: it is reaped by ``Orphans.reap``)."""
+    me, found = os.getpid(), []
+    for pid in _processes():
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as stat:
+                fields = stat.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if len(fields) > 1 and int(fields[1]) == me:
+            found.append(pid)
+    return found
