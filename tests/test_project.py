@@ -215,7 +215,7 @@ def _rule_table_is_current() -> bool:
     return rule_table.SOURCES == registry.sources_digest()
 
 
-# A stale table makes every run import the rules (tests/test_rule_metadata.py fails then).
+# A stale table makes every run import the rules (tests/rules/test_rule_metadata.py fails then).
 @pytest.mark.skipif(not _rule_table_is_current(), reason="rule table stale: run python -m remat_lint.docs")
 def test_a_warm_project_phase_imports_no_libcst(tmp_path, monkeypatch):
     """pre-commit on one file: what is left after the cache is the project phase."""

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from tests.helpers import codes
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 
 
 def test_public_repo_quiet_fixture_is_correct_code():

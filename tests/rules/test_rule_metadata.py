@@ -21,7 +21,7 @@ from remat_lint.registry import TABLE, _imported_index, all_rules, rule_index, r
 from remat_lint.rule import FixAvailability
 from tests.helpers import lint
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_generated_table_is_current():

@@ -17,6 +17,7 @@ from remat_lint.config import RuleSelection, Settings
 from remat_lint.flake8_plugin import Plugin
 from remat_lint.resolver import Resolver
 from remat_lint.runner import run
+from tests.helpers import lint as lint_one
 
 LAYERS = """
 from jax.ad_checkpoint import checkpoint_name
@@ -61,7 +62,11 @@ def test_a_name_that_cannot_be_known_is_named_in_an_info_finding(tmp_path):
         paths.append(str(tmp_path / f"{name}.py"))
     found = run(paths, Resolver.of(Settings(selection=[RuleSelection(select=("REM008",))]))).findings
     assert [f.data["names"] for f in found] == [["mlp_outt"], ["attn_out"]]
-    assert all(f.severity.value == "info" and "cannot be known here gives it: `checkpoint_name(x, name)` in tagged.py" in f.message for f in found)
+    assert all(
+        f.severity.value == "info"
+        and "cannot be known here gives it: `checkpoint_name(x, name)` in tagged.py" in f.message
+        for f in found
+    )
 
 
 @pytest.mark.parametrize("tag", ['f"mlp_{i}"', '"mlp_%d" % i', '"mlp_{}".format(i)', '"mlp_" + str(i)'])
@@ -162,11 +167,16 @@ def test_a_file_outside_the_projects_files_keeps_the_run_to_the_linted_files(pro
 
 
 def test_names_the_project_leaves_unknowable_are_shown_where_the_policy_is(project, capsys):
-    (project / "c.py").write_text("from jax.ad_checkpoint import checkpoint_name\ndef tag(x, name):\n    return checkpoint_name(x, name)\n")
+    (project / "c.py").write_text(
+        "from jax.ad_checkpoint import checkpoint_name\ndef tag(x, name):\n    return checkpoint_name(x, name)\n"
+    )
     [(path, row, _)] = cli(capsys, "b.py")
     assert (path, row) == ("b.py", 4)
     main(["--output-format", "full", "b.py"])
-    assert "unless one of the names that cannot be known here gives it: `checkpoint_name(x, name)` in c.py" in capsys.readouterr().out
+    assert (
+        "unless one of the names that cannot be known here gives it: `checkpoint_name(x, name)` in c.py"
+        in capsys.readouterr().out
+    )
 
 
 @pytest.mark.parametrize("ignored", ["REM008", "ALL"])
@@ -180,7 +190,9 @@ def test_no_other_file_is_read_unless_a_project_wide_rule_fires(project, capsys,
     read: list[str] = []
     real_read = runner._read
     monkeypatch.setattr(runner, "_read", lambda path: read.append(os.path.basename(path)) or real_read(path))
-    (project / "c.py").write_text("import jax\n" + DECLARES + 'p = jax.checkpoint_policies.save_only_these_names("attn")\n')
+    (project / "c.py").write_text(
+        "import jax\n" + DECLARES + 'p = jax.checkpoint_policies.save_only_these_names("attn")\n'
+    )
     assert cli(capsys, "c.py") == [] and set(read) == {"c.py"}  # its imports too: only jax
     read.clear()
     assert only_the_typo(cli(capsys, "b.py")) and sorted(read) == ["a.py", "b.py", "c.py"]
@@ -197,3 +209,23 @@ def test_flake8_on_one_file_sees_the_names_its_project_declares(project):
 def test_a_name_mentioned_only_in_a_file_the_prefilter_skips_counts(project, capsys):
     (project / "c.py").write_text("def conv(x):\n    return layer(x, name='atn')\n")  # no remat API at all
     assert cli(capsys, "b.py") == []
+
+
+# REM008 (unknown checkpoint name): cases found by mutation testing that no other test pinned.
+
+
+def test_unknown_names_from_one_sequence_are_reported_together_each_with_its_closest_name() -> None:
+    source = """
+    import jax
+    from jax.ad_checkpoint import checkpoint_name
+    def mlp(x):
+        return checkpoint_name(checkpoint_name(x, "mlp_out"), "attn_out")
+    NAMES = ("mlp_outt", "attn_outt")
+    policy = jax.checkpoint_policies.save_only_these_names(*NAMES)
+    """
+    [finding] = lint_one(source, {"REM008"})
+    assert finding.message.startswith(
+        "`save_only_these_names` is given 'mlp_outt', 'attn_outt' (from `NAMES`), but no `checkpoint_name(x, "
+        "'mlp_outt')` in the linted files declares these; did you mean 'mlp_out' for 'mlp_outt'; did you mean "
+        "'attn_out' for 'attn_outt'? JAX matches names exactly and never warns"
+    )
