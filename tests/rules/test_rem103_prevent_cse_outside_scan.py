@@ -8,8 +8,8 @@ import os
 import textwrap
 
 from remat_lint.findings import Applicability
+from tests.analysis.test_project import HELPERS, cli, make_project
 from tests.helpers import lint
-from tests.test_project import HELPERS, cli, make_project
 
 
 def test_a_helper_whose_result_is_called_at_once_is_reported(tmp_path, capsys, monkeypatch):

@@ -12,8 +12,8 @@ import pytest
 
 from remat_lint.cli import main
 from remat_lint.project.summary import ModuleSummary
+from tests.analysis.test_project import cli, make_project
 from tests.helpers import lint
-from tests.test_project import cli, make_project
 
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "xmod_scan_linen"
 

@@ -18,7 +18,7 @@ import pytest
 from remat_lint.cli import main
 from remat_lint.flake8_plugin import Plugin
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = ROOT / "fixtures" / "xmod_chain"
 KEEP_BARRIERS = "--xla_disable_hlo_passes=cse_barrier_expander"  # as tests/test_jax_claims_grad.py
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
+from tests.analysis.test_values import PRELUDE
 from tests.helpers import codes
-from tests.test_values import PRELUDE
 
 PARSED = "ap = argparse.ArgumentParser()\n{option}\na = ap.parse_args()\ng = jax.checkpoint(f, policy=a.{attr})"
 

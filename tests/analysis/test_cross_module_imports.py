@@ -8,8 +8,8 @@ import os
 
 import pytest
 
-from tests.test_cross_module_breadth import lint_project
-from tests.test_project import cli
+from tests.analysis.test_cross_module_breadth import lint_project
+from tests.analysis.test_project import cli
 
 
 @pytest.mark.parametrize(

@@ -149,7 +149,7 @@ def test_every_wrong_call_is_reported_and_sarif_names_the_wrap(project, capsys):
     assert related["physicalLocation"]["artifactLocation"]["uri"] == "mypkg/layers.py"
     assert related["physicalLocation"]["region"]["startLine"] == 7
     jsonschema = pytest.importorskip("jsonschema")
-    schema = json.loads((Path(__file__).resolve().parent / "data" / "sarif-schema-2.1.0.json").read_text())
+    schema = json.loads((Path(__file__).resolve().parents[1] / "data" / "sarif-schema-2.1.0.json").read_text())
     assert not list(jsonschema.validators.validator_for(schema)(schema).iter_errors(log))
 
 
@@ -284,7 +284,7 @@ def test_pre_commit_with_only_the_caller_staged_blocks_the_commit(tmp_path):
 def hook_manifest() -> dict:
     """The project's own hook (.pre-commit-hooks.yaml), run with this environment's remat-lint."""
     yaml = pytest.importorskip("yaml")
-    [hook] = yaml.safe_load((Path(__file__).resolve().parent.parent / ".pre-commit-hooks.yaml").read_text())
+    [hook] = yaml.safe_load((Path(__file__).resolve().parents[2] / ".pre-commit-hooks.yaml").read_text())
     return {key: hook[key] for key in ("id", "name", "entry", "types_or", "require_serial")}
 
 
@@ -309,7 +309,7 @@ def test_a_wrap_in_an_excluded_folder_is_not_read_for_a_file_linted_alone(projec
     assert json_findings(capsys, "--no-cache", "mypkg/stack.py") == []
 
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize(

@@ -11,7 +11,7 @@ import pytest
 
 from remat_lint.analysis.semantic import SemanticModel
 from remat_lint.analysis.values import Value, Values
-from tests.helpers import codes
+from tests.helpers import codes, lint
 
 PRELUDE = """
 import argparse, dataclasses, os
@@ -33,7 +33,7 @@ STRING_POLICIES = {
     "dataclass-default": "@dataclasses.dataclass\nclass C:\n    p: str = 'dots_saveable'\nc = C()\ng = jax.checkpoint(f, policy=c.p)",
     "dataclass-keyword": "@dataclasses.dataclass\nclass C:\n    p: object = None\nc = C(p='dots_saveable')\ng = jax.checkpoint(f, policy=c.p)",
     "annotated-parameter": "@dataclasses.dataclass\nclass C:\n    p: str = 'dots_saveable'\ndef build(c: C):\n"
-                           "    return jax.checkpoint(f, policy=c.p)",
+    "    return jax.checkpoint(f, policy=c.p)",
     "absl-flags": "flags.DEFINE_string('p', 'dots_saveable', 'h')\nFLAGS = flags.FLAGS\ng = jax.checkpoint(f, policy=FLAGS.p)",
     "absl-holder": "P = flags.DEFINE_enum('p', 'dots_saveable', ['dots_saveable'], 'h')\ng = jax.checkpoint(f, policy=P.value)",
     "argparse": (
@@ -93,7 +93,10 @@ def _values(code: str, imported=None) -> tuple[Value, ...] | None:
 def test_possible_values_are_plain_data_with_their_source():
     found = _values("import os\nx = os.environ.get('P', 'dots')")
     assert found is not None
-    assert {(v.kind, v.literal, v.via) for v in found} == {("str", None, "os.environ.get"), ("str", "dots", "os.environ.get")}
+    assert {(v.kind, v.literal, v.via) for v in found} == {
+        ("str", None, "os.environ.get"),
+        ("str", "dots", "os.environ.get"),
+    }
 
 
 def test_imported_names_are_asked_of_the_callback():
@@ -121,8 +124,12 @@ def test_imported_modules_classes_and_config_objects_are_asked_as_written():
     _values("from .config import Config\nx = Config(hidden=4).policy", imported)
     model = SemanticModel(cst.parse_module("from .config import Config\ndef f(cfg: Config):\n    return cfg.policy"))
     Values(model, imported).possible(model.attributes[-1])
-    assert asked == [(".constants.POLICY", False), (".config.Config.policy", False),
-                     (".config.Config.policy", False), (".config.Config.policy", True)]
+    assert asked == [
+        (".constants.POLICY", False),
+        (".config.Config.policy", False),
+        (".config.Config.policy", False),
+        (".config.Config.policy", True),
+    ]
     asked.clear()
     _values("from .config import Config\nx = Config(policy=p).policy", imported)  # set here: not the default
     _values("from .config import Config\ncfg = Config()\ncfg.policy = p\nx = cfg.policy", imported)
@@ -169,3 +176,28 @@ def test_configs_held_by_modules_and_config_dicts(code):
     assert codes(PRELUDE + code, select={"REM001"}) == ["REM001"]
     overridden = code + "\nCONFIG_OVERRIDE = object()\nCONFIG_OVERRIDE.p = cp.dots_saveable"
     assert codes(PRELUDE + overridden, select={"REM001"}) == []
+
+
+# A string built by ``+`` from known strings is known (analysis/values.py): a checkpoint name
+# spelled ``PREFIX + "_out"`` is the name a policy's typo is compared with.
+
+SOURCE = """\
+import jax
+from jax.ad_checkpoint import checkpoint_name
+
+PREFIX = "attn"
+
+def layer(x):
+    return checkpoint_name(x, PREFIX + "_out")
+
+policy = jax.checkpoint_policies.save_only_these_names("attn_outt")
+"""
+
+
+def test_a_name_concatenated_from_constants_is_suggested_for_a_policys_typo():
+    [finding] = lint(SOURCE)
+    assert (finding.code, finding.start.row) == ("REM008", 9)
+    assert finding.message.startswith(
+        "`save_only_these_names` is given 'attn_outt', but no `checkpoint_name(x, 'attn_outt')` in the linted files "
+        "declares it; did you mean 'attn_out'? "
+    )

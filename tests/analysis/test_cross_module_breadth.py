@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from remat_lint.flake8_plugin import Plugin
-from tests.test_project import cli
+from tests.analysis.test_project import cli
 
 LAYERS = """
 import flax.linen as nn
