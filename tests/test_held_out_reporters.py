@@ -10,7 +10,7 @@ from pathlib import Path
 
 from remat_lint.cli import main
 from remat_lint.reporters.github import SHOWN_PER_LEVEL
-from tests.test_notebooks import NOTEBOOK
+from tests.engine.test_notebooks import NOTEBOOK
 
 BAD_LINE = "g = jax.checkpoint(lambda x: x, policy='dots_saveable')"
 

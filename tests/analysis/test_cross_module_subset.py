@@ -19,7 +19,7 @@ import pytest
 
 from remat_lint import cache, cli, launch
 from remat_lint.flake8_plugin import Plugin
-from tests.test_replay import age
+from tests.engine.test_replay import age
 
 LAYERS = """\
 import functools
@@ -220,7 +220,7 @@ NAMES = {
 def test_a_warm_run_after_an_edit_of_the_other_module_agrees_with_no_cache(
     project, capsys, monkeypatch, tmp_path_factory, files, edit, before, after
 ):
-    code = tmp_path_factory.mktemp("code") / "code.py"  # the linter's code, aged: see tests/test_replay.py
+    code = tmp_path_factory.mktemp("code") / "code.py"  # the linter's code, aged: see tests/engine/test_replay.py
     code.write_text("x = 1\n")
     monkeypatch.setattr(cache, "code_paths", lambda: [(str(code.parent), str(code))])
     write(project, files)

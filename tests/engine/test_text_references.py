@@ -22,7 +22,7 @@ from remat_lint.prefilter import (
 )
 from remat_lint.text_references import TextReferences
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 
 
 def _groups() -> list[tuple[frozenset[str], frozenset[str]]]:

@@ -14,8 +14,8 @@ import pytest
 
 from remat_lint import cache, cli, recording, replay
 from remat_lint.results import FileResult
-from tests import test_replay
-from tests.test_replay import BAD, QUIET, age, primed
+from tests.engine import test_replay
+from tests.engine.test_replay import BAD, QUIET, age, primed
 
 lint, project = test_replay.lint, test_replay.project  # the fixtures of test_replay, here too
 

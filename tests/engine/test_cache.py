@@ -10,21 +10,23 @@ from pathlib import Path
 
 import pytest
 
-from remat_lint import runner
+from remat_lint import cache, runner
 from remat_lint.cache import Cache
+from remat_lint.cli import main
 from remat_lint.config import RuleSelection, Settings
 from remat_lint.resolver import Resolver
 
 BAD = "import jax\ng = jax.checkpoint(lambda x: x, policy='dots_saveable')\n"
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 # REM008 is project-wide: b.py's name is declared in a.py (or, with the typo, nowhere).
 DECLARES = "from jax.ad_checkpoint import checkpoint_name\ndef f(x):\n    return checkpoint_name(x, 'hidden')\n"
 USES = "import jax\npolicy = jax.checkpoint_policies.save_only_these_names('{name}')\ng = jax.checkpoint(lambda x: x, policy=policy)\n"
 
 
 def cli(*args: str, cwd: Path) -> tuple[int, list[tuple[str, int, str]]]:
-    proc = subprocess.run([sys.executable, "-m", "remat_lint", "--output-format", "json", *args],
-                          cwd=cwd, capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "remat_lint", "--output-format", "json", *args], cwd=cwd, capture_output=True, text=True
+    )
     assert proc.returncode in (0, 1), proc.stderr
     return proc.returncode, sorted((f["filename"], f["location"]["row"], f["code"]) for f in json.loads(proc.stdout))
 
@@ -92,7 +94,9 @@ def test_pool_gives_the_same_findings_in_the_same_order(monkeypatch, tmp_path):
 
 @pytest.mark.parametrize("value", ["0", "-1", "two"])
 def test_jobs_must_be_positive(tmp_path, value):
-    proc = subprocess.run([sys.executable, "-m", "remat_lint", "-j", value, "."], cwd=tmp_path, capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "remat_lint", "-j", value, "."], cwd=tmp_path, capture_output=True, text=True
+    )
     assert proc.returncode == 2 and "--jobs" in proc.stderr
 
 
@@ -104,3 +108,22 @@ def test_entries_of_other_versions_are_pruned(tmp_path):
     cache = Cache(tmp_path)
     cache.put(cache.key(b"x", frozenset(), False), runner.FileResult("x.py"))
     assert not old.exists() and recent.exists() and cache.directory.exists()
+
+
+# The result cache as a user sees it when writing an entry fails: the run reports as without a
+# cache and leaves no temporary file. In-process (``cli.main``), so that mutation testing sees it;
+# written against surviving mutants of ``remat_lint/cache.py`` (docs/mutation-testing.md).
+
+
+def test_a_failed_cache_write_reports_as_usual_and_leaves_no_temporary_file(tmp_path, monkeypatch, capsys):
+    (tmp_path / "bad.py").write_text(BAD)
+    monkeypatch.chdir(tmp_path)
+
+    def disk_full(*args: object, **kwargs: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(cache.pickle, "dumps", disk_full)  # as on a full disk
+    assert main(["bad.py", "-j", "1", "--output-format", "concise", "-q"]) == 1
+    assert capsys.readouterr().out == "bad.py:2:5: REM001 `policy='dots_saveable'` is a string, not a policy\n"
+    left = [p.name for p in (tmp_path / ".remat_lint_cache").rglob("*") if p.is_file()]
+    assert sorted(left) == [".gitignore", "CACHEDIR.TAG"]

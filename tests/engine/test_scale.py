@@ -13,7 +13,7 @@ from remat_lint import runner
 from remat_lint.config import Settings
 from remat_lint.resolver import Resolver
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 BAD = "import jax\ng = jax.checkpoint(f, policy='dots_saveable')\n"  # REM001, a per-file rule
 PLAIN = "import numpy as np\nx = np.ones(3)\n"
 

@@ -13,7 +13,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 from remat_lint.analysis.semantic import SemanticModel, child_nodes
 from remat_lint.positions import Positions
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 TRICKY = {
     "decorators": "# header\n\nimport jax\n\n# c1\n@jax.jit\n# c2\n\n@jax.checkpoint\ndef f(x):\n    return x\n",
     "semicolons": "import jax; f = jax.checkpoint(g); h = 1\nx = (\n  1,\n)\n",

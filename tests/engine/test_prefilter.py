@@ -19,7 +19,7 @@ from remat_lint import engine
 from remat_lint.prefilter import _SUBSTRINGS, API_GROUPS, API_TOKENS, Prefilter, Verdict, api_qnames, prefilter_for
 from remat_lint.registry import _imported_index, all_rules, rule_index
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 ALL_CODES = frozenset(rule.code for rule in all_rules())
 
 
