@@ -5,7 +5,7 @@ flake8 sees one file at a time; project-wide rules (REM008, REM101) see the othe
 project, as the CLI does (fixtures whose findings depend on other files sit in a folder with a
 pyproject.toml of its own: the repository's configuration excludes fixtures from its project).
 
-tests/test_snapshots.py pins the rest of what a user sees of the same runs: end positions,
+tests/output/test_snapshots.py pins the rest of what a user sees of the same runs: end positions,
 messages and fixes.
 """
 

@@ -1,5 +1,5 @@
 """Snapshot tests, as ruff's ``.snap`` files: for every fixture, what a user sees of it is checked in
-beside the tests (``tests/snapshots/<fixture>.snap``) and compared exactly: each finding's
+beside the tests (``tests/output/snapshots/<fixture>.snap``) and compared exactly: each finding's
 ``row:col-endrow:endcol CODE message`` and the ``detail`` after it (the CLI's JSON, every rule
 selected), its fix title and
 applicability, and the ``--diff --unsafe-fixes`` of the file. flake8's rows, columns and texts are
@@ -7,8 +7,8 @@ compared with the same snapshot.
 
 After a deliberate change in output, rewrite the snapshots and review the diff before committing:
 
-    UPDATE_SNAPSHOTS=1 python -m pytest -q tests/test_snapshots.py
-    git diff tests/snapshots/
+    UPDATE_SNAPSHOTS=1 python -m pytest -q tests/output/test_snapshots.py
+    git diff tests/output/snapshots/
 """
 
 from __future__ import annotations

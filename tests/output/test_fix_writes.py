@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from remat_lint.cli import main
-from tests.test_fix import FIXED, MODULE
+from tests.output.test_fix import FIXED, MODULE
 
 FILES = 30
 

@@ -121,7 +121,7 @@ def test_a_multi_line_finding_gets_lines_without_columns(tmp_path, monkeypatch, 
 
 
 def test_every_annotation_on_the_fixtures_is_accepted_by_github(monkeypatch, capsys):
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
     monkeypatch.chdir(root)
     assert main(["--output-format", "github", "--no-cache", "--select", "ALL", "fixtures"]) == 1
     lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("::")]

@@ -11,7 +11,7 @@ from remat_lint.cli import main
 from remat_lint.registry import rule_by_code
 
 # The OASIS SARIF 2.1.0 schema (errata01), vendored: https://docs.oasis-open.org/sarif/sarif/v2.1.0/
-SCHEMA = Path(__file__).resolve().parent / "data" / "sarif-schema-2.1.0.json"
+SCHEMA = Path(__file__).resolve().parents[1] / "data" / "sarif-schema-2.1.0.json"
 BAD_LINE = "g = jax.checkpoint(lambda x: x, policy='dots_saveable')"
 MODULE = f"""import jax
 from jax import checkpoint_policies as cp

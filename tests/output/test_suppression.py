@@ -121,7 +121,7 @@ def test_unused_noqa_is_style_in_sarif_not_performance(project, capsys):
 def test_unused_noqa_keeps_a_directive_for_a_finding_the_project_reports_at_the_call(project, capsys):
     # REM012 goes on the call in stack.py only in the project phase, from layers.py's wrap: the
     # directive there is used although no finding of the file's own rules is on its line.
-    fixture = Path(__file__).resolve().parent.parent / "fixtures" / "xmod_calls"
+    fixture = Path(__file__).resolve().parents[2] / "fixtures" / "xmod_calls"
     for path in fixture.rglob("*"):
         target = project / path.relative_to(fixture)
         if path.is_dir():

@@ -36,7 +36,7 @@ def test_sarif_offers_no_fix_inside_a_notebook_and_one_in_a_python_file(tmp_path
 
 
 def test_sarif_tags_body_rules_as_correctness(monkeypatch, capsys):
-    fixtures = Path(__file__).resolve().parent.parent / "fixtures"
+    fixtures = Path(__file__).resolve().parents[2] / "fixtures"
     monkeypatch.chdir(fixtures)
     main(["--no-cache", "--select", "ALL", "--output-format", "sarif", "rem201_impure_checkpoint_body.py"])
     rules = json.loads(capsys.readouterr().out)["runs"][0]["tool"]["driver"]["rules"]

@@ -13,7 +13,10 @@ import sys
 import pytest
 
 from remat_lint import autofix
+from remat_lint.autofix import fixable
 from remat_lint.cli import main
+from remat_lint.findings import Applicability, Finding, Fix, Position, Severity, TextEdit
+from remat_lint.fixes import apply_edits, non_overlapping
 from remat_lint.results import SourceFile
 
 MODULE = """\
@@ -75,9 +78,7 @@ def test_remaining_findings_are_reported_and_set_the_exit_code(tmp_path, cli):
     path.write_text(MODULE + "e = jax.checkpoint(f, policy=True)\n")
     code, out, err = cli("--fix", "--output-format", "concise", "m.py")
     assert code == 1
-    assert out.splitlines() == [
-        "m.py:8:5: REM001 `policy=True` is not a policy"
-    ]
+    assert out.splitlines() == ["m.py:8:5: REM001 `policy=True` is not a policy"]
     assert "Found 5 errors (4 fixed, 1 remaining)." in err
 
 
@@ -130,9 +131,14 @@ def test_bom_and_coding_cookie_are_kept(tmp_path, cli):
     bom = tmp_path / "bom.py"
     bom.write_bytes(b"\xef\xbb\xbfimport jax\ng = jax.checkpoint(f, policy='dots_saveable')\n")
     latin = tmp_path / "latin.py"
-    latin.write_bytes(b"# -*- coding: latin-1 -*-\nimport jax\n# caf\xe9\ng = jax.checkpoint(f, policy='dots_saveable')\n")
+    latin.write_bytes(
+        b"# -*- coding: latin-1 -*-\nimport jax\n# caf\xe9\ng = jax.checkpoint(f, policy='dots_saveable')\n"
+    )
     assert cli("--fix", "bom.py", "latin.py")[0] == 0
-    assert bom.read_bytes() == b"\xef\xbb\xbfimport jax\ng = jax.checkpoint(f, policy=jax.checkpoint_policies.dots_saveable)\n"
+    assert (
+        bom.read_bytes()
+        == b"\xef\xbb\xbfimport jax\ng = jax.checkpoint(f, policy=jax.checkpoint_policies.dots_saveable)\n"
+    )
     assert latin.read_bytes().startswith(b"# -*- coding: latin-1 -*-\nimport jax\n# caf\xe9\n")
 
 
@@ -181,7 +187,10 @@ def test_a_file_that_cannot_be_written_is_an_error_and_left_intact(tmp_path, cli
 def test_stdin_fix_prints_the_fixed_source(tmp_path):
     done = subprocess.run(
         [sys.executable, "-m", "remat_lint", "--fix", "--stdin-filename", "m.py", "-"],
-        input=MODULE, capture_output=True, text=True, cwd=tmp_path,
+        input=MODULE,
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
     )
     assert done.returncode == 0 and done.stdout == FIXED
     assert "(4 fixed, 0 remaining)" in done.stderr
@@ -204,7 +213,9 @@ def test_statistics_like_ruff(tmp_path, cli):
 def test_a_fix_that_would_break_the_code_is_not_applied(tmp_path, cli, monkeypatch):
     path = tmp_path / "m.py"
     path.write_text(MODULE)
-    monkeypatch.setattr(SourceFile, "apply", lambda self, edits: SourceFile(self.text + "def broken(:\n", self.encoding))
+    monkeypatch.setattr(
+        SourceFile, "apply", lambda self, edits: SourceFile(self.text + "def broken(:\n", self.encoding)
+    )
     code, _, err = cli("--fix", "m.py")
     assert code == 1 and path.read_text() == MODULE
     assert "m.py: a fix produced code that does not parse; not applied" in err
@@ -212,7 +223,9 @@ def test_a_fix_that_would_break_the_code_is_not_applied(tmp_path, cli, monkeypat
 
 def test_fixes_that_never_settle_stop_with_a_warning(tmp_path, cli, monkeypatch):
     (tmp_path / "m.py").write_text(MODULE)
-    monkeypatch.setattr(SourceFile, "apply", lambda self, edits: SourceFile(self.text + "#\n", self.encoding))  # the findings never go
+    monkeypatch.setattr(
+        SourceFile, "apply", lambda self, edits: SourceFile(self.text + "#\n", self.encoding)
+    )  # the findings never go
     code, _, err = cli("--fix", "m.py")
     assert code == 1 and f"fixes did not converge after {autofix.MAX_PASSES} passes" in err
 
@@ -225,11 +238,15 @@ def test_fix_and_trace_do_not_mix(tmp_path, cli):
 
 
 def test_an_added_import_goes_where_isort_puts_it_and_never_rebinds_a_name(tmp_path, cli):
-    (tmp_path / "m.py").write_text('"""Doc."""\nimport os\n\nimport flax.linen as nn\nfrom flax import nnx\n\n'
-                                   'g = nn.remat(f, policy="dots_saveable")\n')
+    (tmp_path / "m.py").write_text(
+        '"""Doc."""\nimport os\n\nimport flax.linen as nn\nfrom flax import nnx\n\n'
+        'g = nn.remat(f, policy="dots_saveable")\n'
+    )
     assert cli("--fix", "m.py")[0] == 0
-    assert (tmp_path / "m.py").read_text() == ('"""Doc."""\nimport os\n\nimport flax.linen as nn\nimport jax\nfrom flax import nnx\n\n'
-                                               'g = nn.remat(f, policy=jax.checkpoint_policies.dots_saveable)\n')
+    assert (tmp_path / "m.py").read_text() == (
+        '"""Doc."""\nimport os\n\nimport flax.linen as nn\nimport jax\nfrom flax import nnx\n\n'
+        "g = nn.remat(f, policy=jax.checkpoint_policies.dots_saveable)\n"
+    )
     rebound = 'import flax.linen as nn\n\njax = load_backend()\ng = nn.remat(f, policy="dots_saveable")\n'
     (tmp_path / "r.py").write_text(rebound)
     assert cli("--fix", "r.py")[0] == 1 and (tmp_path / "r.py").read_text() == rebound
@@ -244,3 +261,30 @@ def test_a_fix_that_noqa_blocks_is_shown_as_display_only(tmp_path, cli):
     code, out, err = cli("m.py")
     assert "(not applied: a `# noqa` covers a line it changes)" in out and "fixable" not in err
     assert cli("--fix", "m.py")[0] == 1
+
+
+# Applying fixes together (remat_lint/fixes.py), pinned where a hand-made edit of 2026-11-25
+# passed the suite: two insertions at one point are not applied in the same pass (the same import
+# would be added twice; the second waits for the re-lint); a whole line inserted above a line with a
+# ``# noqa`` changes no line the noqa covers, so ``--fix`` applies it.
+
+
+def _fixing(start: Position, end: Position, content: str) -> Finding:
+    fix = Fix("fix", Applicability.SAFE, (TextEdit(start, end, content),))
+    return Finding("REM005", "removed-api", Severity.ERROR, "m", "m.py", start, end, fix)
+
+
+def test_insertions_at_one_point_go_one_per_pass():
+    top = Position(1, 0)
+    twice = [_fixing(top, top, "import jax\n"), _fixing(top, top, "import jax\n")]
+    [chosen] = non_overlapping(twice)
+    assert apply_edits("x = 1\n", chosen.fix.edits) == "import jax\nx = 1\n"
+    apart = [_fixing(Position(1, 0), Position(1, 1), "y"), _fixing(Position(1, 2), Position(1, 3), "z")]
+    assert non_overlapping(apart) == apart
+
+
+def test_a_line_inserted_above_a_noqa_line_is_still_fixed():
+    source = "import jax\ng = jax.checkpoint(f)  # noqa: REM999\n"
+    above = _fixing(Position(2, 0), Position(2, 0), "import functools\n")
+    inside = _fixing(Position(2, 4), Position(2, 6), "h")
+    assert fixable([above, inside], {"m.py": source}, unsafe=False) == [above]
