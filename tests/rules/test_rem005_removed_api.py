@@ -45,7 +45,7 @@ def test_reported_where_another_error_is_caught(line: str, error: str) -> None:
 
 
 def test_an_older_target_jax_words_each_removed_api_as_breaking_on_upgrade(tmp_path, capsys, monkeypatch) -> None:
-    """In the test process (tests/test_jax_version.py runs the CLI as a program, which a mutation run cannot see)."""
+    """In the test process (tests/config/test_jax_version.py runs the CLI as a program, which a mutation run cannot see)."""
     (tmp_path / "m.py").write_text(
         "import jax\nimport jax.ad_checkpoint\nfrom jax.ad_checkpoint import remat\ng = jax.ad_checkpoint.checkpoint(f)\n"
     )

@@ -1,8 +1,8 @@
 """What the CLI prints around the findings, against literal text and in-process (so that a mutation
 run sees cli.py): ruff's summary lines, --statistics, -o/--extra-output, --show-settings,
 --show-files, --add-noqa, --color, option errors, and the --help of both commands (a snapshot:
-`UPDATE_SNAPSHOTS=1 python -m pytest -q tests/test_cli_output.py` rewrites it after a deliberate
-change; review `git diff tests/snapshots/cli_help.txt`)."""
+`UPDATE_SNAPSHOTS=1 python -m pytest -q tests/cli/test_cli_output.py` rewrites it after a deliberate
+change; review `git diff tests/cli/snapshots/cli_help.txt`)."""
 
 from __future__ import annotations
 
@@ -155,4 +155,4 @@ def test_help_matches_snapshot(capsys, monkeypatch):
     text = help_text(capsys, monkeypatch)
     if os.environ.get("UPDATE_SNAPSHOTS") == "1":
         HELP.write_text(text)
-    assert text == HELP.read_text(), "after a deliberate change: UPDATE_SNAPSHOTS=1 python -m pytest -q tests/test_cli_output.py"
+    assert text == HELP.read_text(), "after a deliberate change: UPDATE_SNAPSHOTS=1 python -m pytest -q tests/cli/test_cli_output.py"

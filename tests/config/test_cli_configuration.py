@@ -125,7 +125,7 @@ def test_a_folder_without_python_files_warns_as_ruff_does(project, capsys):
 
 
 def test_the_project_passes_its_own_linter_with_its_own_configuration(monkeypatch, capsys):
-    monkeypatch.chdir(Path(__file__).resolve().parent.parent)
+    monkeypatch.chdir(Path(__file__).resolve().parents[2])
     code, out, err = lint(capsys, "--output-format", "concise")
     assert (code, out, err) == (0, "", "All checks passed!\n")
 
