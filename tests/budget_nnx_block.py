@@ -1,4 +1,4 @@
-"""A Flax NNX transformer block for tests/test_budget.py: attention under ``nnx.remat`` and the MLP
+"""A Flax NNX transformer block for tests/trace/test_budget.py: attention under ``nnx.remat`` and the MLP
 under ``jax.checkpoint``, each with a policy, and a ``checkpoint_name`` in the MLP. Sizes are tiny (one
 compile takes milliseconds) but chosen so that 0.5 of the no-checkpoint peak temp can be met and 0.3
 cannot; only shapes are built (``nnx.eval_shape``), the search needs no values."""

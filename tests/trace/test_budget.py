@@ -23,7 +23,7 @@ import pytest
 
 from remat_lint.trace.budget import CONFIRMATIONS, Budget, parse_budget
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "fixtures" / "demo"
 FLAGS = "--xla_disable_hlo_passes=cse_barrier_expander"
 

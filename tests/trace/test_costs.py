@@ -161,7 +161,7 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     env = {**os.environ, "XLA_FLAGS": "--xla_disable_hlo_passes=cse_barrier_expander", "JAX_PLATFORMS": "cpu"}
     proc = subprocess.run(
         [sys.executable, "-c", CHILD, str(path), json.dumps(SITES)],
-        check=False, capture_output=True, text=True, env=env, timeout=600, cwd=Path(__file__).parent.parent,
+        check=False, capture_output=True, text=True, env=env, timeout=600, cwd=Path(__file__).parents[2],
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout.splitlines()[-1])

@@ -9,7 +9,7 @@ import pytest
 
 from remat_lint.cli import main
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def report(fits: bool) -> dict[str, object]:

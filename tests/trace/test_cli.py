@@ -14,7 +14,7 @@ import pytest
 
 pytest.importorskip("jax")
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 BAD_POLICY = textwrap.dedent(
     """\
     from functools import partial

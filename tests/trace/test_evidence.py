@@ -1,7 +1,7 @@
 """--trace verdicts judged in the test process (remat_lint/trace/evidence.py): the status and the
 one-line reason a user reads for each branch of each kind of evidence.
 
-tests/test_trace_verdicts.py drives the same branches end to end through a worker process; these
+tests/trace/test_verdicts.py drives the same branches end to end through a worker process; these
 tests call the judges directly (on real traces of a small module, or on runs whose recorded facts
 are written by hand), so that a mutation run sees them fail.
 """

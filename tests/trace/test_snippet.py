@@ -15,7 +15,7 @@ import pytest
 pytest.importorskip("jax")
 pytest.importorskip("jaxtyping")
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 # A float `labels` breaks the shape search (take_along_axis needs integer indices), so no inputs are found.
 MODULE = textwrap.dedent(
     """\

@@ -16,7 +16,7 @@ from remat_lint.registry import rule_by_code
 
 pytest.importorskip("jax")
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 MODULE = textwrap.dedent(
     '''\

@@ -24,7 +24,7 @@ from tests.trace_cases import LINEN_LAYERS
 
 pytest.importorskip("jax")
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def worker(root: Path, source: str, findings: dict[str, dict[str, Any]], trace: dict[str, Any] | None = None) -> dict[str, dict]:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_trace_run import PYTEST, project
+from tests.trace.test_run import PYTEST, project
 from tests.trace_cases import lint
 
 pytest.importorskip("flax")
