@@ -2,7 +2,7 @@
 differentiates functions of model.py and objectives.py that end with the checkpoints of layers.py
 and losses.py. Found with only the checkpoint's file linted (the staged file of a pre-commit run),
 in the CLI and in flake8; the claims of the messages are checked on the fixture's own code, compiled
-under the grads train.py takes (tests/chain_costs.py); the quiet twins save memory."""
+under the grads train.py takes (tests/analysis/chain_costs.py); the quiet twins save memory."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from remat_lint.flake8_plugin import Plugin
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = ROOT / "fixtures" / "xmod_chain"
-KEEP_BARRIERS = "--xla_disable_hlo_passes=cse_barrier_expander"  # as tests/test_jax_claims_grad.py
+KEEP_BARRIERS = "--xla_disable_hlo_passes=cse_barrier_expander"  # as tests/jax_claims/test_grad.py
 
 
 def staged(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, name: str) -> list[tuple[int, str]]:
@@ -70,7 +70,7 @@ def test_the_place_of_the_differentiation_is_in_the_full_message(capsys, monkeyp
 def costs() -> dict[str, list[dict[str, float]]]:
     pytest.importorskip("jax")
     env = {**os.environ, "XLA_FLAGS": KEEP_BARRIERS, "JAX_PLATFORMS": "cpu", "PYTHONPATH": str(FIXTURE)}
-    proc = subprocess.run([sys.executable, str(ROOT / "tests" / "chain_costs.py")], capture_output=True, text=True,
+    proc = subprocess.run([sys.executable, str(ROOT / "tests" / "analysis" / "chain_costs.py")], capture_output=True, text=True,
                           env=env, cwd=FIXTURE, timeout=600, check=False)
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)

@@ -4,7 +4,7 @@
 (``self`` too, for a decorated method); ``nn.remat``/``nn.checkpoint`` count the Module as 0;
 ``nn_partitioning.remat`` does not count it; ``eqx.filter_checkpoint`` has no ``static_argnums``
 and keeps non-array arguments static. (Measured on jax 0.10.2 / flax 0.12.8 in the claims tests:
-tests/test_jax_claims_bodies.py and tests/test_jax_claims_modules.py.)
+tests/jax_claims/test_bodies.py and tests/jax_claims/test_modules.py.)
 
 Each case is linted with the three rules whose findings depend on the convention: REM202 (the
 flag is traced; its message names the index that makes it static), REM011 (the index selects the

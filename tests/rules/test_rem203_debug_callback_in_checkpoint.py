@@ -4,7 +4,7 @@ from tests.helpers import lint
 
 # Measured (jax 0.10.2): under `grad`, the callback below fires twice with the default policy and once
 # with `everything_saveable`, called inline or through `trace` (the program of
-# tests/test_jax_claims_bodies.py::callback_count, its callback moved into a helper).
+# tests/jax_claims/test_bodies.py::callback_count, its callback moved into a helper).
 HELPER = """
 import functools
 import jax

@@ -1,7 +1,7 @@
 """What a user reads, against literal text: each rule's position (row and column as written, the
 decorator's ``@`` for a decorator) and the parts of its message that state a fact about JAX (the
 exception, how often a callback runs, the index), and flake8's columns for the same findings.
-The JAX facts themselves are measured in tests/test_jax_claims_*.py."""
+The JAX facts themselves are measured in tests/jax_claims/."""
 
 from __future__ import annotations
 

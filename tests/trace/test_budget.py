@@ -2,7 +2,7 @@
 
 The search runs in one child Python (``XLA_FLAGS=--xla_disable_hlo_passes=cse_barrier_expander`` must
 be set before JAX starts, as the trace worker does). On the demo's loss, on a two-site Flax linen
-MLP stack, on a Flax NNX transformer block (tests/budget_nnx_block.py) and on per-layer checkpoints
+MLP stack, on a Flax NNX transformer block (tests/trace/budget_nnx_block.py) and on per-layer checkpoints
 nested in a whole-body one, every assignment of candidates is compiled (the program's cache shares
 the compiles the search made) and, for budgets of 0.3, 0.4, 0.5 and 0.8 of the no-checkpoint peak, the
 chosen assignment must fit when compiled with FLOPs within 2 % of the best that fits; where nothing
@@ -117,7 +117,7 @@ def searched(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     tmp = tmp_path_factory.mktemp("budget")
     (tmp / "stack.py").write_text(STACK, encoding="utf-8")
     env = {**os.environ, "XLA_FLAGS": FLAGS, "JAX_PLATFORMS": "cpu"}
-    proc = subprocess.run([sys.executable, "-c", CHILD, str(DEMO), str(tmp), str(ROOT / "tests")], capture_output=True, text=True, env=env,
+    proc = subprocess.run([sys.executable, "-c", CHILD, str(DEMO), str(tmp), str(ROOT / "tests" / "trace")], capture_output=True, text=True, env=env,
                           timeout=600, check=False)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])

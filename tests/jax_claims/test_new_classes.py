@@ -24,7 +24,7 @@ nnx = pytest.importorskip("flax.nnx")
 flax_errors = pytest.importorskip("flax.errors")
 from jax._src import ad_checkpoint as _adc  # noqa: E402  (saved_residuals is not public in 0.10.2)
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 KEY = jax.random.key(0)
 X = jnp.ones((2, 4))
 cp = jax.checkpoint_policies

@@ -15,7 +15,7 @@ jax = pytest.importorskip("jax")
 jnp = pytest.importorskip("jax.numpy")
 pytest.importorskip("flax.linen")
 
-ROOT = Path(__file__).resolve().parent.parent / "fixtures" / "xmod_static"
+ROOT = Path(__file__).resolve().parents[2] / "fixtures" / "xmod_static"
 KEY = jax.random.key(0)
 X = jnp.ones((2, 4))
 STATIC_ARGNUMS_ERROR = "can only take integer values greater than or equal to -len(args) and less than len(args)"

@@ -557,5 +557,5 @@ def test_quiet_fixture_runs(capsys):
 
     pytest.importorskip("haiku")
     pytest.importorskip("equinox")
-    runpy.run_path(str(Path(__file__).parent.parent / "fixtures/quiet/remat_factories_and_results.py"), run_name="__main__")
+    runpy.run_path(str(Path(__file__).parents[2] / "fixtures/quiet/remat_factories_and_results.py"), run_name="__main__")
     assert capsys.readouterr().out.strip().endswith("ok")

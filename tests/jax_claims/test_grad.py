@@ -1,6 +1,6 @@
 """What REM101, REM102, REM103 and REM301 tell users about checkpoints around grad and loops,
 checked against the installed JAX: every number and claim in their messages, from compiled FLOPs
-and temp bytes (``tests/grad_costs.py``, run once in a subprocess with the optimization barriers
+and temp bytes (``tests/jax_claims/grad_costs.py``, run once in a subprocess with the optimization barriers
 kept, as on GPU/TPU), and the fixtures' code run for real."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from tests.helpers import lint
 jax = pytest.importorskip("jax")
 jnp = pytest.importorskip("jax.numpy")
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 KEEP_BARRIERS = "--xla_disable_hlo_passes=cse_barrier_expander"
 
 
@@ -27,7 +27,7 @@ KEEP_BARRIERS = "--xla_disable_hlo_passes=cse_barrier_expander"
 def costs() -> dict[str, list[dict[str, float]]]:
     env = {**os.environ, "XLA_FLAGS": KEEP_BARRIERS, "JAX_PLATFORMS": "cpu"}
     proc = subprocess.run(
-        [sys.executable, str(ROOT / "tests" / "grad_costs.py")], capture_output=True, text=True, env=env, timeout=600, check=False
+        [sys.executable, str(ROOT / "tests" / "jax_claims" / "grad_costs.py")], capture_output=True, text=True, env=env, timeout=600, check=False
     )
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)

@@ -1,6 +1,6 @@
 """Compiled FLOPs and temp bytes of fixtures/xmod_chain's checkpoints under the grads of train.py,
 with and without the checkpoint (tests/analysis/test_project_chain.py). Run as a script with
-``XLA_FLAGS=--xla_disable_hlo_passes=cse_barrier_expander`` (as tests/grad_costs.py, which explains
+``XLA_FLAGS=--xla_disable_hlo_passes=cse_barrier_expander`` (as tests/jax_claims/grad_costs.py, which explains
 why) and the fixture's root on ``sys.path``; prints one JSON object. Abstract inputs only."""
 
 import json

@@ -26,7 +26,7 @@ io_callback = pytest.importorskip("jax.experimental").io_callback
 
 from tests.helpers import fix_all, lint  # noqa: E402
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 KEY = jax.random.key(0)
 X = jnp.ones((2, 4))
 cp = jax.checkpoint_policies

@@ -19,7 +19,7 @@ nn = pytest.importorskip("flax.linen")
 nnx = pytest.importorskip("flax.nnx")
 flax_errors = pytest.importorskip("flax.errors")
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 KEY = jax.random.key(0)
 X = jnp.ones((2, 4))
 RNGS = {"params": KEY, "dropout": KEY}

@@ -17,7 +17,7 @@ nn_partitioning = pytest.importorskip("flax.linen.partitioning")
 
 from tests.helpers import codes, fix_all  # noqa: E402
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 KEY = jax.random.key(0)
 X = jnp.ones((2, 4))
 

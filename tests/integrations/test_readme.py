@@ -11,7 +11,7 @@ from remat_lint import cli
 from remat_lint.docs import END, START, rules_page, rules_table
 from remat_lint.registry import all_rules
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 
 

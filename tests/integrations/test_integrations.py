@@ -18,7 +18,7 @@ import pytest
 
 yaml = pytest.importorskip("yaml")  # pre-commit depends on PyYAML
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 EXPRESSION = re.compile(r"\$\{\{\s*([\w.-]+)\s*\}\}")
 
