@@ -1,5 +1,5 @@
 """What remat-lint knows about the JAX checkpointing APIs (measured on jax 0.10.2, flax 0.12.8,
-dm-haiku 0.0.17, equinox 0.13.8; tests/test_apis.py introspects the installed packages and fails
+dm-haiku 0.0.17, equinox 0.13.8; tests/jax_claims/test_apis.py introspects the installed packages and fails
 when this drifts from them).
 """
 

@@ -1,6 +1,6 @@
 """A module imported on first use. A rule module whose project phase needs no parse (a warm run
 often runs only that) binds libcst and the analyses this way, so importing the rule imports
-neither; they load when a file is checked (tests/test_scale.py)."""
+neither; they load when a file is checked (tests/engine/test_scale.py)."""
 
 from __future__ import annotations
 

@@ -32,7 +32,7 @@ may run over layers (it kept 9 more with a scan alone, 17 in all; its word "scan
 60 files, 97k lines); linting with no prefilter the 63 files it rejects that contain "scan"
 gave no REM301 finding, candidate or not, nor did the 317 such files of MaxText and 20 other
 public JAX repositories (where the files kept for a scan alone went from 52 to 7).
-tests/test_prefilter.py does the same on the fixtures and synthetic files.
+tests/engine/test_prefilter.py does the same on the fixtures and synthetic files.
 A kept file that ``ast`` cannot parse goes to libcst,
 which reports the error, unless Python hit a nesting limit (see ``check``). A file rejected from
 the text is not parsed, so an error in it goes unreported, as in a file without the words.
@@ -47,11 +47,11 @@ from typing import Iterable, Iterator
 
 from remat_lint.layer_scans import may_scan_layers
 
-# Dotted names the analysis looks for besides apis.py's (tests/test_prefilter.py keeps this complete).
+# Dotted names the analysis looks for besides apis.py's (tests/engine/test_prefilter.py keeps this complete).
 EXTRA_QNAMES = ("flax.linen.remat_scan",)
 _SUBSTRINGS = ("remat", "checkpoint")
 # The parts of the API names that hold a substring, written out so that the textual stages (all a
-# warm run needs) do not import apis.py; tests/test_prefilter.py derives them from ``api_qnames()``.
+# warm run needs) do not import apis.py; tests/engine/test_prefilter.py derives them from ``api_qnames()``.
 API_TOKENS = frozenset(
     {"ad_checkpoint", "checkpoint", "checkpoint_name", "checkpoint_policies", "filter_checkpoint", "remat", "remat_scan"}
 )
@@ -65,7 +65,7 @@ def api_qnames() -> frozenset[str]:
 
 
 # What a rule's ``prefilter_apis`` may name: the APIs the analysis resolves for loops.SCANS and
-# apis.DIFF_APIS, written out so that a warm run imports neither (tests/test_prefilter.py keeps them equal).
+# apis.DIFF_APIS, written out so that a warm run imports neither (tests/engine/test_prefilter.py keeps them equal).
 API_GROUPS: dict[str, frozenset[str]] = {
     "scan": frozenset({"jax.lax.scan", "flax.linen.scan", "flax.linen.transforms.scan", "flax.nnx.scan", "haiku.scan"}),
     "differentiation": frozenset(

@@ -7,7 +7,7 @@ name, severity, default, prefilter words, summary, doc...) is read from ``rule_t
 table generated from the rule classes by ``python -m remat_lint.docs``. The table records a
 digest of the sources it was generated from; when the rules changed since (a rule edited or
 added, the table not regenerated yet), ``rule_index`` imports the rules instead, so a stale table
-costs time, never a wrong answer. tests/test_rule_metadata.py fails while the table is stale.
+costs time, never a wrong answer. tests/rules/test_rule_metadata.py fails while the table is stale.
 """
 
 from __future__ import annotations

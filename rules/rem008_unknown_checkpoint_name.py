@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from remat_lint.context import LintContext
     from remat_lint.project.model import Project, ProjectModule
 
-# What an undeclared name does in each role (measured on jax 0.10.2: tests/test_jax_claims_policies.py).
+# What an undeclared name does in each role (measured on jax 0.10.2: tests/jax_claims/test_policies.py).
 EFFECT = {
     "saved": "so nothing is saved under it (the values are recomputed)",
     "offloaded": "so nothing is offloaded under it (the values are recomputed)",

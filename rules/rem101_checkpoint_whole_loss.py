@@ -13,10 +13,10 @@ if TYPE_CHECKING:
     from remat_lint.project.model import Project, ProjectModule
 
 # libcst and the analyses are imported where a file is checked: the project phase (check_project),
-# often all a warm run does, needs neither (tests/test_scale.py).
+# often all a warm run does, needs neither (tests/engine/test_scale.py).
 
 # What a checkpoint of the whole differentiated function costs, per kind of transform (measured on
-# jax 0.10.2, compiled with optimization barriers kept: tests/test_jax_claims_grad.py).
+# jax 0.10.2, compiled with optimization barriers kept: tests/jax_claims/test_grad.py).
 EFFECT = {
     "value_and_grad": (
         "As a result the forward pass runs twice, once for the value and again inside the backward pass "

@@ -15,9 +15,9 @@ if TYPE_CHECKING:
     from remat_lint.project.model import Project, ProjectModule
 
 # libcst and the analyses are imported where a file is checked: the project phase (check_project),
-# often all a warm run does, needs neither (tests/test_scale.py).
+# often all a warm run does, needs neither (tests/engine/test_scale.py).
 
-# Measured on jax 0.10.2 (tests/test_jax_claims_grad.py): the last 2 of 6 residual-MLP blocks
+# Measured on jax 0.10.2 (tests/jax_claims/test_grad.py): the last 2 of 6 residual-MLP blocks
 # checkpointed, barriers kept.
 EFFECT = {
     "grad": "under `{t}` the checkpoint saves nothing (compiled: the same FLOPs and temp memory)",
@@ -38,7 +38,7 @@ EFFECT = {
         "+18 % with only a mean after it)"
     ),
     # The stage is all the expensive work and only linear work follows it (a checkpointed data loss
-    # plus an L2 penalty outside it, a mean): measured in tests/test_jax_claims_grad.py, barriers kept.
+    # plus an L2 penalty outside it, a mean): measured in tests/jax_claims/test_grad.py, barriers kept.
     "value_and_grad whole": (
         "under `{t}` it is all the expensive work, so the forward pass runs twice, once for the value and again "
         "in the backward pass, and no memory is saved (measured on JAX 0.10.2: +27 to +35 % FLOPs, temp unchanged to +41 %)"

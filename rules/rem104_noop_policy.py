@@ -7,7 +7,7 @@ from remat_lint.apis import policy_info
 from remat_lint.findings import Severity
 from remat_lint.rule import Invalid, Rule
 
-# Measured on jax 0.10.2 (tests/test_jax_claims_policies.py).
+# Measured on jax 0.10.2 (tests/jax_claims/test_policies.py).
 SAVES_EVERYTHING = (
     "It keeps what the un-checkpointed function would; compiled with optimization barriers (as on GPU/TPU) "
     "it can even use more temp memory than no checkpoint"

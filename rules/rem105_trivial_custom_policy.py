@@ -4,7 +4,7 @@ from remat_lint.analysis.policies import constant_return, site_policy
 from remat_lint.findings import Severity
 from remat_lint.rule import Invalid, Rule
 
-# Measured on jax 0.10.2 (tests/test_jax_claims_policies.py).
+# Measured on jax 0.10.2 (tests/jax_claims/test_policies.py).
 ALWAYS_FALSE = (
     "always returns `False`, so it saves nothing. It behaves exactly like the default policy "
     "(`nothing_saveable`); drop `policy=` or write `jax.checkpoint_policies.nothing_saveable`"

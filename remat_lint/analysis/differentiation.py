@@ -10,7 +10,7 @@ The differentiated expression is resolved with ``callables`` (a def, a lambda, a
 inline, a re-bound ``loss = jax.checkpoint(loss)``).
 
 ``kind`` is what the transform does with the function's primal output, which decides what a
-checkpoint of the whole function costs (measured on jax 0.10.2, tests/test_jax_claims_grad.py):
+checkpoint of the whole function costs (measured on jax 0.10.2, tests/jax_claims/test_grad.py):
 ``grad`` (grad, jacrev: the output is unused, a whole-function checkpoint compiles to the same
 program), ``value_and_grad`` (value_and_grad, vjp, and grad with ``has_aux``: the output is
 returned, so the forward runs twice), ``forward`` (jacfwd: forward mode keeps no residuals) and ``hessian`` (forward over

@@ -1,0 +1,55 @@
+"""A call in another module reaches the wrap whichever way that module imports it (analysis/semantic.py
+binds ``import pkg.layers`` as the top-level name ``pkg``; the project layer follows it), and only a
+wrap bound at module level is what another module imports (analysis/exports.py)."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from tests.analysis.test_cross_module_breadth import lint_project
+from tests.analysis.test_project import cli
+
+
+@pytest.mark.parametrize(
+    "model",
+    [
+        "import pkg.layers\ny = pkg.layers.double(1.0, n=3)\n",
+        "import pkg.layers as layers\ny = layers.double(1.0, n=3)\n",
+        "from pkg.layers import double\ny = double(1.0, n=3)\n",
+        "from pkg import layers\ny = layers.double(1.0, n=3)\n",
+    ],
+    ids=["import-dotted", "import-as", "from-import", "from-package-import-module"],
+)
+def test_a_keyword_call_in_another_module_is_reported_at_the_call_for_every_import_form(tmp_path, capsys, model):
+    [(path, row, message)] = lint_project(tmp_path, capsys, model)
+    assert (path, row) == (os.path.join("pkg", "model.py"), 2)
+    assert message.startswith("REM012 `n` is in `static_argnums` of `double` (layers.py:16) but passed by keyword")
+
+
+SHADOWED = """\
+import functools
+import jax
+
+
+def double(x, n=2):
+    return x * n
+
+
+class Ops:
+    @functools.partial(jax.checkpoint, static_argnums=(1,))
+    def double(x, n=2):
+        return x * n
+"""
+
+
+def test_a_checkpointed_method_is_not_the_module_function_of_the_same_name(tmp_path, capsys, monkeypatch):
+    # `from pkg.layers import double` imports the plain function, not the method of Ops.
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "layers.py").write_text(SHADOWED)
+    (tmp_path / "pkg" / "model.py").write_text("from pkg.layers import double\ny = double(1.0, n=3)\n")
+    monkeypatch.chdir(tmp_path)
+    assert cli(capsys, "--no-cache", ".") == []

@@ -1,0 +1,122 @@
+"""REM102 across modules: a checkpoint another module differentiates whole (REM101's) does not hide
+the next one, and of several grads the message names the worst (`value_and_grad`); the message
+names the stage, the function and the effect; written against surviving mutants."""
+
+from __future__ import annotations
+
+import os
+
+from tests.helpers import lint as lint_one
+from tests.project_messages import project_messages
+
+LAYERS = """\
+import jax
+
+
+def _whole(p, x):
+    return (x * p).sum()
+
+
+def _head(p, x):
+    return x * p
+
+
+whole = jax.checkpoint(_whole)
+head = jax.checkpoint(_head)
+"""
+
+
+def lint(tmp_path, capsys, monkeypatch, train: str) -> list[tuple[int, str]]:
+    """(row, code and whole message) of the findings in losses.py, the project linted whole."""
+    files = {"pkg/__init__.py": "", "pkg/losses.py": LAYERS, "pkg/train.py": train}
+    found = project_messages(tmp_path, capsys, monkeypatch, files)
+    return [(row, message) for path, row, message in found if path == os.path.join("pkg", "losses.py")]
+
+
+def test_a_checkpoint_differentiated_whole_does_not_hide_the_next_last_stage(tmp_path, capsys, monkeypatch):
+    train = (
+        "import jax\nfrom .losses import whole, head\ng1 = jax.grad(whole)\n"
+        "def loss(p, x):\n    return head(p, x).mean()\ng2 = jax.grad(loss)\n"
+    )
+    found = lint(tmp_path, capsys, monkeypatch, train)
+    assert [(row, message.split()[0]) for row, message in found] == [(12, "REM101"), (13, "REM102")]
+    assert found[1][1].startswith(
+        "REM102 `head(...)` is the last stage of `loss`: checkpointing it saves little or no memory"
+    )
+
+
+def test_of_two_grads_the_message_names_value_and_grad(tmp_path, capsys, monkeypatch):
+    train = (
+        "import jax\nfrom .losses import head\n"
+        "def loss(p, x):\n    return head(p, x).mean()\ng1 = jax.grad(loss)\ng2 = jax.value_and_grad(loss)\n"
+    )
+    [(row, message)] = lint(tmp_path, capsys, monkeypatch, train)
+    assert row == 13
+    assert "under `jax.value_and_grad` it recomputes the stage in the backward pass" in message
+    assert message.endswith("(differentiated at train.py:6). Checkpoint an earlier stage instead")
+
+
+def test_the_message_names_the_stage_the_function_and_the_effect():
+    code = (
+        "import jax\nimport jax.numpy as jnp\nhead = jax.checkpoint(head)\ndef loss(p, x, y):\n    h = body(p, x)\n"
+        "    logits = head(p, h)\n    return jnp.mean((logits - y) ** 2)\ng = jax.value_and_grad(loss)\n"
+    )
+    assert [(f.start.row, f.message) for f in lint_one(code, {"REM102"})] == [
+        (
+            6,
+            (
+                "`head(...)` is the last stage of `loss`: checkpointing it saves little or no memory. Only cheap work follows "
+                "it (`jnp.mean`, `**`, `-`), so nothing computed later keeps memory live and the backward pass needs its "
+                "residuals at once; under `jax.value_and_grad` it recomputes the stage in the backward pass (measured on JAX "
+                "0.10.2, last 2 of 6 blocks: +9 to +11 % FLOPs; temp unchanged with the loss inside the stage, -8 % with a "
+                "squared error after it, +18 % with only a mean after it). Checkpoint an earlier stage instead"
+            ),
+        )
+    ]
+
+
+# A function decorated as a loop body (``@nnx.scan(...)`` above ``@nnx.remat``) runs once per
+# layer, so checkpointing it is what the scan wants: REM102 (checkpointed last stage) stays quiet there
+# and reports the same function undecorated (analysis/loops.py, ``Loops._add_decorated``).
+
+SCANNED = """
+import jax
+from flax import nnx
+
+@nnx.scan(in_axes=(nnx.Carry, 0), out_axes=nnx.Carry)
+@nnx.remat
+@jax.named_call
+def forward(x, layer):
+    return layer(x)
+
+def loss(x, layers):
+    return forward(x, layers).sum()
+
+g = jax.grad(loss)
+"""
+
+
+def rem102(code: str) -> list[tuple[int, str]]:
+    return [(f.start.row, f.message.split(". ")[0]) for f in lint_one(code, {"REM102"})]
+
+
+def test_the_remat_below_a_scan_decorator_is_a_loop_body():
+    assert rem102(SCANNED) == []
+
+
+def test_the_same_remat_without_the_scan_is_the_last_stage():
+    plain = SCANNED.replace("@nnx.scan(in_axes=(nnx.Carry, 0), out_axes=nnx.Carry)\n", "")
+    assert rem102(plain) == [
+        (11, "`forward(...)` is the last stage of `loss`: checkpointing it saves little or no memory")
+    ]
+
+
+def test_only_the_decorators_below_the_scan_are_its_body():
+    """A remat above the scan checkpoints the whole scan, which is the last stage."""
+    above = SCANNED.replace(
+        "@nnx.scan(in_axes=(nnx.Carry, 0), out_axes=nnx.Carry)\n@nnx.remat\n",
+        "@nnx.remat\n@nnx.scan(in_axes=(nnx.Carry, 0), out_axes=nnx.Carry)\n",
+    )
+    assert rem102(above) == [
+        (12, "`forward(...)` is the last stage of `loss`: checkpointing it saves little or no memory")
+    ]
