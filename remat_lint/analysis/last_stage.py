@@ -20,9 +20,9 @@ from typing import Iterator
 import libcst as cst
 
 from remat_lint.analysis.callables import Callables, Function
-from remat_lint.analysis.loops import VMAP_APIS
 from remat_lint.analysis.semantic import SemanticModel, child_nodes
 from remat_lint.analysis.sites import RematSite
+from remat_lint.apis import VMAP_APIS
 
 _EXPENSIVE_JNP = frozenset(
     {"dot", "matmul", "einsum", "tensordot", "inner", "outer", "vdot", "vecdot", "kron", "convolve", "correlate"}

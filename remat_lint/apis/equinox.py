@@ -1,0 +1,31 @@
+"""Equinox's APIs (measured on equinox 0.13.8; tests/test_apis.py introspects the installed package)."""
+
+from __future__ import annotations
+
+from remat_lint.apis.records import BodyParam, DiffApi, RematApi
+
+FILTER_CHECKPOINT = "equinox.filter_checkpoint"
+
+REMAT_APIS = [
+    RematApi(
+        FILTER_CHECKPOINT,
+        "equinox",
+        "fun",
+        frozenset({"prevent_cse", "policy"}),
+        (),
+        True,
+        "eqx.filter_checkpoint",
+        "filter_checkpoint",
+    ),
+]
+
+DIFF_APIS = [
+    DiffApi("equinox.filter_grad", "grad", "fun"),
+    DiffApi("equinox.filter_jacrev", "grad", "fun"),
+    DiffApi("equinox.filter_value_and_grad", "value_and_grad", "fun"),
+    DiffApi("equinox.filter_vjp", "value_and_grad", "fun"),
+    DiffApi("equinox.filter_jacfwd", "forward", "fun"),
+    DiffApi("equinox.filter_hessian", "hessian", "fun"),
+]
+
+VMAP_APIS: dict[str, BodyParam] = {"equinox.filter_vmap": (0, "fun")}

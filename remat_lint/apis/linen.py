@@ -1,0 +1,63 @@
+"""Flax linen's APIs (measured on flax 0.12.8; tests/test_apis.py introspects the installed package)."""
+
+from __future__ import annotations
+
+from remat_lint.apis.records import BodyParam, DiffApi, RematApi
+
+REMAT = "flax.linen.remat"
+PARTITIONING_REMAT = "flax.linen.partitioning.remat"
+REMAT_SCAN = "flax.linen.remat_scan"
+
+_REMAT_PARAMS = ("variables", "rngs", "concrete", "prevent_cse", "static_argnums", "policy", "methods")
+
+REMAT_APIS = [
+    RematApi(REMAT, "flax", "target", frozenset(_REMAT_PARAMS), _REMAT_PARAMS, False, "nn.remat", "checkpoint", True),
+    RematApi(
+        PARTITIONING_REMAT,
+        "flax",
+        "target",
+        frozenset(_REMAT_PARAMS),
+        _REMAT_PARAMS,
+        False,
+        "nn_partitioning.remat",
+        "remat",
+    ),
+]
+# Other spellings of the same object (or a re-export).
+REMAT_ALIASES = {
+    "flax.linen.checkpoint": REMAT,
+    "flax.linen.transforms.remat": REMAT,
+    "flax.linen.transforms.checkpoint": REMAT,
+}
+
+# Flax linen Module classes (REM004, REM009): the base class and every Module subclass that
+# ``flax.linen`` exports.
+MODULE_CLASSES = frozenset(
+    {"flax.linen.module.Module"}
+    | {
+        f"flax.linen.{name}"
+        for name in (
+            "Module", "BatchNorm", "Bidirectional", "Conv", "ConvLSTMCell", "ConvLocal", "ConvTranspose",
+            "Dense", "DenseGeneral", "Dropout", "Einsum", "Embed", "Fp8DirectDotGeneralOp",
+            "Fp8DotGeneral", "Fp8DotGeneralOp", "Fp8Einsum", "GRUCell", "GroupNorm", "InstanceNorm",
+            "LSTMCell", "LayerNorm", "MGUCell", "MultiHeadAttention", "MultiHeadDotProductAttention",
+            "NANOOFp8DotGeneralOp", "OptimizedLSTMCell", "PReLU", "RMSNorm", "RNN", "RNNCellBase",
+            "SelfAttention", "Sequential", "SimpleCell", "SpectralNorm", "WeightNorm",
+        )
+    }
+)  # fmt: skip
+
+DIFF_APIS = [
+    DiffApi("flax.linen.grad", "grad", "fn"),
+    DiffApi("flax.linen.value_and_grad", "value_and_grad", "fn"),
+    DiffApi("flax.linen.vjp", "value_and_grad", "fn"),
+]
+
+LOOP_APIS: dict[str, BodyParam] = {
+    "flax.linen.scan": (0, "target"),
+    "flax.linen.transforms.scan": (0, "target"),
+    REMAT_SCAN: (0, "target"),
+    "flax.linen.while_loop": (1, "body_fn"),
+}
+SCANS = frozenset({"flax.linen.scan", "flax.linen.transforms.scan"})  # lifted scans
+VMAP_APIS: dict[str, BodyParam] = {"flax.linen.vmap": (0, "target")}

@@ -1,0 +1,38 @@
+"""Flax NNX's APIs (measured on flax 0.12.8; tests/test_apis.py introspects the installed package)."""
+
+from __future__ import annotations
+
+from remat_lint.apis.records import BodyParam, DiffApi, RematApi
+
+REMAT = "flax.nnx.remat"
+
+REMAT_APIS = [
+    RematApi(
+        REMAT,
+        "nnx",
+        "f",
+        frozenset({"prevent_cse", "static_argnums", "policy", "graph", "graph_updates"}),
+        (),
+        True,
+        "nnx.remat",
+        "remat",
+    ),
+]
+REMAT_ALIASES = {
+    "flax.experimental.nnx.remat": REMAT,
+    "flax.nnx.transforms.autodiff.remat": REMAT,
+}
+
+DIFF_APIS = [
+    DiffApi("flax.nnx.grad", "grad", "f"),
+    DiffApi("flax.nnx.value_and_grad", "value_and_grad", "f"),
+    DiffApi("flax.nnx.vjp", "value_and_grad", "f"),
+]
+
+LOOP_APIS: dict[str, BodyParam] = {
+    "flax.nnx.scan": (0, "f"),
+    "flax.nnx.fori_loop": (2, "body_fun"),
+    "flax.nnx.while_loop": (1, "body_fun"),
+}
+SCANS = frozenset({"flax.nnx.scan"})
+VMAP_APIS: dict[str, BodyParam] = {"flax.nnx.vmap": (0, "f")}
