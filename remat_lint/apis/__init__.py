@@ -12,12 +12,12 @@ from __future__ import annotations
 from remat_lint.apis import equinox, haiku, jax, linen, nnx
 from remat_lint.apis.jax import CHECKPOINT_NAME, POLICIES, POLICY_NAMESPACES, REMOVED_APIS
 from remat_lint.apis.linen import MODULE_CLASSES as LINEN_MODULE_CLASSES
-from remat_lint.apis.records import BodyParam, DiffApi, DiffKind, Family, PolicyInfo, RematApi
+from remat_lint.apis.records import BodyParam, DiffApi, DiffKind, Family, FlagLayer, PolicyInfo, RematApi
 
 __all__ = [
-    "CHECKPOINT_NAME", "DIFF_APIS", "DISPLAY_NAMES", "FUNCTION_NAMES", "LINEN_MODULE_CLASSES", "LOOP_APIS",
-    "PARTIAL", "POLICIES", "POLICY_NAMESPACES", "REMAT_APIS", "REMOVED_APIS", "SCANS", "VMAP_APIS",
-    "BodyParam", "DiffApi", "DiffKind", "Family", "PolicyInfo", "RematApi",
+    "CHECKPOINT_NAME", "DIFF_APIS", "DISPLAY_NAMES", "FLAG_LAYERS", "FUNCTION_NAMES", "LINEN_MODULE_CLASSES", "LOOP_APIS",
+    "PARTIAL", "POLICIES", "POLICY_NAMESPACES", "REMAT_APIS", "REMOVED_APIS", "SAME_FUNCTION", "SCANS", "VJPS", "VMAP_APIS",
+    "BodyParam", "DiffApi", "DiffKind", "Family", "FlagLayer", "PolicyInfo", "RematApi",
     "is_policy_namespace", "policy_info", "raises_when", "remat_api",
 ]  # fmt: skip
 
@@ -33,10 +33,14 @@ DISPLAY_NAMES = {api.qname: api.display for api in REMAT_APIS.values()}
 FUNCTION_NAMES = {api.qname: api.function_name for api in REMAT_APIS.values()}
 
 PARTIAL = frozenset({"functools.partial"})
+# Wrappers that return a callable computing the same function: ``jax.jit(jax.checkpoint(loss))``.
+SAME_FUNCTION = PARTIAL | {jax.JIT, equinox.FILTER_JIT, nnx.JIT}
 
 DIFF_APIS: dict[str, DiffApi] = {
     api.qname: api for api in (*jax.DIFF_APIS, *nnx.DIFF_APIS, *linen.DIFF_APIS, *haiku.DIFF_APIS, *equinox.DIFF_APIS)
 }
+# Differentiation APIs that return the pullback.
+VJPS = frozenset({jax.VJP, nnx.VJP, linen.VJP, equinox.FILTER_VJP})
 
 # Loops and maps: qualified name -> where the body (the mapped function) is passed.
 LOOP_APIS: dict[str, BodyParam] = {**jax.LOOP_APIS, **linen.LOOP_APIS, **nnx.LOOP_APIS, **haiku.LOOP_APIS}
@@ -44,6 +48,11 @@ LOOP_APIS: dict[str, BodyParam] = {**jax.LOOP_APIS, **linen.LOOP_APIS, **nnx.LOO
 SCANS = jax.SCANS | linen.SCANS | nnx.SCANS | haiku.SCANS
 VMAP_APIS: dict[str, BodyParam] = {
     **jax.VMAP_APIS, **linen.VMAP_APIS, **nnx.VMAP_APIS, **haiku.VMAP_APIS, **equinox.VMAP_APIS,
+}  # fmt: skip
+
+# Layers that test a mode flag in Python: qualified name -> how.
+FLAG_LAYERS: dict[str, FlagLayer] = {
+    **linen.FLAG_LAYERS, **nnx.FLAG_LAYERS, **equinox.FLAG_LAYERS, **haiku.FLAG_LAYERS,
 }  # fmt: skip
 
 

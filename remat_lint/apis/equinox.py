@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from remat_lint.apis.records import BodyParam, DiffApi, RematApi
+from remat_lint.apis.records import BodyParam, DiffApi, FlagLayer, RematApi
 
 FILTER_CHECKPOINT = "equinox.filter_checkpoint"
+FILTER_VJP = "equinox.filter_vjp"
+FILTER_JIT = "equinox.filter_jit"
 
 REMAT_APIS = [
     RematApi(
@@ -23,9 +25,20 @@ DIFF_APIS = [
     DiffApi("equinox.filter_grad", "grad", "fun"),
     DiffApi("equinox.filter_jacrev", "grad", "fun"),
     DiffApi("equinox.filter_value_and_grad", "value_and_grad", "fun"),
-    DiffApi("equinox.filter_vjp", "value_and_grad", "fun"),
+    DiffApi(FILTER_VJP, "value_and_grad", "fun"),
     DiffApi("equinox.filter_jacfwd", "forward", "fun"),
     DiffApi("equinox.filter_hessian", "hessian", "fun"),
 ]
 
 VMAP_APIS: dict[str, BodyParam] = {"equinox.filter_vmap": (0, "fun")}
+
+# Layers that test a mode flag in Python (analysis/layers.py).
+FLAG_LAYERS: dict[str, FlagLayer] = {
+    **dict.fromkeys(
+        ("equinox.nn.BatchNorm", "equinox.nn._batch_norm.BatchNorm"), FlagLayer("inference", None, None, None)
+    ),
+    **dict.fromkeys(
+        ("equinox.nn.Dropout", "equinox.nn._dropout.Dropout"),
+        FlagLayer("inference", None, "p", 0, default_rate=0.5, also="deterministic"),
+    ),
+}

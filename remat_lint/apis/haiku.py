@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from remat_lint.apis.jax import REMAT_KEYWORDS
-from remat_lint.apis.records import BodyParam, DiffApi, RematApi
+from remat_lint.apis.records import BodyParam, DiffApi, FlagLayer, RematApi
 
 REMAT = "haiku.remat"
+# ``hk.transform(f)``: the function whose ``init``/``apply`` run ``f``; ``without_apply_rng`` wraps them.
+TRANSFORMS = frozenset({"haiku.transform", "haiku.transform_with_state"})
+WITHOUT_APPLY_RNG = "haiku.without_apply_rng"
 
 REMAT_APIS = [RematApi(REMAT, "haiku", "fun", REMAT_KEYWORDS, (), False, "hk.remat", "remat")]
 
@@ -22,3 +25,8 @@ LOOP_APIS: dict[str, BodyParam] = {
 }
 SCANS = frozenset({"haiku.scan"})
 VMAP_APIS: dict[str, BodyParam] = {"haiku.vmap": (0, "fun")}
+
+# Layers that test a mode flag in Python (analysis/layers.py).
+FLAG_LAYERS: dict[str, FlagLayer] = {
+    **dict.fromkeys(("haiku.BatchNorm", "haiku._src.batch_norm.BatchNorm"), FlagLayer("is_training", 1, None, None)),
+}

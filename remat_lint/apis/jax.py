@@ -52,11 +52,14 @@ CHECKPOINT_NAME = frozenset({"jax.ad_checkpoint.checkpoint_name"})
 
 # --- transforms ----------------------------------------------------------------------------------
 
+VJP = "jax.vjp"  # returns the pullback: the backward runs where it is called
+JIT = "jax.jit"  # returns a callable computing the same function
+
 DIFF_APIS = [
     DiffApi("jax.grad", "grad", "fun"),
     DiffApi("jax.jacrev", "grad", "fun"),
     DiffApi("jax.value_and_grad", "value_and_grad", "fun"),
-    DiffApi("jax.vjp", "value_and_grad", "fun"),
+    DiffApi(VJP, "value_and_grad", "fun"),
     DiffApi("jax.jacfwd", "forward", "fun"),
     DiffApi("jax.hessian", "hessian", "fun"),
 ]
@@ -70,3 +73,30 @@ LOOP_APIS: dict[str, BodyParam] = {
 }
 SCANS = frozenset({"jax.lax.scan"})  # scans over a sequence given as ``xs``
 VMAP_APIS: dict[str, BodyParam] = {"jax.vmap": (0, "fun")}
+
+# --- other functions the analyses resolve --------------------------------------------------------
+
+# Functions JAX calls at run time, not at trace time: their bodies are not the checkpoint's.
+CALLBACKS = frozenset(
+    {
+        "jax.debug.callback",
+        "jax.pure_callback",
+        "jax.experimental.io_callback",
+        "jax.experimental.pure_callback",
+        "jax.experimental.host_callback.id_tap",
+        "jax.experimental.host_callback.call",
+    }
+)
+NUMPY_REDUCTIONS = frozenset({"jax.numpy.sum", "jax.numpy.mean"})  # what a loss ends with
+
+# Calls that cost little beside a layer (analysis/last_stage.py): these, most of ``jax.numpy`` and
+# ``jax.nn`` (by prefix, with exceptions there).
+CHEAP_CALLS = frozenset(
+    {
+        "jax.lax.stop_gradient", "jax.lax.pmean", "jax.lax.psum", "jax.lax.rsqrt", "jax.lax.square",
+        "jax.scipy.special.logsumexp", "jax.numpy.linalg.norm",
+        "jax.tree_util.tree_leaves", "jax.tree.leaves",  # an L2 penalty over the parameters
+    }
+)  # fmt: skip
+NUMPY_PREFIX = "jax.numpy."
+NN_PREFIX = "jax.nn."

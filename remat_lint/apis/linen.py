@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
-from remat_lint.apis.records import BodyParam, DiffApi, RematApi
+from remat_lint.apis.records import BodyParam, DiffApi, FlagLayer, RematApi
 
 REMAT = "flax.linen.remat"
 PARTITIONING_REMAT = "flax.linen.partitioning.remat"
 REMAT_SCAN = "flax.linen.remat_scan"
+VJP = "flax.linen.vjp"
+COMPACT = "flax.linen.compact"
+# Method decorators that keep the method's signature (a plain method for the analyses).
+COMPACT_NAMES = frozenset({COMPACT, "flax.linen.module.compact"})
+PLAIN_METHOD_DECORATORS = frozenset({COMPACT, "flax.linen.nowrap"})
 
 _REMAT_PARAMS = ("variables", "rngs", "concrete", "prevent_cse", "static_argnums", "policy", "methods")
 
@@ -50,7 +55,7 @@ MODULE_CLASSES = frozenset(
 DIFF_APIS = [
     DiffApi("flax.linen.grad", "grad", "fn"),
     DiffApi("flax.linen.value_and_grad", "value_and_grad", "fn"),
-    DiffApi("flax.linen.vjp", "value_and_grad", "fn"),
+    DiffApi(VJP, "value_and_grad", "fn"),
 ]
 
 LOOP_APIS: dict[str, BodyParam] = {
@@ -61,3 +66,20 @@ LOOP_APIS: dict[str, BodyParam] = {
 }
 SCANS = frozenset({"flax.linen.scan", "flax.linen.transforms.scan"})  # lifted scans
 VMAP_APIS: dict[str, BodyParam] = {"flax.linen.vmap": (0, "target")}
+
+# Layers that test a mode flag in Python (analysis/layers.py).
+_DROPOUT = FlagLayer("deterministic", 1, "rate", 0)
+_BATCH_NORM = FlagLayer("use_running_average", 1, None, None)
+_ATTENTION = FlagLayer("deterministic", None, "dropout_rate", None)
+FLAG_LAYERS: dict[str, FlagLayer] = {
+    **dict.fromkeys(("flax.linen.Dropout", "flax.linen.stochastic.Dropout"), _DROPOUT),
+    **dict.fromkeys(("flax.linen.BatchNorm", "flax.linen.normalization.BatchNorm"), _BATCH_NORM),
+    **dict.fromkeys(
+        (
+            f"flax.linen.{module}{name}"
+            for module in ("", "attention.")
+            for name in ("MultiHeadDotProductAttention", "MultiHeadAttention", "SelfAttention")
+        ),
+        _ATTENTION,
+    ),
+}

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from remat_lint.apis.records import BodyParam, DiffApi, RematApi
+from remat_lint.apis.records import BodyParam, DiffApi, FlagLayer, RematApi
 
 REMAT = "flax.nnx.remat"
+VJP = "flax.nnx.vjp"
+JIT = "flax.nnx.jit"
 
 REMAT_APIS = [
     RematApi(
@@ -26,7 +28,7 @@ REMAT_ALIASES = {
 DIFF_APIS = [
     DiffApi("flax.nnx.grad", "grad", "f"),
     DiffApi("flax.nnx.value_and_grad", "value_and_grad", "f"),
-    DiffApi("flax.nnx.vjp", "value_and_grad", "f"),
+    DiffApi(VJP, "value_and_grad", "f"),
 ]
 
 LOOP_APIS: dict[str, BodyParam] = {
@@ -36,3 +38,17 @@ LOOP_APIS: dict[str, BodyParam] = {
 }
 SCANS = frozenset({"flax.nnx.scan"})
 VMAP_APIS: dict[str, BodyParam] = {"flax.nnx.vmap": (0, "f")}
+
+# Layers that test a mode flag in Python (analysis/layers.py).
+FLAG_LAYERS: dict[str, FlagLayer] = {
+    **dict.fromkeys(
+        ("flax.nnx.Dropout", "flax.nnx.nn.stochastic.Dropout"), FlagLayer("deterministic", None, "rate", 0)
+    ),
+    **dict.fromkeys(
+        ("flax.nnx.BatchNorm", "flax.nnx.nn.normalization.BatchNorm"), FlagLayer("use_running_average", 1, None, None)
+    ),
+    **dict.fromkeys(
+        ("flax.nnx.MultiHeadAttention", "flax.nnx.nn.attention.MultiHeadAttention"),
+        FlagLayer("deterministic", None, "dropout_rate", None),
+    ),
+}

@@ -51,3 +51,16 @@ class DiffApi:
     @property
     def reverse(self) -> bool:
         return self.kind in ("grad", "value_and_grad", "hessian")
+
+
+@dataclass(frozen=True)
+class FlagLayer:
+    """How a layer class takes the mode flag it tests in Python (``deterministic``...), and the rate
+    without which it never tests it (analysis/layers.py)."""
+
+    flag: str  # the keyword (a call keyword, and a constructor field where ``in_constructor``)
+    flag_position: int | None  # the flag's position among the call's arguments, if it has one
+    rate: str | None  # the keyword of the rate that must be nonzero, if any
+    rate_position: int | None  # the rate's position among the constructor's arguments
+    default_rate: float | None = None  # the rate when the constructor is not given one
+    also: str | None = None  # a second keyword for the flag (Equinox's deprecated ``deterministic``)
