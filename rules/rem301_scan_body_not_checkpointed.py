@@ -10,6 +10,8 @@ from remat_lint.analysis.loops import LoopBody, body_argument
 from remat_lint.analysis.semantic import SemanticModel, child_nodes
 from remat_lint.analysis.smoke_tests import in_smoke_test
 from remat_lint.apis import SCANS
+from remat_lint.apis.flax import PREFIX as FLAX_PREFIX
+from remat_lint.apis.jax import PREFIX as JAX_PREFIX
 from remat_lint.apis.linen import SCANS as LINEN_SCANS
 from remat_lint.findings import Finding, Severity
 from remat_lint.layer_scans import LAYER_WORDS
@@ -280,7 +282,7 @@ class ScanBodyNotCheckpointed(Rule):
         (``def deco(f): return jax.checkpoint(f)``, an imported ``@remat_block``)."""
         expr = decorator.decorator.func if isinstance(decorator.decorator, cst.Call) else decorator.decorator
         name = self.ctx.qualified_name(expr)
-        return name is not None and (name.startswith(("jax.", "flax.")) or name in _BUILTIN_DECORATORS)
+        return name is not None and (name.startswith((JAX_PREFIX, FLAX_PREFIX)) or name in _BUILTIN_DECORATORS)
 
     def _known_call(self, call: cst.Call) -> bool:
         """A call of a library function, a same-module function, or an array method."""

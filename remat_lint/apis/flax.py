@@ -2,5 +2,6 @@
 
 from __future__ import annotations
 
+PREFIX = "flax."  # every Flax API
 STRUCT_DATACLASS = "flax.struct.dataclass"
 PYTREE_NODE = "flax.struct.PyTreeNode"

@@ -30,3 +30,15 @@ VMAP_APIS: dict[str, BodyParam] = {"haiku.vmap": (0, "fun")}
 FLAG_LAYERS: dict[str, FlagLayer] = {
     **dict.fromkeys(("haiku.BatchNorm", "haiku._src.batch_norm.BatchNorm"), FlagLayer("is_training", 1, None, None)),
 }
+
+MODULE = "haiku.Module"
+# Layers that create parameters when first called (REM015), and the calls that create them.
+PARAM_LAYERS = frozenset(
+    f"haiku.{name}"
+    for name in (
+        "Linear", "Bias", "Embed", "Conv1D", "Conv2D", "Conv3D", "ConvND", "Conv1DTranspose", "Conv2DTranspose",
+        "Conv3DTranspose", "ConvNDTranspose", "DepthwiseConv1D", "DepthwiseConv2D", "DepthwiseConv3D",
+        "SeparableDepthwiseConv2D", "MultiHeadAttention", "LSTM", "GRU", "VanillaRNN", "nets.MLP",
+    )
+)  # fmt: skip
+PARAM_CALLS = frozenset({"haiku.get_parameter", "haiku.get_state"})

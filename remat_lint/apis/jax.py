@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from remat_lint.apis.records import BodyParam, DiffApi, PolicyInfo, RematApi
 
+PREFIX = "jax."  # every JAX API
 CHECKPOINT = "jax.checkpoint"
 REMAT = "jax.remat"
 
@@ -23,7 +24,8 @@ REMOVED_APIS = {
 
 # --- policies ------------------------------------------------------------------------------------
 
-POLICY_NAMESPACES = ("jax.checkpoint_policies", "jax.ad_checkpoint.checkpoint_policies")
+POLICY_NAMESPACE = "jax.checkpoint_policies"  # the public spelling
+POLICY_NAMESPACES = (POLICY_NAMESPACE, "jax.ad_checkpoint.checkpoint_policies")
 
 _POLICIES = [
     PolicyInfo("everything_saveable", "plain"),
@@ -100,3 +102,8 @@ CHEAP_CALLS = frozenset(
 )  # fmt: skip
 NUMPY_PREFIX = "jax.numpy."
 NN_PREFIX = "jax.nn."
+# Host callbacks inside a checkpoint (REM203): printed/called again when the backward recomputes,
+# and an ``io_callback`` refuses to run there.
+DEBUG_CALLBACKS = frozenset({"jax.debug.print", "jax.debug.callback"})
+IO_CALLBACKS = frozenset({"jax.experimental.io_callback"})
+MATMULS = frozenset({"jax.numpy.dot", "jax.numpy.matmul", "jax.lax.dot"})  # a single linear layer (REM106)

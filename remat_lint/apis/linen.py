@@ -83,3 +83,25 @@ FLAG_LAYERS: dict[str, FlagLayer] = {
         _ATTENTION,
     ),
 }
+
+# Layers that create parameters when first called (REM015); parameter-free ones (Dropout, pooling)
+# and norms that may be built without parameters are left out.
+PARAM_LAYERS = frozenset(
+    f"flax.linen.{name}"
+    for name in (
+        "Dense", "DenseGeneral", "Conv", "ConvTranspose", "ConvLocal", "Embed", "Einsum",
+        "MultiHeadDotProductAttention", "MultiHeadAttention", "SelfAttention",
+    )
+)  # fmt: skip
+LINEAR_CLASSES = frozenset({"flax.linen.Dense", "flax.linen.DenseGeneral"})  # a single linear layer (REM106)
+# Initializer wrappers whose parameters are boxed in ``nn.Partitioned`` (``LogicallyPartitioned`` is
+# one; REM018).
+PARTITIONING = frozenset(
+    {
+        "flax.linen.with_partitioning",
+        "flax.linen.spmd.with_partitioning",
+        "flax.linen.with_logical_partitioning",
+        "flax.linen.spmd.with_logical_partitioning",
+        "flax.linen.partitioning.with_partitioning",
+    }
+)

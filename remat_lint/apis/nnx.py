@@ -52,3 +52,13 @@ FLAG_LAYERS: dict[str, FlagLayer] = {
         FlagLayer("deterministic", None, "dropout_rate", None),
     ),
 }
+
+MODULE_CLASSES = frozenset({"flax.nnx.Module", "flax.nnx.module.Module", "flax.experimental.nnx.Module"})
+# Layers that write their own state when called in training mode, and what they write (the
+# exception names the variable type; REM019).
+STATEFUL_LAYERS = {
+    "flax.nnx.BatchNorm": "BatchStat",
+    "flax.nnx.nn.normalization.BatchNorm": "BatchStat",
+    "flax.nnx.Dropout": "RngCount",
+    "flax.nnx.nn.stochastic.Dropout": "RngCount",
+}

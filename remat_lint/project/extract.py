@@ -32,7 +32,6 @@ if TYPE_CHECKING:
     from remat_lint.context import LintContext
 
 
-
 def summarize(ctx: LintContext) -> ModuleSummary:
     model, loops, bodies = ctx.model, ctx.loops, ctx.bodies
     summary = ModuleSummary(differentiated=_differentiated(ctx), tail_calls=_tail_calls(ctx))
