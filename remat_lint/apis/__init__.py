@@ -1,7 +1,7 @@
 """What remat-lint knows about the JAX frameworks' APIs: the one place that spells their qualified
 names. Each framework has its module of tables (``jax``, ``linen``, ``nnx``, ``haiku``, ``equinox``;
-measured on jax 0.10.2, flax 0.12.8, dm-haiku 0.0.17, equinox 0.13.8; tests/test_apis.py introspects
-the installed packages and fails when this drifts from them); this module joins them into the
+measured on jax 0.10.2, flax 0.12.8, dm-haiku 0.0.17, equinox 0.13.8; tests/test_apis.py checks the
+remat APIs and policies against the installed packages); this module joins them into the
 tables the analyses, rules and prefilter read. Adding an API is a row in its framework's module.
 
 libcst-free and cheap to import: the prefilter (all a warm run needs) reads it.

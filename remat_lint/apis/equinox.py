@@ -1,4 +1,5 @@
-"""Equinox's APIs (measured on equinox 0.13.8; tests/test_apis.py introspects the installed package)."""
+"""Equinox's APIs (measured on equinox 0.13.8; tests/test_apis.py checks the remat rows
+against the installed package)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Haiku's APIs (measured on dm-haiku 0.0.17; tests/test_apis.py introspects the installed package)."""
+"""Haiku's APIs (measured on dm-haiku 0.0.17; tests/test_apis.py checks the remat rows
+against the installed package)."""
 
 from __future__ import annotations
 

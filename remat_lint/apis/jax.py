@@ -1,4 +1,5 @@
-"""JAX's APIs (measured on jax 0.10.2; tests/test_apis.py introspects the installed package)."""
+"""JAX's APIs (measured on jax 0.10.2; tests/test_apis.py checks the remat rows
+against the installed package)."""
 
 from __future__ import annotations
 

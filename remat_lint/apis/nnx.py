@@ -1,4 +1,5 @@
-"""Flax NNX's APIs (measured on flax 0.12.8; tests/test_apis.py introspects the installed package)."""
+"""Flax NNX's APIs (measured on flax 0.12.8; tests/test_apis.py checks the remat rows
+against the installed package)."""
 
 from __future__ import annotations
 
