@@ -6,8 +6,7 @@ from __future__ import annotations
 from remat_lint.apis.records import BodyParam, DiffApi, FlagLayer, RematApi
 
 FILTER_CHECKPOINT = "equinox.filter_checkpoint"
-FILTER_VJP = "equinox.filter_vjp"
-FILTER_JIT = "equinox.filter_jit"
+JITS = frozenset({"equinox.filter_jit"})
 
 REMAT_APIS = [
     RematApi(
@@ -26,7 +25,7 @@ DIFF_APIS = [
     DiffApi("equinox.filter_grad", "grad", "fun"),
     DiffApi("equinox.filter_jacrev", "grad", "fun"),
     DiffApi("equinox.filter_value_and_grad", "value_and_grad", "fun"),
-    DiffApi(FILTER_VJP, "value_and_grad", "fun"),
+    DiffApi("equinox.filter_vjp", "value_and_grad", "fun", pullback=True),
     DiffApi("equinox.filter_jacfwd", "forward", "fun"),
     DiffApi("equinox.filter_hessian", "hessian", "fun"),
 ]

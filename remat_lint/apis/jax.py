@@ -55,14 +55,13 @@ CHECKPOINT_NAME = frozenset({"jax.ad_checkpoint.checkpoint_name"})
 
 # --- transforms ----------------------------------------------------------------------------------
 
-VJP = "jax.vjp"  # returns the pullback: the backward runs where it is called
-JIT = "jax.jit"  # returns a callable computing the same function
+JITS = frozenset({"jax.jit"})  # return a callable computing the same function
 
 DIFF_APIS = [
     DiffApi("jax.grad", "grad", "fun"),
     DiffApi("jax.jacrev", "grad", "fun"),
     DiffApi("jax.value_and_grad", "value_and_grad", "fun"),
-    DiffApi(VJP, "value_and_grad", "fun"),
+    DiffApi("jax.vjp", "value_and_grad", "fun", pullback=True),
     DiffApi("jax.jacfwd", "forward", "fun"),
     DiffApi("jax.hessian", "hessian", "fun"),
 ]

@@ -8,7 +8,6 @@ from remat_lint.apis.records import BodyParam, DiffApi, FlagLayer, RematApi
 REMAT = "flax.linen.remat"
 PARTITIONING_REMAT = "flax.linen.partitioning.remat"
 REMAT_SCAN = "flax.linen.remat_scan"
-VJP = "flax.linen.vjp"
 COMPACT = "flax.linen.compact"
 # Method decorators that keep the method's signature (a plain method for the analyses).
 COMPACT_NAMES = frozenset({COMPACT, "flax.linen.module.compact"})
@@ -56,7 +55,7 @@ MODULE_CLASSES = frozenset(
 DIFF_APIS = [
     DiffApi("flax.linen.grad", "grad", "fn"),
     DiffApi("flax.linen.value_and_grad", "value_and_grad", "fn"),
-    DiffApi(VJP, "value_and_grad", "fn"),
+    DiffApi("flax.linen.vjp", "value_and_grad", "fn", pullback=True),
 ]
 
 LOOP_APIS: dict[str, BodyParam] = {

@@ -6,8 +6,7 @@ from __future__ import annotations
 from remat_lint.apis.records import BodyParam, DiffApi, FlagLayer, RematApi
 
 REMAT = "flax.nnx.remat"
-VJP = "flax.nnx.vjp"
-JIT = "flax.nnx.jit"
+JITS = frozenset({"flax.nnx.jit"})
 
 REMAT_APIS = [
     RematApi(
@@ -29,7 +28,7 @@ REMAT_ALIASES = {
 DIFF_APIS = [
     DiffApi("flax.nnx.grad", "grad", "f"),
     DiffApi("flax.nnx.value_and_grad", "value_and_grad", "f"),
-    DiffApi(VJP, "value_and_grad", "f"),
+    DiffApi("flax.nnx.vjp", "value_and_grad", "f", pullback=True),
 ]
 
 LOOP_APIS: dict[str, BodyParam] = {

@@ -47,6 +47,7 @@ class DiffApi:
     qname: str
     kind: DiffKind
     target_param: str  # the differentiated function's parameter (always the first)
+    pullback: bool = False  # returns the pullback (vjp): the backward runs where that is called
 
     @property
     def reverse(self) -> bool:
