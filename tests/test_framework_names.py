@@ -3,7 +3,8 @@ or Optax qualified name (``"jax.lax.scan"``) or dotted prefix (``"jax.numpy."``)
 imports the named table or constant instead, so adding an API is one row there.
 
 Docstrings are documentation, and messages are sentences (``"jax.checkpoint / jax.remat must
-be..."`` quotes JAX's error): a string is a spelled name only when it is one as a whole.
+be..."`` quotes JAX's error): a string spells a name when it starts with one that a space does not
+follow (``"jax.lax.scan"``, ``"jax.numpy."``, ``"jax.checkpoint_policies.save_only_these_names("``).
 ``remat_lint/rule_table.py`` is generated from the rules' docstrings."""
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 GENERATED = ROOT / "remat_lint" / "rule_table.py"
-_NAME = re.compile(r"(?:jax|flax|haiku|equinox|optax)(?:\.\w+)*\.\w*")
+_NAME = re.compile(r"(?:jax|flax|haiku|equinox|optax)(?:\.\w+)*\.\w*(?:$|[^\w\s])")
 
 
 def _docstrings(tree: ast.AST) -> set[int]:
@@ -39,7 +40,7 @@ def spelled_names(source: str) -> list[tuple[int, str]]:
         if isinstance(node, ast.Constant)
         and isinstance(node.value, str)
         and id(node) not in docstrings
-        and _NAME.fullmatch(node.value)
+        and _NAME.match(node.value)
     ]
 
 
@@ -60,9 +61,14 @@ def test_no_module_outside_apis_spells_a_framework_name(path):
         ('SCANS = {"jax.lax.scan"}\n', [(1, "jax.lax.scan")]),
         ('x = "flax.linen."\n', [(1, "flax.linen.")]),
         ('def f(n):\n    return f"haiku.{n}"\n', [(2, "haiku.")]),
+        (
+            'def f(a):\n    return f"jax.checkpoint_policies.save_only_these_names({a})"\n',
+            [(2, "jax.checkpoint_policies.save_only_these_names(")],
+        ),
         ('"""Resolves jax.checkpoint."""\nx = "jax.checkpoint / jax.remat must be an int"\n', []),
         ('def f():\n    "equinox.filter_vjp"\n', []),  # a docstring
         ('x = "import jax"\ny = "jax"\nz = "jaxlib.xla"\n', []),
+        ('x = "jax.checkpoint saves nothing here"\n', []),  # a sentence
     ],
 )
 def test_what_counts_as_a_spelled_name(source, expected):
