@@ -3,13 +3,13 @@
 libcst parses about 10x slower than ``ast`` and most files in a JAX repository never use remat, so a
 file is parsed only when it could hold a finding. Rules find remat APIs only through names the
 semantic model resolves from imports, so a file can hold a finding only if an identifier (never a
-comment or string) names one of the APIs in ``apis.py``:
+comment or string) names one of the APIs in ``remat_lint/apis/``:
 
 1. a rule's ``prefilter_words`` as a whole word, as written or in lower or upper case, anywhere keeps the file
    (rules that declare words may look at strings and comments, e.g. REM005's
    ``"JAX_NEW_CHECKPOINT"``);
 2. otherwise one of the API tokens (``remat``, ``checkpoint``, ``ad_checkpoint``... derived
-   from ``apis.py``) must occur as a whole word ("save_checkpoint" and "checkpoints" do not
+   from ``remat_lint/apis/``) must occur as a whole word ("save_checkpoint" and "checkpoints" do not
    count), or, for a rule that fires without any remat API (REM301: a scan body that is *not*
    checkpointed), the last name of an API of each group in its ``prefilter_apis`` (``scan``:
    the grad may be in another module; stage 3 then also asks ``layer_scans.py`` whether a scan
@@ -45,36 +45,25 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Iterable, Iterator
 
+from remat_lint.apis import CHECKPOINT_NAME, DIFF_APIS, POLICY_NAMESPACES, REMAT_APIS, REMOVED_APIS, SCANS
+from remat_lint.apis.linen import REMAT_SCAN
 from remat_lint.layer_scans import may_scan_layers
 
-# Dotted names the analysis looks for besides apis.py's (tests/engine/test_prefilter.py keeps this complete).
-EXTRA_QNAMES = ("flax.linen.remat_scan",)
+# Dotted names the analysis looks for besides the remat APIs (tests/engine/test_prefilter.py keeps this complete).
+EXTRA_QNAMES = (REMAT_SCAN,)
 _SUBSTRINGS = ("remat", "checkpoint")
-# The parts of the API names that hold a substring, written out so that the textual stages (all a
-# warm run needs) do not import apis.py; tests/engine/test_prefilter.py derives them from ``api_qnames()``.
-API_TOKENS = frozenset(
-    {"ad_checkpoint", "checkpoint", "checkpoint_name", "checkpoint_policies", "filter_checkpoint", "remat", "remat_scan"}
-)
 
 
 @lru_cache(maxsize=1)
 def api_qnames() -> frozenset[str]:
-    from remat_lint.apis import CHECKPOINT_NAME, POLICY_NAMESPACES, REMAT_APIS, REMOVED_APIS
-
     return frozenset({*REMAT_APIS, *REMOVED_APIS, *POLICY_NAMESPACES, *CHECKPOINT_NAME, *EXTRA_QNAMES})
 
 
-# What a rule's ``prefilter_apis`` may name: the APIs the analysis resolves for loops.SCANS and
-# apis.DIFF_APIS, written out so that a warm run imports neither (tests/engine/test_prefilter.py keeps them equal).
-API_GROUPS: dict[str, frozenset[str]] = {
-    "scan": frozenset({"jax.lax.scan", "flax.linen.scan", "flax.linen.transforms.scan", "flax.nnx.scan", "haiku.scan"}),
-    "differentiation": frozenset(
-        {f"jax.{n}" for n in ("grad", "jacrev", "value_and_grad", "vjp", "jacfwd", "hessian")}
-        | {f"flax.{m}.{n}" for m in ("nnx", "linen") for n in ("grad", "value_and_grad", "vjp")}
-        | {"haiku.grad", "haiku.value_and_grad"}
-        | {f"equinox.filter_{n}" for n in ("grad", "jacrev", "value_and_grad", "vjp", "jacfwd", "hessian")}
-    ),
-}
+# The parts of the API names that hold a substring (``ad_checkpoint``, ``remat``...).
+API_TOKENS = frozenset(part for q in api_qnames() for part in q.split(".") if any(s in part for s in _SUBSTRINGS))
+
+# What a rule's ``prefilter_apis`` may name: the APIs the analysis resolves for each group.
+API_GROUPS: dict[str, frozenset[str]] = {"scan": SCANS, "differentiation": frozenset(DIFF_APIS)}
 # A reference to an API of a group ends with its last name: an attribute, or a name imported.
 _GROUP_TOKENS = {group: frozenset(q.rsplit(".", 1)[1] for q in qnames) for group, qnames in API_GROUPS.items()}
 _ALL_TOKENS = API_TOKENS.union(*_GROUP_TOKENS.values())

@@ -5,6 +5,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from remat_lint.apis import POLICIES
+from remat_lint.apis.jax import POLICY_NAMESPACE
 from remat_lint.findings import Applicability, Finding, Severity
 from remat_lint.project.summary import Constant
 from remat_lint.rule import FixAvailability, FixSpec, Invalid, Rule
@@ -172,7 +173,7 @@ class PolicyNotCallable(Rule):
         name = value.evaluated_value
         if not isinstance(name, str) or POLICIES.get(name, None) is None or POLICIES[name].kind != "plain":
             return None
-        spelled, module = self.ctx.spell(f"jax.checkpoint_policies.{name}")
+        spelled, module = self.ctx.spell(f"{POLICY_NAMESPACE}.{name}")
         return FixSpec(f"Use `{spelled}`", [(value, spelled)], add_import=module)
 
 

@@ -5,11 +5,11 @@ import libcst as cst
 from remat_lint.analysis.guards import expects_error
 from remat_lint.analysis.semantic import child_nodes, dotted_import_name
 from remat_lint.analysis.sites import RematSite, missing_target
-from remat_lint.apis import POLICY_NAMESPACES, REMOVED_APIS, raises_when
+from remat_lint.apis import POLICY_NAMESPACES, REMOVED_APIS, haiku, jax, raises_when
 from remat_lint.findings import Applicability, Severity
 from remat_lint.rule import FixAvailability, FixSpec, Invalid, Rule
 
-_JAX_CONCRETE = frozenset({"jax.checkpoint", "jax.remat", "haiku.remat"})  # any value raises
+_JAX_CONCRETE = frozenset({jax.CHECKPOINT, jax.REMAT, haiku.REMAT})  # any value raises
 _IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError"})
 _OPTION, _ENV = "jax_new_checkpoint", "JAX_NEW_CHECKPOINT"
 OPTION_REMOVED = (

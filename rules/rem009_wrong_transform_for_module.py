@@ -5,10 +5,11 @@ import libcst as cst
 from remat_lint.analysis.bodies import is_instance_method
 from remat_lint.analysis.linen import is_linen_class, is_linen_classdef, linen_class_method, linen_constructor
 from remat_lint.analysis.sites import RematSite
+from remat_lint.apis import jax, linen
 from remat_lint.findings import Applicability, Severity
 from remat_lint.rule import FixAvailability, FixSpec, Invalid, Rule
 
-_JAX_REMATS = frozenset({"jax.checkpoint", "jax.remat"})
+_JAX_REMATS = frozenset({jax.CHECKPOINT, jax.REMAT})
 # Keywords that mean the same to nn.remat as to jax.checkpoint whatever the target.
 _PORTABLE_KEYWORDS = frozenset({"policy", "prevent_cse"})
 
@@ -179,7 +180,7 @@ class WrongTransformForModule(Rule):
             owner = self.ctx.model.parent(site.node)
             if owner is None or owner.decorators[0] is not site.node:  # type: ignore[attr-defined]
                 return None
-        spelled, missing_import = self.ctx.spell("flax.linen.remat")
+        spelled, missing_import = self.ctx.spell(linen.REMAT)
         if missing_import is not None:
             return None
         transform = _transform_expr(site)

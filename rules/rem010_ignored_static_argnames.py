@@ -5,6 +5,7 @@ import libcst as cst
 from remat_lint.analysis.flags import refers_to_remat3
 from remat_lint.analysis.sites import RematSite
 from remat_lint.analysis.static_args import static_params
+from remat_lint.apis import jax
 from remat_lint.findings import Applicability, Severity
 from remat_lint.rule import FixAvailability, FixSpec, Invalid, Rule
 
@@ -97,7 +98,7 @@ class IgnoredStaticArgnames(Rule):
         remat3: bool | None = None  # computed once, when a site needs it
         for site in self.ctx.sites:
             arg = site.keyword("static_argnames")
-            if site.api.qname != "jax.checkpoint" or arg is None or _is_empty(arg.value):
+            if site.api.qname != jax.CHECKPOINT or arg is None or _is_empty(arg.value):
                 continue
             if remat3 is None:
                 remat3 = refers_to_remat3(self.ctx.module)

@@ -4,11 +4,12 @@ import libcst as cst
 
 from remat_lint.analysis.callables import reaching_bindings
 from remat_lint.analysis.semantic import SemanticModel
+from remat_lint.apis.nnx import MODULE_CLASSES as NNX_MODULE_CLASSES
 from remat_lint.findings import Severity
 from remat_lint.rule import Invalid, Rule
 
 _MAX_DEPTH = 16
-_NNX_MODULE = frozenset({"flax.nnx.Module", "flax.nnx.module.Module", "flax.experimental.nnx.Module"})
+
 
 class NnxRematModuleClass(Rule):
     """
@@ -116,7 +117,7 @@ def _is_nnx_class(model: SemanticModel, expr: cst.CSTNode, depth: int = 0) -> bo
         return False
     if isinstance(expr, cst.ClassDef):
         return _is_nnx_classdef(model, expr, depth)
-    if model.qualified_name(expr) in _NNX_MODULE:
+    if model.qualified_name(expr) in NNX_MODULE_CLASSES:
         return True
     definition = model.definition(expr)
     if definition is None and isinstance(expr, cst.Name):

@@ -5,10 +5,10 @@ import libcst as cst
 from remat_lint.analysis.linen import is_linen_class, is_linen_classdef
 from remat_lint.analysis.semantic import SemanticModel, child_nodes
 from remat_lint.analysis.sites import RematSite
+from remat_lint.apis.linen import COMPACT
 from remat_lint.findings import Applicability, Severity
 from remat_lint.rule import FixAvailability, FixSpec, Invalid, Rule
 
-_COMPACT = "flax.linen.compact"
 _CREATED = {"param": "parameter", "variable": "variable"}  # ``self.param(...)``, ``self.variable(...)``
 
 
@@ -98,7 +98,7 @@ class CompactAboveRemat(Rule):
                 continue
             owner = model.functions[id(method)].class_node
             decorators = list(method.decorators)
-            compact = next((d for d in decorators if model.qualified_name(d.decorator) == _COMPACT), None)
+            compact = next((d for d in decorators if model.qualified_name(d.decorator) == COMPACT), None)
             if owner is None or compact is None or decorators.index(compact) > decorators.index(site.node):
                 continue
             if not is_linen_classdef(model, owner):

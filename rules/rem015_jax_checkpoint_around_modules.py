@@ -9,29 +9,12 @@ from remat_lint.analysis.linen import is_linen_classdef
 from remat_lint.analysis.semantic import SemanticModel, child_nodes
 from remat_lint.analysis.sites import RematSite
 from remat_lint.analysis.tracing import self_attribute
+from remat_lint.apis import haiku, linen
 from remat_lint.findings import Severity
 from remat_lint.rule import Invalid, Rule
 
 Framework = Literal["Flax", "Haiku"]
 
-# Layers that create parameters when first called (flax 0.12.8 / dm-haiku 0.0.17); parameter-free
-# ones (Dropout, pooling, Flatten) and norms that may be built without parameters are left out.
-_FLAX_LAYERS = frozenset(
-    f"flax.linen.{name}"
-    for name in (
-        "Dense", "DenseGeneral", "Conv", "ConvTranspose", "ConvLocal", "Embed", "Einsum",
-        "MultiHeadDotProductAttention", "MultiHeadAttention", "SelfAttention",
-    )
-)
-_HAIKU_LAYERS = frozenset(
-    f"haiku.{name}"
-    for name in (
-        "Linear", "Bias", "Embed", "Conv1D", "Conv2D", "Conv3D", "ConvND", "Conv1DTranspose", "Conv2DTranspose",
-        "Conv3DTranspose", "ConvNDTranspose", "DepthwiseConv1D", "DepthwiseConv2D", "DepthwiseConv3D",
-        "SeparableDepthwiseConv2D", "MultiHeadAttention", "LSTM", "GRU", "VanillaRNN", "nets.MLP",
-    )
-)
-_PARAM_CALLS = frozenset({"haiku.get_parameter", "haiku.get_state"})
 _FIX = {"Flax": "`nn.remat` (a lifted transform) on a Module class", "Haiku": "`hk.remat`"}
 
 
@@ -179,16 +162,16 @@ class JaxCheckpointAroundModules(Rule):
 def _framework(model: SemanticModel, cls: cst.BaseExpression) -> Framework | None:
     """Flax or Haiku when ``cls`` is a layer class that creates parameters."""
     qname = model.qualified_name(cls)
-    if qname in _FLAX_LAYERS:
+    if qname in linen.PARAM_LAYERS:
         return "Flax"
-    if qname in _HAIKU_LAYERS:
+    if qname in haiku.PARAM_LAYERS:
         return "Haiku"
     definition = model.definition(cls)
     if not isinstance(definition, cst.ClassDef) or not _creates_parameters(model, definition):
         return None
     if is_linen_classdef(model, definition):
         return "Flax"
-    return "Haiku" if any(model.qualified_name(b.value) == "haiku.Module" for b in definition.bases) else None
+    return "Haiku" if any(model.qualified_name(b.value) == haiku.MODULE for b in definition.bases) else None
 
 
 def _creates_parameters(model: SemanticModel, cls: cst.ClassDef) -> bool:
@@ -201,7 +184,7 @@ def _creates_parameters(model: SemanticModel, cls: cst.ClassDef) -> bool:
         if not isinstance(node, cst.Call):
             continue
         qname = model.qualified_name(node.func)
-        if qname in _FLAX_LAYERS | _HAIKU_LAYERS | _PARAM_CALLS:
+        if qname in linen.PARAM_LAYERS | haiku.PARAM_LAYERS | haiku.PARAM_CALLS:
             return True
         func = node.func
         is_self = isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self"

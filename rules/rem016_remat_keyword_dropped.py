@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from remat_lint.apis.linen import PARTITIONING_REMAT
 from remat_lint.findings import Finding, Severity
 from remat_lint.rule import Invalid, Rule
 
@@ -97,7 +98,7 @@ class RematKeywordDropped(Rule):
         model = self.ctx.model
         for fn in self.ctx.bodies.functions:
             site = fn.site
-            if site.api.qname != "flax.linen.partitioning.remat" or not fn.entry or fn.node.name.value != "__call__":
+            if site.api.qname != PARTITIONING_REMAT or not fn.entry or fn.node.name.value != "__call__":
                 continue
             if not flax_class_target(model, site):
                 continue

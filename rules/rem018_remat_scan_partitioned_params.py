@@ -5,20 +5,10 @@ import libcst as cst
 from remat_lint.analysis.linen import is_linen_classdef
 from remat_lint.analysis.loops import body_argument
 from remat_lint.analysis.semantic import SemanticModel, child_nodes
+from remat_lint.apis.linen import PARTITIONING, REMAT_SCAN
 from remat_lint.findings import Severity
 from remat_lint.rule import Invalid, Rule
 
-_REMAT_SCAN = "flax.linen.remat_scan"
-# Initializer wrappers whose parameters are boxed in ``nn.Partitioned`` (``LogicallyPartitioned`` is one).
-_PARTITIONING = frozenset(
-    {
-        "flax.linen.with_partitioning",
-        "flax.linen.spmd.with_partitioning",
-        "flax.linen.with_logical_partitioning",
-        "flax.linen.spmd.with_logical_partitioning",
-        "flax.linen.partitioning.with_partitioning",
-    }
-)
 _MAX_DEPTH = 8
 
 
@@ -107,7 +97,7 @@ class RematScanPartitionedParams(Rule):
     def check(self) -> None:
         model = self.ctx.model
         for call in model.calls:
-            if model.qualified_name(call.func) != _REMAT_SCAN:
+            if model.qualified_name(call.func) != REMAT_SCAN:
                 continue
             target = body_argument(call, 0, "target")
             layer = model.definition(target) if target is not None else None
@@ -140,11 +130,11 @@ def _partitioning_call(
         stack.extend(child_nodes(node))
         if isinstance(node, cst.Name):
             value = model.assigned_value(node)  # INIT = nn.with_partitioning(...) at module level
-            if isinstance(value, cst.Call) and model.qualified_name(value.func) in _PARTITIONING:
+            if isinstance(value, cst.Call) and model.qualified_name(value.func) in PARTITIONING:
                 return value
         if not isinstance(node, cst.Call):
             continue
-        if model.qualified_name(node.func) in _PARTITIONING:
+        if model.qualified_name(node.func) in PARTITIONING:
             return node
         callee = model.definition(node.func)
         if isinstance(callee, (cst.ClassDef, cst.FunctionDef)):

@@ -5,17 +5,10 @@ import libcst as cst
 from remat_lint.analysis.bodies import method, receiver_class
 from remat_lint.analysis.layers import AppliedLayer, flag_argument, instance_attribute, layer_of
 from remat_lint.analysis.semantic import SemanticModel, child_nodes
+from remat_lint.apis.nnx import STATEFUL_LAYERS
 from remat_lint.findings import Severity
 from remat_lint.rule import Invalid, Rule
 
-# NNX layers that write their own state when called in training mode, and what they write
-# (the exception names the variable type; measured on flax 0.12.8).
-_STATEFUL = {
-    "flax.nnx.BatchNorm": "BatchStat",
-    "flax.nnx.nn.normalization.BatchNorm": "BatchStat",
-    "flax.nnx.Dropout": "RngCount",
-    "flax.nnx.nn.stochastic.Dropout": "RngCount",
-}
 _MAX_DEPTH = 4  # Modules followed down from the closure's call
 
 
@@ -161,7 +154,7 @@ def _state_updates(model: SemanticModel, call: cst.Call, depth: int) -> set[str]
     layer = layer_of(model, call)
     if layer is not None:
         qname = model.qualified_name(layer.construction.func) or ""
-        return {_STATEFUL[qname]} if qname in _STATEFUL and not _may_be_off(call, layer) else set()
+        return {STATEFUL_LAYERS[qname]} if qname in STATEFUL_LAYERS and not _may_be_off(call, layer) else set()
     cls = receiver_class(model, call.func.value)  # type: ignore[attr-defined]
     built = instance_attribute(model, cls, call.func.attr.value) if cls is not None else None  # type: ignore[attr-defined]
     module = model.definition(built.func) if isinstance(built, cst.Call) else None

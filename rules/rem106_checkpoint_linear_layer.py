@@ -4,11 +4,10 @@ import libcst as cst
 
 from remat_lint.analysis.bodies import CheckpointedFunction
 from remat_lint.analysis.sites import RematSite
+from remat_lint.apis.jax import MATMULS
+from remat_lint.apis.linen import LINEAR_CLASSES
 from remat_lint.findings import Severity
 from remat_lint.rule import Invalid, Rule
-
-_LINEAR_CLASSES = frozenset({"flax.linen.Dense", "flax.linen.DenseGeneral"})
-_MATMULS = frozenset({"jax.numpy.dot", "jax.numpy.matmul", "jax.lax.dot"})
 
 
 class CheckpointLinearLayer(Rule):
@@ -93,7 +92,7 @@ class CheckpointLinearLayer(Rule):
     def _linear_layer(self, site: RematSite, fn: CheckpointedFunction | None) -> str | None:
         layer = site.target
         qname = self.ctx.qualified_name(layer)  # type: ignore[arg-type]
-        if (site.api.family == "flax" and qname in _LINEAR_CLASSES) or (site.api.family == "jax" and qname in _MATMULS):
+        if (site.api.family == "flax" and qname in LINEAR_CLASSES) or (site.api.family == "jax" and qname in MATMULS):
             return f"`{self.ctx.code(layer)}`"  # type: ignore[arg-type]
         if fn is None or fn.star_args or fn.bound:
             return None
@@ -111,7 +110,7 @@ class CheckpointLinearLayer(Rule):
     def _is_product(self, expr: cst.BaseExpression, params: set[str]) -> bool:
         if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.MatrixMultiply):
             return _is_param(expr.left, params) and _is_param(expr.right, params)
-        if isinstance(expr, cst.Call) and self.ctx.qualified_name(expr.func) in _MATMULS and len(expr.args) == 2:
+        if isinstance(expr, cst.Call) and self.ctx.qualified_name(expr.func) in MATMULS and len(expr.args) == 2:
             return all(a.keyword is None and not a.star and _is_param(a.value, params) for a in expr.args)
         return False
 

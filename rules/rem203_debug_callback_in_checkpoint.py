@@ -7,11 +7,10 @@ import libcst as cst
 from remat_lint.analysis.bodies import CheckpointedFunction, Function, statement_of
 from remat_lint.analysis.guards import only_where_error_expected
 from remat_lint.apis import policy_info
+from remat_lint.apis.jax import DEBUG_CALLBACKS, IO_CALLBACKS
 from remat_lint.findings import Severity
 from remat_lint.rule import Invalid, Rule
 
-_DEBUG_CALLBACKS = frozenset({"jax.debug.print", "jax.debug.callback"})
-_IO_CALLBACKS = frozenset({"jax.experimental.io_callback"})
 _IO_ERROR = frozenset({"NotImplementedError", "ValueError"})  # ValueError: a differentiated operand (no JVP)
 
 TWICE = (
@@ -139,9 +138,9 @@ class DebugCallbackInCheckpoint(Rule):
     def _callbacks(self, function: Function, saves_everything: bool) -> Iterator[tuple[cst.Call, str]]:
         for call in self.ctx.bodies.calls(function):
             qname = self.ctx.qualified_name(call.func)
-            if qname in _IO_CALLBACKS:
+            if qname in IO_CALLBACKS:
                 yield call, IO_FAILS
-            elif qname in _DEBUG_CALLBACKS and not saves_everything:
+            elif qname in DEBUG_CALLBACKS and not saves_everything:
                 yield call, TWICE
 
     def _tests_the_error(self, node: cst.CSTNode, message: str) -> bool:

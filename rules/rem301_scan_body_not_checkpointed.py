@@ -6,9 +6,13 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from remat_lint.analysis.last_stage import ARRAY_METHODS
-from remat_lint.analysis.loops import SCANS, LoopBody, body_argument
+from remat_lint.analysis.loops import LoopBody, body_argument
 from remat_lint.analysis.semantic import SemanticModel, child_nodes
 from remat_lint.analysis.smoke_tests import in_smoke_test
+from remat_lint.apis import SCANS
+from remat_lint.apis.flax import PREFIX as FLAX_PREFIX
+from remat_lint.apis.jax import PREFIX as JAX_PREFIX
+from remat_lint.apis.linen import SCANS as LINEN_SCANS
 from remat_lint.findings import Finding, Severity
 from remat_lint.layer_scans import LAYER_WORDS
 from remat_lint.rule import Invalid, Rule
@@ -16,8 +20,6 @@ from remat_lint.rule import Invalid, Rule
 if TYPE_CHECKING:
     from remat_lint.context import LintContext
     from remat_lint.project.model import Project, ProjectModule
-
-_LINEN_SCANS = frozenset({"flax.linen.scan", "flax.linen.transforms.scan"})
 
 
 class ScanBodyNotCheckpointed(Rule):
@@ -141,7 +143,7 @@ class ScanBodyNotCheckpointed(Rule):
                 continue
             if in_smoke_test(model, body.call):
                 continue
-            linen = body.api in _LINEN_SCANS
+            linen = body.api in LINEN_SCANS
             if not (self._scans_params(body) if linen else self._over_layers(body)):
                 continue
             # Linen Modules are differentiated through `apply` elsewhere: ask for some grad here.
@@ -280,7 +282,7 @@ class ScanBodyNotCheckpointed(Rule):
         (``def deco(f): return jax.checkpoint(f)``, an imported ``@remat_block``)."""
         expr = decorator.decorator.func if isinstance(decorator.decorator, cst.Call) else decorator.decorator
         name = self.ctx.qualified_name(expr)
-        return name is not None and (name.startswith(("jax.", "flax.")) or name in _BUILTIN_DECORATORS)
+        return name is not None and (name.startswith((JAX_PREFIX, FLAX_PREFIX)) or name in _BUILTIN_DECORATORS)
 
     def _known_call(self, call: cst.Call) -> bool:
         """A call of a library function, a same-module function, or an array method."""

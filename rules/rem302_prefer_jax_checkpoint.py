@@ -3,6 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from remat_lint.analysis.sites import RematSite
+from remat_lint.apis import jax
 from remat_lint.findings import Applicability, Severity
 from remat_lint.rule import FixAvailability, FixSpec, Invalid, Rule
 
@@ -75,7 +76,7 @@ class PreferJaxCheckpoint(Rule):
 
     def check(self) -> None:
         for site in self.ctx.sites:
-            if site.api.qname != "jax.remat":
+            if site.api.qname != jax.REMAT:
                 continue
             self.report(
                 site.node,

@@ -36,20 +36,10 @@ import libcst as cst
 from remat_lint.analysis.semantic import SemanticModel, child_nodes
 from remat_lint.analysis.sites import RematSite
 from remat_lint.apis import PARTIAL
+from remat_lint.apis.jax import CALLBACKS
 
 Function = cst.FunctionDef | cst.Lambda
 
-# Functions JAX calls at run time, not at trace time: their bodies are not the checkpoint's.
-CALLBACK_APIS = frozenset(
-    {
-        "jax.debug.callback",
-        "jax.pure_callback",
-        "jax.experimental.io_callback",
-        "jax.experimental.pure_callback",
-        "jax.experimental.host_callback.id_tap",
-        "jax.experimental.host_callback.call",
-    }
-)
 _MAX_DEPTH = 8
 _NOT_BOUND_TO_SELF = frozenset({"builtins.staticmethod", "builtins.classmethod"})
 
@@ -140,7 +130,7 @@ class Bodies:
     def _callback_functions(self, function: Function) -> set[int]:
         excluded: set[int] = set()
         for node in _walk(function.body, set()):
-            if not isinstance(node, cst.Call) or self.model.qualified_name(node.func) not in CALLBACK_APIS:
+            if not isinstance(node, cst.Call) or self.model.qualified_name(node.func) not in CALLBACKS:
                 continue
             first = next((a.value for a in node.args if a.keyword is None and not a.star), None)
             definition = self.model.definition(first) if first is not None else None

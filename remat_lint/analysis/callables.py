@@ -33,13 +33,11 @@ from remat_lint.analysis.bodies import (
 )
 from remat_lint.analysis.semantic import Binding, SemanticModel, child_nodes
 from remat_lint.analysis.sites import RematSite
-from remat_lint.apis import PARTIAL
+from remat_lint.apis import SAME_FUNCTION, haiku
 
 Function = cst.FunctionDef | cst.Lambda
 
 _MAX_DEPTH = 8
-# Wrappers that return a callable computing the same function: ``jax.jit(jax.checkpoint(loss))``.
-_SAME_FUNCTION = PARTIAL | {"jax.jit", "equinox.filter_jit", "flax.nnx.jit"}
 _CONDITIONAL = (cst.If, cst.For, cst.While, cst.Try, cst.TryStar, cst.With, cst.Match)
 
 
@@ -91,7 +89,7 @@ class Callables:
             if site is not None:
                 inner = self.denote(site.target, depth + 1) if site.target is not None else Denoted()
                 return Denoted([site, *inner.sites], inner.function)
-            if model.qualified_name(expr.func) in _SAME_FUNCTION and expr.args and not expr.args[0].keyword:
+            if model.qualified_name(expr.func) in SAME_FUNCTION and expr.args and not expr.args[0].keyword:
                 return self.denote(expr.args[0].value, depth + 1)
             return Denoted()
         if isinstance(expr, cst.IfExp):  # jax.checkpoint(f) if remat else f
@@ -186,15 +184,12 @@ def _haiku_transformed(model: SemanticModel, expr: cst.Attribute) -> cst.BaseExp
         value = bindings[0].value if certain and len(bindings) == 1 and bindings[0].kind == "assign" else None
     while isinstance(value, cst.Call) and value.args and not value.args[0].keyword and not value.args[0].star:
         qname = model.qualified_name(value.func)
-        if qname in _HAIKU_TRANSFORMS:
+        if qname in haiku.TRANSFORMS:
             return value.args[0].value
-        if qname != "haiku.without_apply_rng":
+        if qname != haiku.WITHOUT_APPLY_RNG:
             return None
         value = value.args[0].value
     return None
-
-
-_HAIKU_TRANSFORMS = {"haiku.transform", "haiku.transform_with_state"}
 
 
 def reaching_bindings(model: SemanticModel, name: cst.Name) -> tuple[list[Binding], bool]:

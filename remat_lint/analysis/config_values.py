@@ -32,6 +32,7 @@ from remat_lint.analysis.value import (
     literal_value,
     union,
 )
+from remat_lint.apis import flax
 
 if TYPE_CHECKING:
     from remat_lint.analysis.values import Values
@@ -40,11 +41,11 @@ ENVIRONMENT_GETTERS = frozenset({"os.environ.get", "os.getenv"})
 _ANNOTATED_KINDS: dict[str, Kind] = {"str": "str", "bool": "bool", "int": "int"}
 _CUSTOM_INIT = frozenset({"__init__", "__post_init__", "__new__", "__getattr__", "__getattribute__", "__setattr__"})
 _DATACLASS_DECORATORS = frozenset(
-    {"dataclasses.dataclass", "flax.struct.dataclass", "chex.dataclass", "attr.s", "attr.attrs", "attr.define",
+    {"dataclasses.dataclass", flax.STRUCT_DATACLASS, "chex.dataclass", "attr.s", "attr.attrs", "attr.define",
      "attr.frozen", "attrs.define", "attrs.frozen", "attr.dataclass"}
 )
 _CONFIG_DICTS = frozenset({"ml_collections.ConfigDict", "ml_collections.config_dict.ConfigDict"})
-_CONFIG_BASES = frozenset({"builtins.object", "typing.NamedTuple", "flax.struct.PyTreeNode"})
+_CONFIG_BASES = frozenset({"builtins.object", "typing.NamedTuple", flax.PYTREE_NODE})
 _ABSL_FLAGS = frozenset({"absl.flags.FLAGS", "absl.flags.FlagValues"})
 _ABSL_DEFINES: dict[str, Kind] = {
     "DEFINE_string": "str", "DEFINE_enum": "str", "DEFINE_bool": "bool", "DEFINE_boolean": "bool",

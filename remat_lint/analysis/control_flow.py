@@ -31,6 +31,7 @@ import libcst as cst
 from remat_lint.analysis.bodies import method, positional_params, statement_of
 from remat_lint.analysis.layers import flag_argument, layer_of
 from remat_lint.analysis.semantic import SemanticModel, child_nodes, is_step
+from remat_lint.apis.linen import COMPACT
 
 Use = Literal["truth", "order", "equality", "range"]
 
@@ -243,7 +244,7 @@ class _Finder:
             if isinstance(cls, cst.ClassDef) and not cls.decorators:
                 found = method(self.model, cls, "__call__")
                 plain = found is not None and all(
-                    self.model.qualified_name(d.decorator) == "flax.linen.compact" for d in found.decorators
+                    self.model.qualified_name(d.decorator) == COMPACT for d in found.decorators
                 )
                 return (found, 1) if plain else (None, 0)
         return None, 0

@@ -29,11 +29,11 @@ from remat_lint.analysis.callables import Callables, Denoted
 from remat_lint.analysis.loops import body_argument
 from remat_lint.analysis.semantic import SemanticModel
 from remat_lint.analysis.sites import RematSite
-from remat_lint.apis import DIFF_APIS, PARTIAL, DiffApi, policy_info
+from remat_lint.apis import DIFF_APIS, PARTIAL, VJPS, DiffApi, policy_info
+from remat_lint.apis.jax import NUMPY_REDUCTIONS
 
 _MAX_DEPTH = 8
 _REDUCTIONS = frozenset({"sum", "mean"})
-VJPS = frozenset({"jax.vjp", "flax.nnx.vjp", "flax.linen.vjp", "equinox.filter_vjp"})
 
 
 @dataclass(eq=False)
@@ -101,7 +101,7 @@ class Differentiations:
             return False
         if isinstance(node.func, cst.Attribute) and node.func.attr.value in _REDUCTIONS and not node.args:
             return True  # x.sum(), x.mean()
-        return self.model.qualified_name(node.func) in {f"jax.numpy.{r}" for r in _REDUCTIONS}
+        return self.model.qualified_name(node.func) in NUMPY_REDUCTIONS
 
     def _find(self, callables: Callables) -> Iterator[Differentiation]:
         model = self.model

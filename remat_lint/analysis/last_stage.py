@@ -20,24 +20,20 @@ from typing import Iterator
 import libcst as cst
 
 from remat_lint.analysis.callables import Callables, Function
-from remat_lint.analysis.loops import VMAP_APIS
 from remat_lint.analysis.semantic import SemanticModel, child_nodes
 from remat_lint.analysis.sites import RematSite
+from remat_lint.apis import VMAP_APIS, jax, optax
 
 _EXPENSIVE_JNP = frozenset(
     {"dot", "matmul", "einsum", "tensordot", "inner", "outer", "vdot", "vecdot", "kron", "convolve", "correlate"}
 )
 _CHEAP_EXACT = frozenset(
     {
-        "jax.lax.stop_gradient", "jax.lax.pmean", "jax.lax.psum", "jax.lax.rsqrt", "jax.lax.square",
-        "jax.scipy.special.logsumexp", "jax.numpy.linalg.norm",
-        "optax.softmax_cross_entropy", "optax.softmax_cross_entropy_with_integer_labels",
-        "optax.sigmoid_binary_cross_entropy", "optax.l2_loss", "optax.squared_error", "optax.huber_loss",
         "builtins.float", "builtins.int", "builtins.len", "builtins.dict", "builtins.tuple", "builtins.abs",
-        "builtins.sum", "jax.tree_util.tree_leaves", "jax.tree.leaves",  # an L2 penalty over the parameters
+        "builtins.sum",
     }
-)
-_CHEAP_PREFIXES = ("jax.numpy.", "jax.nn.", "optax.losses.")
+) | jax.CHEAP_CALLS | optax.CHEAP_LOSSES
+_CHEAP_PREFIXES = (jax.NUMPY_PREFIX, jax.NN_PREFIX, optax.LOSSES_PREFIX)
 ARRAY_METHODS = frozenset(
     {"mean", "sum", "max", "min", "std", "var", "astype", "reshape", "squeeze", "transpose", "ravel", "flatten",
      "clip", "square", "item", "get"}
@@ -215,10 +211,10 @@ def _cheap_call(model: SemanticModel, call: cst.Call) -> str | None:
 
 
 def _cheap_prefix(qname: str) -> bool:
-    if qname.startswith("jax.numpy."):
-        rest = qname[len("jax.numpy."):]
+    if qname.startswith(jax.NUMPY_PREFIX):
+        rest = qname[len(jax.NUMPY_PREFIX):]
         return rest not in _EXPENSIVE_JNP and not rest.startswith(("linalg.", "fft."))
-    if qname.startswith("jax.nn."):
+    if qname.startswith(jax.NN_PREFIX):
         return "attention" not in qname
     return qname.startswith(_CHEAP_PREFIXES)
 

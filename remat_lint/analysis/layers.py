@@ -23,49 +23,7 @@ import libcst as cst
 from remat_lint.analysis.bodies import receiver_class
 from remat_lint.analysis.callables import self_writes
 from remat_lint.analysis.semantic import SemanticModel
-
-
-@dataclass(frozen=True)
-class FlagLayer:
-    """How a layer class takes the flag it tests, and the rate without which it never tests it."""
-
-    flag: str  # the keyword (a call keyword, and a constructor field where ``in_constructor``)
-    flag_position: int | None  # the flag's position among the call's arguments, if it has one
-    rate: str | None  # the keyword of the rate that must be nonzero, if any
-    rate_position: int | None  # the rate's position among the constructor's arguments
-    default_rate: float | None = None  # the rate when the constructor is not given one
-    also: str | None = None  # a second keyword for the flag (Equinox's deprecated ``deterministic``)
-
-
-_LINEN_DROPOUT = FlagLayer("deterministic", 1, "rate", 0)
-_LINEN_BATCH_NORM = FlagLayer("use_running_average", 1, None, None)
-_LINEN_ATTENTION = FlagLayer("deterministic", None, "dropout_rate", None)
-FLAG_LAYERS: dict[str, FlagLayer] = {
-    **dict.fromkeys(("flax.linen.Dropout", "flax.linen.stochastic.Dropout"), _LINEN_DROPOUT),
-    **dict.fromkeys(("flax.linen.BatchNorm", "flax.linen.normalization.BatchNorm"), _LINEN_BATCH_NORM),
-    **dict.fromkeys(
-        (
-            f"flax.linen.{module}{name}"
-            for module in ("", "attention.")
-            for name in ("MultiHeadDotProductAttention", "MultiHeadAttention", "SelfAttention")
-        ),
-        _LINEN_ATTENTION,
-    ),
-    **dict.fromkeys(("flax.nnx.Dropout", "flax.nnx.nn.stochastic.Dropout"), FlagLayer("deterministic", None, "rate", 0)),
-    **dict.fromkeys(
-        ("flax.nnx.BatchNorm", "flax.nnx.nn.normalization.BatchNorm"), FlagLayer("use_running_average", 1, None, None)
-    ),
-    **dict.fromkeys(
-        ("flax.nnx.MultiHeadAttention", "flax.nnx.nn.attention.MultiHeadAttention"),
-        FlagLayer("deterministic", None, "dropout_rate", None),
-    ),
-    **dict.fromkeys(("equinox.nn.BatchNorm", "equinox.nn._batch_norm.BatchNorm"), FlagLayer("inference", None, None, None)),
-    **dict.fromkeys(("haiku.BatchNorm", "haiku._src.batch_norm.BatchNorm"), FlagLayer("is_training", 1, None, None)),
-    **dict.fromkeys(
-        ("equinox.nn.Dropout", "equinox.nn._dropout.Dropout"),
-        FlagLayer("inference", None, "p", 0, default_rate=0.5, also="deterministic"),
-    ),
-}
+from remat_lint.apis import FLAG_LAYERS, FlagLayer
 
 
 @dataclass(frozen=True)

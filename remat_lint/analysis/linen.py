@@ -26,10 +26,10 @@ from remat_lint.analysis.callables import reaching_bindings
 from remat_lint.analysis.semantic import Binding, SemanticModel
 from remat_lint.analysis.values import function_returns
 from remat_lint.apis import LINEN_MODULE_CLASSES, remat_api
+from remat_lint.apis.linen import PLAIN_METHOD_DECORATORS
 
 _MAX_DEPTH = 16
 # Decorators that leave ``self.f`` a bound method.
-_PLAIN_METHOD_DECORATORS = frozenset({"flax.linen.compact", "flax.linen.nowrap"})
 
 
 def is_linen_class(model: SemanticModel, expr: cst.CSTNode, depth: int = 0) -> bool:
@@ -143,7 +143,7 @@ def bound_linen_method(model: SemanticModel, expr: cst.CSTNode) -> cst.FunctionD
         return None
     method = members[0].node
     assert isinstance(method, cst.FunctionDef)
-    if any(model.qualified_name(decorator_callee(d)) not in _PLAIN_METHOD_DECORATORS for d in method.decorators):
+    if any(model.qualified_name(decorator_callee(d)) not in PLAIN_METHOD_DECORATORS for d in method.decorators):
         return None
     return method if _setup_assignments(model, owner, expr.attr.value) == [] else None
 

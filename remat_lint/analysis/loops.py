@@ -25,36 +25,8 @@ import libcst as cst
 from remat_lint.analysis.callables import Callables, Denoted
 from remat_lint.analysis.semantic import SemanticModel
 from remat_lint.analysis.sites import RematSite
-from remat_lint.apis import PARTIAL
+from remat_lint.apis import LOOP_APIS, PARTIAL, VMAP_APIS
 
-# Loop APIs: qualified name -> (position of the body argument, its keyword name).
-LOOP_APIS: dict[str, tuple[int, str]] = {
-    "jax.lax.scan": (0, "f"),
-    "jax.lax.map": (0, "f"),
-    "jax.lax.associative_scan": (0, "fn"),
-    "jax.lax.fori_loop": (2, "body_fun"),
-    "jax.lax.while_loop": (1, "body_fun"),
-    "flax.linen.scan": (0, "target"),
-    "flax.linen.transforms.scan": (0, "target"),
-    "flax.linen.remat_scan": (0, "target"),
-    "flax.linen.while_loop": (1, "body_fn"),
-    "flax.nnx.scan": (0, "f"),
-    "flax.nnx.fori_loop": (2, "body_fun"),
-    "flax.nnx.while_loop": (1, "body_fun"),
-    "haiku.scan": (0, "f"),
-    "haiku.fori_loop": (2, "body_fun"),
-    "haiku.while_loop": (1, "body_fun"),
-    "haiku.map": (0, "f"),
-}
-# Scans over a sequence given as ``xs`` (or Flax's lifted scan): where "over layers" applies.
-SCANS = frozenset({"jax.lax.scan", "flax.linen.scan", "flax.linen.transforms.scan", "flax.nnx.scan", "haiku.scan"})
-VMAP_APIS: dict[str, tuple[int, str]] = {
-    "jax.vmap": (0, "fun"),
-    "flax.linen.vmap": (0, "target"),
-    "flax.nnx.vmap": (0, "f"),
-    "haiku.vmap": (0, "fun"),
-    "equinox.filter_vmap": (0, "fun"),
-}
 _COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import libcst as cst
 
 from remat_lint.analysis.semantic import SemanticModel, child_nodes
+from remat_lint.apis import optax
 
 _MOCK_PREFIXES = ("unittest.mock.", "mock.")
 _UPDATE_METHODS = frozenset({"apply_gradients", "apply_updates"})  # Flax TrainState, optax
@@ -46,7 +47,7 @@ def _trains(model: SemanticModel, body: cst.BaseSuite) -> bool:
 def _updates_parameters(model: SemanticModel, call: cst.Call) -> bool:
     if isinstance(call.func, cst.Attribute) and call.func.attr.value in _UPDATE_METHODS:
         return True
-    return (model.qualified_name(call.func) or "").startswith("optax.")
+    return (model.qualified_name(call.func) or "").startswith(optax.PREFIX)
 
 
 def _is_main_guard(test: cst.BaseExpression) -> bool:

@@ -44,14 +44,13 @@ from remat_lint.analysis.value import (
     literal_value,
     union,
 )
-from remat_lint.apis import policy_info
+from remat_lint.apis import is_policy_namespace, policy_info
 
 __all__ = ["Possible", "Value", "Values", "deferred", "function_returns"]
 
 ImportedValues = Callable[[str, bool], "tuple[Value, ...] | None"]  # (dotted name, any instance's field)
 
 _STR_METHODS = frozenset({"format", "lower", "upper", "strip", "replace", "removesuffix", "removeprefix"})
-_CHECKPOINT_POLICIES = frozenset({"jax.checkpoint_policies", "jax.ad_checkpoint.checkpoint_policies"})
 _DICT_MUTATORS = frozenset({"update", "setdefault", "pop", "popitem", "clear", "__setitem__"})
 
 
@@ -217,7 +216,7 @@ class Values:
         if info is not None and info.kind == "factory":
             return (Value("policy", qname=qname, node=call),)
         if qname == "builtins.getattr" and len(call.args) >= 2:
-            if self.model.qualified_name(call.args[0].value) in _CHECKPOINT_POLICIES:
+            if is_policy_namespace(self.model.qualified_name(call.args[0].value)):
                 return (Value("policy", node=call),)
             name = literal_value(call.args[1].value)
             if len(call.args) == 2 and name is not None and isinstance(name.literal, str) and name.literal.isidentifier():

@@ -14,6 +14,7 @@ from remat_lint.analysis.semantic import SemanticModel, dotted_import_name
 from remat_lint.analysis.smoke_tests import in_smoke_test
 from remat_lint.analysis.tracing import calls_of
 from remat_lint.analysis.values import Possible, Values, deferred
+from remat_lint.apis import linen
 from remat_lint.project.modules import LIBRARIES, LOCAL, Ref
 from remat_lint.project.summary import (
     Constant,
@@ -29,9 +30,6 @@ from remat_lint.project.summary import (
 if TYPE_CHECKING:
     from remat_lint.analysis.loops import Loops
     from remat_lint.context import LintContext
-
-# Decorators of ``__call__`` that keep its signature.
-_SIGNATURE_KEEPING = frozenset({"flax.linen.compact", "flax.linen.module.compact"})
 
 
 def summarize(ctx: LintContext) -> ModuleSummary:
@@ -182,7 +180,7 @@ def _imported_calls(ctx: LintContext) -> list[ImportedCall]:
 def _call_signature(model: SemanticModel, bodies: Bodies, cls: cst.ClassDef) -> Signature | None:
     """The ``__call__`` of ``cls`` (the method Flax's ``nn.remat`` checkpoints)."""
     method = next((s for s in cls.body.body if isinstance(s, cst.FunctionDef) and s.name.value == "__call__"), None)
-    if method is None or any(model.qualified_name(d.decorator) not in _SIGNATURE_KEEPING for d in method.decorators):
+    if method is None or any(model.qualified_name(d.decorator) not in linen.COMPACT_NAMES for d in method.decorators):
         return None
     positional = positional_params(method)[1:]  # after self
     nodes = bodies.nodes(method)

@@ -32,6 +32,8 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from remat_lint.apis.jax import POLICY_NAMESPACE
+
 if TYPE_CHECKING:
     from remat_lint.trace.costs import Costs, Program
     from remat_lint.trace.jaxpr_rewrite import Edit
@@ -118,11 +120,11 @@ def candidates(site: Site, offload_to: str | None = None) -> list[Candidate]:
     out = [Candidate(AS_WRITTEN, None, None), Candidate("none", None, Edit(inline=True))]
     for name in ("nothing_saveable", "dots_with_no_batch_dims_saveable", "dots_saveable"):
         if POLICIES[name] is not today:
-            out.append(Candidate(name, f"jax.checkpoint_policies.{name}", Edit(params={"policy": POLICIES[name]})))
+            out.append(Candidate(name, f"{POLICY_NAMESPACE}.{name}", Edit(params={"policy": POLICIES[name]})))
     names = declared_names(site)
     if names and getattr(today, "saveable_names", None) != frozenset(names):
         args = ", ".join(repr(n) for n in names)
-        out.append(Candidate(f"save_only_these_names({args})", f"jax.checkpoint_policies.save_only_these_names({args})",
+        out.append(Candidate(f"save_only_these_names({args})", f"{POLICY_NAMESPACE}.save_only_these_names({args})",
                              Edit(params={"policy": cp.save_only_these_names(*names)})))
     if names and offload_to:
         listed = "[" + ", ".join(repr(n) for n in names) + "]"
@@ -130,7 +132,7 @@ def candidates(site: Site, offload_to: str | None = None) -> list[Candidate]:
         policy = cp.save_and_offload_only_these_names(names_which_can_be_saved=[], names_which_can_be_offloaded=names,
                                                       offload_src="device", offload_dst=offload_to)
         out.append(Candidate(f"save_and_offload_only_these_names({', '.join(repr(n) for n in names)})",
-                             f"jax.checkpoint_policies.save_and_offload_only_these_names({keywords})", Edit(params={"policy": policy})))
+                             f"{POLICY_NAMESPACE}.save_and_offload_only_these_names({keywords})", Edit(params={"policy": policy})))
     if not site.prevent_cse:
         out.append(Candidate("prevent_cse=True", None, Edit(params={"prevent_cse": True})))
     return out

@@ -19,6 +19,7 @@ from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
 from remat_lint.analysis.semantic import SemanticModel
 from remat_lint.analysis.sites import RematSite, find_sites
+from remat_lint.apis.jax import PREFIX as JAX_PREFIX
 from remat_lint.autofix import FixedFile
 from remat_lint.findings import Finding, Position, TextEdit
 from remat_lint.runner import display_path, read_source
@@ -79,7 +80,7 @@ def rewrite(path: str, changes: dict[int, Change]) -> tuple[FixedFile | None, li
             continue
         change = changes.pop(line)
         where = f"{display_path(path)}:{line}"
-        if change.policy is not None and change.policy.startswith("jax.") and "import jax" not in imports:
+        if change.policy is not None and change.policy.startswith(JAX_PREFIX) and "import jax" not in imports:
             notes.append(f"{where}: set policy={change.policy} (the module does not `import jax`: not rewritten)")
             continue
         made = _edit(site, change, positions, module, partial)

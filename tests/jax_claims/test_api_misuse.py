@@ -455,7 +455,7 @@ def test_nnx_and_equinox_return_a_decorator_and_are_not_flagged():
     ]:
         assert messages(code, "REM006") == []
         assert jnp.allclose(jax.grad(decorator(f))(X), jax.grad(f)(X))
-    for qname, api in apis.REMAT_APIS.items():  # what apis.py says, as the rule relies on it
+    for qname, api in apis.REMAT_APIS.items():  # what remat_lint/apis/ says, as the rule relies on it
         if api.decorator_factory:
             assert qname.startswith(("flax.nnx", "flax.experimental.nnx", "equinox"))
 

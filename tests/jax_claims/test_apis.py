@@ -1,15 +1,17 @@
-"""remat_lint/apis.py must agree with the installed JAX, Flax, Haiku and Equinox.
+"""remat_lint/apis/ must agree with the installed JAX, Flax, Haiku and Equinox.
 
 Every spelling the linter resolves is imported and compared with what the package really exposes:
 signatures of the remat APIs, the decorator-factory form, every checkpoint policy (kind, arity,
-aliases), the APIs JAX removed, and the Flax linen Module classes. An upgrade that changes any of
-these fails here first.
+aliases), the APIs JAX removed, the Flax linen Module classes, and that every other name in the
+framework modules' tables exists. An upgrade that changes any of these fails here first.
 """
 
 from __future__ import annotations
 
 import importlib
 import inspect
+import re
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -88,10 +90,6 @@ def test_flax_static_argnums_convention(qname):
     model = real_api(qname)(Gate, static_argnums=(index,))()
     x = jnp.ones(3)
     assert model.apply(model.init(jax.random.key(0), x, True), x, True).tolist() == [2.0] * 3
-
-
-def test_display_names_cover_every_canonical_api():
-    assert set(apis.DISPLAY_NAMES) == {api.qname for api in apis.REMAT_APIS.values()}
 
 
 # --- policies --------------------------------------------------------------------------------------
@@ -188,3 +186,54 @@ def test_linen_module_classes_match_flax():
     listed = {qname for qname in apis.LINEN_MODULE_CLASSES if qname.startswith("flax.linen.") and qname.count(".") == 2}
     assert listed == exported
     assert all(issubclass(resolve(qname), nn.Module) for qname in apis.LINEN_MODULE_CLASSES)
+
+
+# --- every name in the tables ----------------------------------------------------------------------
+
+_FRAMEWORK_NAME = re.compile(r"(?:jax|flax|haiku|equinox|optax)(?:\.\w+)+")
+# Names the tables keep for code written against older releases (absent from jax 0.10.2, flax 0.12.8).
+_OLDER_RELEASES = frozenset(
+    {
+        "jax.experimental.host_callback.call",
+        "jax.experimental.host_callback.id_tap",
+        "jax.experimental.pure_callback",
+        "flax.linen.partitioning.with_partitioning",
+        "flax.linen.spmd.with_partitioning",
+    }
+)
+
+
+def _table_names(module: ModuleType) -> set[str]:
+    """The framework names in a framework module's tables: constants, sets, rows, keys and values."""
+    found = set()
+    for name, value in vars(module).items():
+        if name.startswith("__") or isinstance(value, ModuleType):
+            continue
+        items = [*value.items()] if isinstance(value, dict) else value if isinstance(value, (set, frozenset, list, tuple)) else [value]
+        for item in items:
+            for part in item if isinstance(item, tuple) else (item,):
+                text = getattr(part, "qname", part)
+                if isinstance(text, str) and _FRAMEWORK_NAME.fullmatch(text):
+                    found.add(text)
+    return found
+
+
+_FRAMEWORKS = [importlib.import_module(f"remat_lint.apis.{name}") for name in ("jax", "flax", "linen", "nnx", "haiku", "equinox", "optax")]
+_TABLE_NAMES = sorted(
+    set().union(*map(_table_names, _FRAMEWORKS))
+    - set(apis.REMOVED_APIS)
+    - _OLDER_RELEASES
+)
+
+
+@pytest.mark.parametrize("qname", _TABLE_NAMES)
+def test_every_table_name_exists(qname):
+    pytest.importorskip(qname.split(".")[0])
+    resolve(qname)
+
+
+@pytest.mark.parametrize("qname", sorted(_OLDER_RELEASES))
+def test_names_kept_for_older_releases_are_absent(qname):
+    """When one comes back (or the installed release is older), it moves to the checked names."""
+    with pytest.raises((AttributeError, ImportError)):
+        resolve(qname)
