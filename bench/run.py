@@ -135,15 +135,21 @@ def staged_file(files: list[Path]) -> Path:
     from remat_lint.prefilter import Prefilter
 
     prefilter = Prefilter()
-    kept = sorted((count_lines(p), str(p), p) for p in files if prefilter.keeps(p.read_text(encoding="utf-8", errors="replace")))
+    kept = sorted(
+        (count_lines(p), str(p), p) for p in files if prefilter.keeps(p.read_text(encoding="utf-8", errors="replace"))
+    )
     return kept[len(kept) // 2][2]
 
 
 def compile_package() -> None:
     """Write remat-lint's .pyc files, as an install does: a checkout run under
     PYTHONDONTWRITEBYTECODE would otherwise compile every module on every run."""
-    found = subprocess.run([PYTHON, "-c", "import remat_lint, remat_lint.rules as r; print(*remat_lint.__path__, *r.__path__)"],
-                           capture_output=True, text=True, check=True).stdout.split()
+    found = subprocess.run(
+        [PYTHON, "-c", "import remat_lint, remat_lint.rules as r; print(*remat_lint.__path__, *r.__path__)"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
     subprocess.run([PYTHON, "-m", "compileall", "-q", *found], capture_output=True, check=True)
 
 
@@ -167,10 +173,16 @@ def version(cmd: list[str]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("dirs", nargs="*")
-    parser.add_argument("--reps", type=int, default=3, help="pairs per figure on the trees (one-file figures: 3x as many)")
-    parser.add_argument("--jobs", type=int, default=len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count())
+    parser.add_argument(
+        "--reps", type=int, default=3, help="pairs per figure on the trees (one-file figures: 3x as many)"
+    )
+    parser.add_argument(
+        "--jobs", type=int, default=len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    )
     parser.add_argument("--markdown", metavar="FILE", help="also write the results here")
-    parser.add_argument("--remat-lint", default=str(BIN / "remat-lint"), metavar="PATH", help="the remat-lint command to time")
+    parser.add_argument(
+        "--remat-lint", default=str(BIN / "remat-lint"), metavar="PATH", help="the remat-lint command to time"
+    )
     args = parser.parse_args()
     if not args.dirs:
         import flax
@@ -193,12 +205,16 @@ def main() -> None:
 
     note(f"{len(files)} files, {lines:,} lines per copy; {args.reps} pairs per figure; -j {args.jobs}")
     figures = {
-        "cold, default `-j`": lambda t: pair([*rl, "--no-cache", "-j", str(args.jobs), *t], [*ruff, *t], cwd, args.reps),
+        "cold, default `-j`": lambda t: pair(
+            [*rl, "--no-cache", "-j", str(args.jobs), *t], [*ruff, *t], cwd, args.reps
+        ),
         "cold, `-j 1`": lambda t: pair([*rl, "--no-cache", "-j", "1", *t], [*ruff, *t], cwd, args.reps),
         # Filled right before each warm run: the key covers remat-lint's own source files, so an
         # edit to them in between (a development checkout) would make a warm run cold.
         "warm (replayed: nothing changed)": lambda t: pair([*rl, *t], [*ruff, *t], cwd, args.reps, before_a=[*rl, *t]),
-        "warm, not replayed (cache filled)": lambda t: pair([*rl, *t], [*ruff, *t], cwd, args.reps, before_a=unrecorded([*rl, *t])),
+        "warm, not replayed (cache filled)": lambda t: pair(
+            [*rl, *t], [*ruff, *t], cwd, args.reps, before_a=unrecorded([*rl, *t])
+        ),
         "cold, `--select ALL`": lambda t: pair([*rl, "--no-cache", "--select", "ALL", *t], [*ruff, *t], cwd, args.reps),
     }
     results: dict[str, dict[str, Pair]] = {}
@@ -211,8 +227,14 @@ def main() -> None:
     def peak(samples: list[Sample]) -> float:
         return max(s.rss_mb for s in samples)
 
-    rss = {size: (peak(results["cold, default `-j`"][size].a), peak(results["warm, not replayed (cache filled)"][size].a),
-                  peak(results["cold, default `-j`"][size].b)) for size in trees}
+    rss = {
+        size: (
+            peak(results["cold, default `-j`"][size].a),
+            peak(results["warm, not replayed (cache filled)"][size].a),
+            peak(results["cold, default `-j`"][size].b),
+        )
+        for size in trees
+    }
 
     staged = staged_file(files)
     n = count_lines(staged)
@@ -224,7 +246,10 @@ def main() -> None:
         "warm, not replayed / `python -c pass`": pair(one, python, cwd, 3 * args.reps, before_a=unrecorded(one)),
         "`flake8 --select REM` / flake8 without the plugin": pair(
             [PYTHON, "-c", FLAKE8, "--isolated", "--select", "REM", str(staged)],
-            [PYTHON, "-c", FLAKE8_WITHOUT_PLUGIN, "--isolated", "--select", "REM", str(staged)], cwd, 3 * args.reps),
+            [PYTHON, "-c", FLAKE8_WITHOUT_PLUGIN, "--isolated", "--select", "REM", str(staged)],
+            cwd,
+            3 * args.reps,
+        ),
     }
     for name, p in one_file.items():
         note(f"  one file, {name}: {p.cell()}")
@@ -240,7 +265,9 @@ def main() -> None:
         "| remat-lint / ruff | 1x | 4x |",
         "|---|---|---|",
         *(f"| {name} | {by_size['1x'].cell()} | {by_size['4x'].cell()} |" for name, by_size in results.items()),
-        "| peak RSS MiB: cold / warm / ruff | " + " | ".join(" / ".join(f"{v:.0f}" for v in rss[s]) for s in trees) + " |",
+        "| peak RSS MiB: cold / warm / ruff | "
+        + " | ".join(" / ".join(f"{v:.0f}" for v in rss[s]) for s in trees)
+        + " |",
         "",
         f"Peak RSS of a cold run, 4x / 1x: {rss['4x'][0] / rss['1x'][0]:.2f}.",
         "",

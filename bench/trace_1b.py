@@ -44,7 +44,9 @@ class Block(nn.Module):
     @nn.compact
     def __call__(self, x):
         h = nn.LayerNorm()(x)
-        h = nn.SelfAttention(num_heads=HEADS, qkv_features=D_MODEL, use_bias=False)(h, mask=nn.make_causal_mask(x[..., 0]))
+        h = nn.SelfAttention(num_heads=HEADS, qkv_features=D_MODEL, use_bias=False)(
+            h, mask=nn.make_causal_mask(x[..., 0])
+        )
         x = x + h
         h = nn.Dense(FFN, use_bias=False)(nn.LayerNorm()(x))
         return x + nn.Dense(D_MODEL, use_bias=False)(jax.nn.gelu(h))
@@ -67,7 +69,9 @@ def main() -> None:
     ap.add_argument("--layers", type=int, default=24)
     ap.add_argument("--batch", type=int, default=4)
     ap.add_argument("--seq", type=int, default=512)
-    ap.add_argument("--memory-budget", metavar="BUDGET", help="also plan the policies that fit BUDGET (trace/budget.py)")
+    ap.add_argument(
+        "--memory-budget", metavar="BUDGET", help="also plan the policies that fit BUDGET (trace/budget.py)"
+    )
     a = ap.parse_args()
     code = Path(__file__).read_text(encoding="utf-8")
     site_line = next(n for n, line in enumerate(code.splitlines(), 1) if "# the checkpoint site" in line)
@@ -88,41 +92,60 @@ def main() -> None:
     floor, floor_cpu = time.perf_counter() - t1, time.process_time() - c1
     args, kwargs = (params, tokens), {}  # the same objects: the report, the check and the plan share one traced program
     t1, c1 = time.perf_counter(), time.process_time()
-    evidence = memory_evidence(code, loss, args, kwargs, site_line, claim="recompute-for-nothing")  # verdicts first, as the worker
+    evidence = memory_evidence(
+        code, loss, args, kwargs, site_line, claim="recompute-for-nothing"
+    )  # verdicts first, as the worker
     t2 = time.perf_counter()
     report = site_report(loss, args, kwargs, code=code, site_lines=[site_line])
     t3 = time.perf_counter()
-    plan = Search(traced(loss, args, kwargs), [site_line]).choose(parse_budget(a.memory_budget)) if a.memory_budget else None
+    plan = (
+        Search(traced(loss, args, kwargs), [site_line]).choose(parse_budget(a.memory_budget))
+        if a.memory_budget
+        else None
+    )
     t4, c4 = time.perf_counter(), time.process_time()
 
     print(f"jax {jax.__version__} backend={jax.default_backend()} XLA_FLAGS={os.environ.get('XLA_FLAGS')}")
-    print(f"machine: {platform.machine()} {platform.processor() or ''} cores={os.cpu_count()} python {platform.python_version()}")
-    print(f"model: {a.layers} layers, d_model {D_MODEL}, ffn {FFN}, vocab {VOCAB}, {n_params / 1e9:.3f}B params "
-          f"({n_params * 4 / 2**30:.2f} GiB f32, never allocated); tokens {a.batch}x{a.seq}")
+    print(
+        f"machine: {platform.machine()} {platform.processor() or ''} cores={os.cpu_count()} python {platform.python_version()}"
+    )
+    print(
+        f"model: {a.layers} layers, d_model {D_MODEL}, ffn {FFN}, vocab {VOCAB}, {n_params / 1e9:.3f}B params "
+        f"({n_params * 4 / 2**30:.2f} GiB f32, never allocated); tokens {a.batch}x{a.seq}"
+    )
     for site in report:
         if site.get("outside"):
             res = site["residuals"]
             print(f"outside checkpoints: {len(res)} residuals, {sum(r['bytes'] for r in res) / 2**30:.2f} GiB")
             continue
         res = site["residuals"]
-        print(f"site line {site['line']} ({site['function']}, {site['calls']} calls, policy {site['policy']}): "
-              f"{len(res)} residuals, {sum(r['bytes'] for r in res) / 2**30:.2f} GiB; e.g. {res[0]['shape']} {res[0]['source']}")
+        print(
+            f"site line {site['line']} ({site['function']}, {site['calls']} calls, policy {site['policy']}): "
+            f"{len(res)} residuals, {sum(r['bytes'] for r in res) / 2**30:.2f} GiB; e.g. {res[0]['shape']} {res[0]['source']}"
+        )
         for row in site["policies"]:
-            measured = (f"temp {row['temp_bytes'] / 2**30:8.2f} GiB  {row['flops'] / 1e12:8.2f} TFLOP" if row["compiled"]
-                        else "not compiled")
+            measured = (
+                f"temp {row['temp_bytes'] / 2**30:8.2f} GiB  {row['flops'] / 1e12:8.2f} TFLOP"
+                if row["compiled"]
+                else "not compiled"
+            )
             print(f"  {row['policy']:34s} residuals {row['residual_bytes'] / 2**30:6.2f} GiB  {measured}")
         print(f"  {site['compile_note']}")
         print(f"  recommendation: {site['recommendation']}")
     print(f"memory_evidence (REM102 on the per-layer site): {evidence['status']}: {evidence['reason']}")
     if plan is not None:
         picked = plan.get("chosen") or plan["smallest"]
-        print(f"--memory-budget {a.memory_budget} = {plan['budget_bytes'] / 2**30:.2f} GiB: fits={plan['fits']}, "
-              f"{' '.join(s['chosen'] for s in plan['sites'])}: temp {picked['temp_bytes'] / 2**30:.2f} GiB, "
-              f"{picked['flops'] / 1e12:.2f} TFLOP (today {plan['today']['temp_bytes'] / 2**30:.2f} GiB, "
-              f"{plan['today']['flops'] / 1e12:.2f} TFLOP); {plan['compiles']} programs, {t4 - t3:.1f}s beyond the report")
-    print(f"wall: eval_shape(init) {init_s:.1f}s, memory_evidence {t2 - t1:.1f}s, site_report {t3 - t2:.1f}s, "
-          f"floor (one jit(value_and_grad) compile) {floor:.1f}s; {traced(loss, args, kwargs).compiles} programs compiled "
-          f"(the plan's included)")
+        print(
+            f"--memory-budget {a.memory_budget} = {plan['budget_bytes'] / 2**30:.2f} GiB: fits={plan['fits']}, "
+            f"{' '.join(s['chosen'] for s in plan['sites'])}: temp {picked['temp_bytes'] / 2**30:.2f} GiB, "
+            f"{picked['flops'] / 1e12:.2f} TFLOP (today {plan['today']['temp_bytes'] / 2**30:.2f} GiB, "
+            f"{plan['today']['flops'] / 1e12:.2f} TFLOP); {plan['compiles']} programs, {t4 - t3:.1f}s beyond the report"
+        )
+    print(
+        f"wall: eval_shape(init) {init_s:.1f}s, memory_evidence {t2 - t1:.1f}s, site_report {t3 - t2:.1f}s, "
+        f"floor (one jit(value_and_grad) compile) {floor:.1f}s; {traced(loss, args, kwargs).compiles} programs compiled "
+        f"(the plan's included)"
+    )
     print(f"cpu_s={c4 - c1:.1f} floor_cpu_s={floor_cpu:.1f} (process CPU time: the machine may be shared)")
     print(f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")
     print(f"total_s={t4 - t1:.1f} floor_s={floor:.1f}")

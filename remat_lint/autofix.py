@@ -43,7 +43,9 @@ class FixOutcome:
     result: RunResult  # the findings that remain, after the project-wide pass
     changed: list[FixedFile] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
-    applied: collections.Counter[tuple[str, str, str]] = field(default_factory=collections.Counter)  # (path, code, name)
+    applied: collections.Counter[tuple[str, str, str]] = field(
+        default_factory=collections.Counter
+    )  # (path, code, name)
 
     @property
     def fixed(self) -> int:
@@ -55,8 +57,11 @@ def listing(title: str, counts: collections.Counter[tuple[str, str, str]]) -> st
     lines = [title]
     for path in sorted({path for path, _, _ in counts}):
         lines.append(f"- {display_path(path)}:")
-        lines += [f"    {n} \N{MULTIPLICATION SIGN} {code} ({name})"
-                  for (where, code, name), n in sorted(counts.items()) if where == path]
+        lines += [
+            f"    {n} \N{MULTIPLICATION SIGN} {code} ({name})"
+            for (where, code, name), n in sorted(counts.items())
+            if where == path
+        ]
     return "\n".join(lines)
 
 
@@ -169,7 +174,9 @@ def _fix_file(
             new = current.apply([e for f in chosen for e in f.fix.edits])  # type: ignore[union-attr]
             new.data()
         except UnicodeEncodeError:
-            outcome.warnings.append(f"{display_path(path)}: fixes not applied: the result cannot be encoded as {source.encoding}")  # type: ignore[union-attr]
+            outcome.warnings.append(
+                f"{display_path(path)}: fixes not applied: the result cannot be encoded as {source.encoding}"
+            )  # type: ignore[union-attr]
             return current
         except ValueError as exc:  # a notebook's fix that spans cells
             outcome.warnings.append(f"{display_path(path)}: fixes not applied: {exc}")
@@ -178,7 +185,9 @@ def _fix_file(
             return current
         fresh = lint_one(path, new, resolver(path))
         if any(f.code == PARSE_ERROR for f in fresh.findings):
-            outcome.warnings.append(f"{display_path(path)}: a fix produced code that does not parse; not applied (please report)")
+            outcome.warnings.append(
+                f"{display_path(path)}: a fix produced code that does not parse; not applied (please report)"
+            )
             return current
         results[path] = fresh
         project_pass.use_text(path, new.text)
@@ -238,7 +247,9 @@ def add_noqa(findings: list[Finding]) -> tuple[int, list[str]]:
         fixed = source.apply(edits)
         broken = syntax_error(source.text, fixed.text)
         if broken is not None:
-            errors.append(f"{display_path(path)}: noqa directives not added: the result does not parse ({broken}; please report)")
+            errors.append(
+                f"{display_path(path)}: noqa directives not added: the result does not parse ({broken}; please report)"
+            )
             continue
         try:
             write_atomic(path, fixed.data())
@@ -255,13 +266,18 @@ def unified_diff(fixed: FixedFile) -> str:
     shown = display_path(fixed.path)
     if isinstance(fixed.source, Notebook) and isinstance(fixed.fixed, Notebook):
         after = {cell.number: cell.source for cell in fixed.fixed.cells}
-        return "".join(_diff(cell.source, after.get(cell.number, ""), f"{shown}:cell {cell.number}")
-                       for cell in fixed.source.cells if after.get(cell.number, "") != cell.source)
+        return "".join(
+            _diff(cell.source, after.get(cell.number, ""), f"{shown}:cell {cell.number}")
+            for cell in fixed.source.cells
+            if after.get(cell.number, "") != cell.source
+        )
     return _diff(fixed.source.text, fixed.fixed.text, shown)
 
 
 def _diff(before: str, after: str, shown: str) -> str:
     import difflib  # here, not at the top: only --diff needs it
 
-    lines = difflib.unified_diff(before.splitlines(keepends=True), after.splitlines(keepends=True), f"a/{shown}", f"b/{shown}")
+    lines = difflib.unified_diff(
+        before.splitlines(keepends=True), after.splitlines(keepends=True), f"a/{shown}", f"b/{shown}"
+    )
     return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)

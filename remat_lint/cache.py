@@ -88,9 +88,9 @@ class Cache:
         try:
             with open(self._path(key), "rb") as handle:
                 data = handle.read()
-            if not replay.compare_digest(self._tag(key, data[replay.TAG_BYTES:]), data[:replay.TAG_BYTES]):
+            if not replay.compare_digest(self._tag(key, data[replay.TAG_BYTES :]), data[: replay.TAG_BYTES]):
                 return None  # not written by this user's linter: never unpickled
-            result = pickle.loads(data[replay.TAG_BYTES:])
+            result = pickle.loads(data[replay.TAG_BYTES :])
         except FileNotFoundError:
             return None
         except Exception:  # a corrupt or foreign entry is a miss
@@ -114,7 +114,11 @@ class Cache:
         cutoff = time.time() - 3600
         for other in self.root.iterdir():
             try:
-                if other != self.directory and re.fullmatch(r"[0-9a-f]{16}", other.name) and other.stat().st_mtime < cutoff:
+                if (
+                    other != self.directory
+                    and re.fullmatch(r"[0-9a-f]{16}", other.name)
+                    and other.stat().st_mtime < cutoff
+                ):
                     shutil.rmtree(other, ignore_errors=True)
             except OSError:
                 pass

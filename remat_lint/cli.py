@@ -87,72 +87,160 @@ def build_parser() -> argparse.ArgumentParser:
         prog="remat-lint",
         description="Find misuse of JAX gradient checkpointing (jax.checkpoint / remat).",
         epilog="`remat-lint rule CODE` explains a rule; `remat-lint rule --all` lists them all. "
-               "`remat-lint server` is the Language Server (docs/editors.md).",
+        "`remat-lint server` is the Language Server (docs/editors.md).",
     )
-    parser.add_argument("paths", nargs="*", metavar="PATH", help="files or directories to lint (default: .); - reads stdin")
+    parser.add_argument(
+        "paths", nargs="*", metavar="PATH", help="files or directories to lint (default: .); - reads stdin"
+    )
     parser.add_argument("--version", action="version", version=f"remat-lint {__version__}")
     sel = parser.add_argument_group("rule selection")
-    sel.add_argument("--select", type=_codes, metavar="CODES", help="comma-separated codes or prefixes to enable (ALL for every rule)")
-    sel.add_argument("--extend-select", type=_codes, metavar="CODES", help="codes or prefixes to enable on top of the selection")
+    sel.add_argument(
+        "--select",
+        type=_codes,
+        metavar="CODES",
+        help="comma-separated codes or prefixes to enable (ALL for every rule)",
+    )
+    sel.add_argument(
+        "--extend-select", type=_codes, metavar="CODES", help="codes or prefixes to enable on top of the selection"
+    )
     sel.add_argument("--ignore", type=_codes, metavar="CODES", help="codes or prefixes to disable")
     out = parser.add_argument_group("output")
     out.add_argument("--output-format", choices=FORMATS, default="full")
     out.add_argument("-o", "--output-file", metavar="PATH", help="write the findings to PATH instead of stdout")
-    out.add_argument("--extra-output", type=_extra_output, action="append", default=[], metavar="FORMAT=PATH",
-                     help="also write the findings of this run in FORMAT to PATH (repeatable), e.g. sarif=remat-lint.sarif")
+    out.add_argument(
+        "--extra-output",
+        type=_extra_output,
+        action="append",
+        default=[],
+        metavar="FORMAT=PATH",
+        help="also write the findings of this run in FORMAT to PATH (repeatable), e.g. sarif=remat-lint.sarif",
+    )
     out.add_argument("--statistics", action="store_true", help="print a count per rule instead of the findings")
     out.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings")
-    out.add_argument("--color", choices=("auto", "always", "never"), default="auto",
-                     help="colour the full and concise output (auto: on a terminal, unless NO_COLOR is set; FORCE_COLOR forces it)")
+    out.add_argument(
+        "--color",
+        choices=("auto", "always", "never"),
+        default="auto",
+        help="colour the full and concise output (auto: on a terminal, unless NO_COLOR is set; FORCE_COLOR forces it)",
+    )
     out.add_argument("-q", "--quiet", action="store_true", help="print findings only, no summary")
     fix = parser.add_argument_group("fixes")
-    fix.add_argument("--fix", action=argparse.BooleanOptionalAction,
-                     help="apply safe fixes (files are rewritten in place); --no-fix overrides `fix = true` in configuration")
-    fix.add_argument("--fix-only", action="store_true",
-                     help="apply safe fixes and report nothing else: exit 0 (with --exit-non-zero-on-fix: 1 when something was fixed)")
-    fix.add_argument("--show-fixes", action="store_true",
-                     help="list the fixes applied per file and rule (without --fix: the fixes available)")
+    fix.add_argument(
+        "--fix",
+        action=argparse.BooleanOptionalAction,
+        help="apply safe fixes (files are rewritten in place); --no-fix overrides `fix = true` in configuration",
+    )
+    fix.add_argument(
+        "--fix-only",
+        action="store_true",
+        help="apply safe fixes and report nothing else: exit 0 (with --exit-non-zero-on-fix: 1 when something was fixed)",
+    )
+    fix.add_argument(
+        "--show-fixes",
+        action="store_true",
+        help="list the fixes applied per file and rule (without --fix: the fixes available)",
+    )
     fix.add_argument("--unsafe-fixes", action="store_true", help="with --fix or --diff: apply unsafe fixes too")
-    fix.add_argument("--diff", action="store_true", help="print the fixes as a unified diff and write nothing; exit 1 if there are any")
-    fix.add_argument("--add-noqa", action="store_true",
-                     help="add a `# noqa: CODE` to every line with a finding (adopting on existing code), then exit 0")
-    fix.add_argument("--exit-non-zero-on-fix", action="store_true",
-                     help="with --fix or --fix-only: exit 1 when something was fixed, even if nothing remains")
+    fix.add_argument(
+        "--diff",
+        action="store_true",
+        help="print the fixes as a unified diff and write nothing; exit 1 if there are any",
+    )
+    fix.add_argument(
+        "--add-noqa",
+        action="store_true",
+        help="add a `# noqa: CODE` to every line with a finding (adopting on existing code), then exit 0",
+    )
+    fix.add_argument(
+        "--exit-non-zero-on-fix",
+        action="store_true",
+        help="with --fix or --fix-only: exit 1 when something was fixed, even if nothing remains",
+    )
     run_group = parser.add_argument_group("run")
-    run_group.add_argument("--config", action="append", default=[], metavar="PATH|KEY=VALUE",
-                           help="a pyproject.toml or remat-lint.toml to read for every file, or a TOML `key = value` of "
-                                "[tool.remat-lint] that wins over every configuration (repeatable), e.g. --config 'ignore = [\"REM203\"]'")
-    run_group.add_argument("--target-jax-version", type=_version, metavar="VERSION",
-                           help="word findings for this JAX version (default: the project's pin, else the installed jax)")
-    run_group.add_argument("--show-settings", action="store_true", help="print the settings that govern the first PATH, then exit")
+    run_group.add_argument(
+        "--config",
+        action="append",
+        default=[],
+        metavar="PATH|KEY=VALUE",
+        help="a pyproject.toml or remat-lint.toml to read for every file, or a TOML `key = value` of "
+        "[tool.remat-lint] that wins over every configuration (repeatable), e.g. --config 'ignore = [\"REM203\"]'",
+    )
+    run_group.add_argument(
+        "--target-jax-version",
+        type=_version,
+        metavar="VERSION",
+        help="word findings for this JAX version (default: the project's pin, else the installed jax)",
+    )
+    run_group.add_argument(
+        "--show-settings", action="store_true", help="print the settings that govern the first PATH, then exit"
+    )
     run_group.add_argument("--show-files", action="store_true", help="print the files that would be linted, then exit")
     run_group.add_argument("--stdin-filename", metavar="PATH", help="the name of the file read from stdin")
-    run_group.add_argument("-j", "--jobs", type=_jobs, default=0, metavar="N", help="worker processes (default: all cores)")
+    run_group.add_argument(
+        "-j", "--jobs", type=_jobs, default=0, metavar="N", help="worker processes (default: all cores)"
+    )
     run_group.add_argument("--no-cache", action="store_true", help="neither read nor write the result cache")
-    run_group.add_argument("--cache-dir", metavar="PATH",
-                           help=f"the cache folder (default: ${CACHE_DIR_VARIABLE}, else the configuration's cache-dir, else {DEFAULT_DIR})")
+    run_group.add_argument(
+        "--cache-dir",
+        metavar="PATH",
+        help=f"the cache folder (default: ${CACHE_DIR_VARIABLE}, else the configuration's cache-dir, else {DEFAULT_DIR})",
+    )
     run_group.add_argument("--ignore-noqa", action="store_true", help="report findings whatever `# noqa` comments say")
-    run_group.add_argument("--force-exclude", action="store_true",
-                           help="apply exclude/extend-exclude to files named on the command line too (pre-commit passes every file)")
+    run_group.add_argument(
+        "--force-exclude",
+        action="store_true",
+        help="apply exclude/extend-exclude to files named on the command line too (pre-commit passes every file)",
+    )
     files = parser.add_argument_group("file selection (each wins over the configuration files)")
-    files.add_argument("--exclude", type=_globs, action="append", metavar="GLOBS", help="comma-separated globs to exclude, instead of `exclude`")
-    files.add_argument("--extend-exclude", type=_globs, action="append", metavar="GLOBS", help="globs to exclude on top of `exclude`")
-    files.add_argument("--per-file-ignores", type=_per_file, action="append", metavar="GLOB:CODES",
-                       help="codes to ignore in the files GLOB matches, instead of `per-file-ignores` (repeatable), e.g. 'tests/*:REM007'")
-    files.add_argument("--extend-per-file-ignores", type=_per_file, action="append", metavar="GLOB:CODES",
-                       help="like --per-file-ignores, on top of those configured")
-    files.add_argument("--respect-gitignore", action=argparse.BooleanOptionalAction,
-                       help="skip what .gitignore, .ignore and .git/info/exclude ignore (default: on; `respect-gitignore`)")
+    files.add_argument(
+        "--exclude",
+        type=_globs,
+        action="append",
+        metavar="GLOBS",
+        help="comma-separated globs to exclude, instead of `exclude`",
+    )
+    files.add_argument(
+        "--extend-exclude", type=_globs, action="append", metavar="GLOBS", help="globs to exclude on top of `exclude`"
+    )
+    files.add_argument(
+        "--per-file-ignores",
+        type=_per_file,
+        action="append",
+        metavar="GLOB:CODES",
+        help="codes to ignore in the files GLOB matches, instead of `per-file-ignores` (repeatable), e.g. 'tests/*:REM007'",
+    )
+    files.add_argument(
+        "--extend-per-file-ignores",
+        type=_per_file,
+        action="append",
+        metavar="GLOB:CODES",
+        help="like --per-file-ignores, on top of those configured",
+    )
+    files.add_argument(
+        "--respect-gitignore",
+        action=argparse.BooleanOptionalAction,
+        help="skip what .gitignore, .ignore and .git/info/exclude ignore (default: on; `respect-gitignore`)",
+    )
     trace = parser.add_argument_group("dynamic mode (runs your code in worker processes)")
     trace.add_argument("--trace", action="store_true", help="confirm findings by tracing the code with JAX")
     trace.add_argument("--trace-timeout", type=float, metavar="SECONDS", help="per-module worker timeout (default 120)")
-    trace.add_argument("--backend", choices=("cpu", "gpu", "tpu"), help="JAX backend for --trace (default: JAX's default)")
-    trace.add_argument("--trace-run", metavar="CMD",
-                       help="with --trace: run CMD (e.g. \"python -m pytest -q tests\") and check findings at the shapes it differentiates")
-    trace.add_argument("--memory-budget", metavar="BUDGET",
-                       help="with --trace: per differentiated target, the checkpoint policies with the fewest FLOPs whose peak temp fits "
-                            "BUDGET (bytes: 12GiB; or a fraction of the no-checkpoint peak: 0.5)")
-    trace.add_argument("--plot", metavar="FILE", help="with --memory-budget: draw the memory/FLOPs trade-off to FILE (.svg or .png)")
+    trace.add_argument(
+        "--backend", choices=("cpu", "gpu", "tpu"), help="JAX backend for --trace (default: JAX's default)"
+    )
+    trace.add_argument(
+        "--trace-run",
+        metavar="CMD",
+        help='with --trace: run CMD (e.g. "python -m pytest -q tests") and check findings at the shapes it differentiates',
+    )
+    trace.add_argument(
+        "--memory-budget",
+        metavar="BUDGET",
+        help="with --trace: per differentiated target, the checkpoint policies with the fewest FLOPs whose peak temp fits "
+        "BUDGET (bytes: 12GiB; or a fraction of the no-checkpoint peak: 0.5)",
+    )
+    trace.add_argument(
+        "--plot", metavar="FILE", help="with --memory-budget: draw the memory/FLOPs trade-off to FILE (.svg or .png)"
+    )
     return parser
 
 
@@ -198,10 +286,16 @@ def _main(argv: list[str]) -> int:
 
 def rule_command(argv: list[str]) -> int:
     parser = _Parser(prog="remat-lint rule", description="Explain a rule.")
-    parser.add_argument("code", nargs="?", help="a rule code, a code prefix (REM1: those rules) or a name, e.g. policy-not-callable")
+    parser.add_argument(
+        "code", nargs="?", help="a rule code, a code prefix (REM1: those rules) or a name, e.g. policy-not-callable"
+    )
     parser.add_argument("--all", action="store_true", help="explain every rule")
-    parser.add_argument("--output-format", choices=("text", "json"), default="text",
-                        help="json: ruff's `rule --output-format json` fields (a list with --all or a prefix)")
+    parser.add_argument(
+        "--output-format",
+        choices=("text", "json"),
+        default="text",
+        help="json: ruff's `rule --output-format json` fields (a list with --all or a prefix)",
+    )
     args = parser.parse_args(argv)
     from remat_lint.docs import explain, explanation  # imports every rule (and libcst): only this command needs them
     from remat_lint.registry import all_rules, rule_by_code
@@ -295,8 +389,9 @@ def _check(args: argparse.Namespace, paths: list[str], use_stdin: bool, resolver
         if args.force_exclude and args.stdin_filename and _force_excluded(name, resolver(name)):
             return _excluded_stdin(args, data)  # as ruff: an editor passes every buffer, excluded or not
         if args.fix or args.diff:
-            outcome = autofix.fix_sources({name: decode_source(name, data)}, resolver, unsafe=args.unsafe_fixes,
-                                          jobs=jobs, cache=cache)
+            outcome = autofix.fix_sources(
+                {name: decode_source(name, data)}, resolver, unsafe=args.unsafe_fixes, jobs=jobs, cache=cache
+            )
             return _fix(args, outcome, [], stdin_data=data)
         result = run([], resolver, stdin=(name, data), jobs=jobs, cache=cache, ignore_noqa=args.ignore_noqa)
     else:
@@ -310,8 +405,9 @@ def _check(args: argparse.Namespace, paths: list[str], use_stdin: bool, resolver
             return EXIT_CLEAN
         errors = [diagnostic(path, message) for path, message in found.errors]
         if args.fix or args.diff:
-            outcome = autofix.fix_sources(autofix.read_sources(found.files), resolver, unsafe=args.unsafe_fixes,
-                                          jobs=jobs, cache=cache)
+            outcome = autofix.fix_sources(
+                autofix.read_sources(found.files), resolver, unsafe=args.unsafe_fixes, jobs=jobs, cache=cache
+            )
             return _fix(args, outcome, errors)
         result = run(found.files, resolver, jobs=jobs, cache=cache, ignore_noqa=args.ignore_noqa)
         if args.add_noqa:
@@ -340,10 +436,18 @@ def show_settings(path: str, resolver: Resolver) -> str:
     rows = [
         ("path", path),
         ("config file", str(settings.config_file) if settings.config_file else "(none: defaults)"),
-        ("project root", project_root(resolver, [os.path.join(os.path.abspath(path), "-")] if os.path.isdir(path)
-                                      else [os.path.abspath(path)]) or "(none: only the linted files)"),
+        (
+            "project root",
+            project_root(
+                resolver, [os.path.join(os.path.abspath(path), "-")] if os.path.isdir(path) else [os.path.abspath(path)]
+            )
+            or "(none: only the linted files)",
+        ),
         ("enabled", ", ".join(sorted(settings.enabled_codes()))),
-        ("per-file-ignores", ", ".join(f"{glob} = {codes}" for glob, codes in settings.per_file_ignores.items()) or "(none)"),
+        (
+            "per-file-ignores",
+            ", ".join(f"{glob} = {codes}" for glob, codes in settings.per_file_ignores.items()) or "(none)",
+        ),
         ("exclude", ", ".join([*settings.exclude, *settings.extend_exclude])),
         ("test-paths", ", ".join(settings.test_paths)),
         ("respect-gitignore", str(settings.respect_gitignore).lower()),
@@ -382,14 +486,22 @@ def _trace(args: argparse.Namespace, result: RunResult, files: list[str], resolv
 
     notebooks = [f for f in files if f.endswith(NOTEBOOK)]
     if notebooks:  # a worker imports modules; a notebook's cells are not one
-        print(f"remat-lint: warning: notebooks are not traced (their findings are static only): {', '.join(notebooks)}",
-              file=sys.stderr)
+        print(
+            f"remat-lint: warning: notebooks are not traced (their findings are static only): {', '.join(notebooks)}",
+            file=sys.stderr,
+        )
     files = [f for f in files if not f.endswith(NOTEBOOK)]
     outcome = driver.TraceOutcome()
     progress = sys.stderr.isatty() and args.output_format in ("full", "concise")  # never in machine formats
     for settings, group in _by_configuration(files, resolver):  # each file traced with its own [tool.remat-lint.trace]
-        options = driver.options_from(settings, args.trace_timeout, args.backend, jobs=args.jobs or 1,  # -j N: N workers
-                                      run=args.trace_run, memory_budget=args.memory_budget or "")
+        options = driver.options_from(
+            settings,
+            args.trace_timeout,
+            args.backend,
+            jobs=args.jobs or 1,  # -j N: N workers
+            run=args.trace_run,
+            memory_budget=args.memory_budget or "",
+        )
         options.progress = progress
         paths = set(group)
         part = driver.trace([f for f in result.findings if f.path in paths], group, settings, options)
@@ -459,7 +571,10 @@ def _budget_fix(args: argparse.Namespace, plans: list[Any], code: int) -> int:
     for failure in failures:
         print(f"remat-lint: error: {failure}", file=sys.stderr)
     written = len(fixed) - len(failures)
-    print(f"remat-lint: --memory-budget: policies written in {written} file{'s' if written != 1 else ''}.", file=sys.stderr)
+    print(
+        f"remat-lint: --memory-budget: policies written in {written} file{'s' if written != 1 else ''}.",
+        file=sys.stderr,
+    )
     return EXIT_ERROR if failures else code
 
 
@@ -502,7 +617,9 @@ def _display(result: RunResult) -> None:
         finding.path = shown
 
 
-def _fix(args: argparse.Namespace, outcome: autofix.FixOutcome, errors: list[Finding], stdin_data: bytes | None = None) -> int:
+def _fix(
+    args: argparse.Namespace, outcome: autofix.FixOutcome, errors: list[Finding], stdin_data: bytes | None = None
+) -> int:
     """--fix / --diff: print a diff or write the files (stdin: print the fixed source), then report
     what remains; ruff's exit codes."""
     for warning in outcome.warnings:
@@ -536,8 +653,12 @@ def _fix(args: argparse.Namespace, outcome: autofix.FixOutcome, errors: list[Fin
     return code
 
 
-def _report(args: argparse.Namespace, result: RunResult, applied: collections.Counter[tuple[str, str, str]] | None = None,
-            out: TextIO | None = None) -> int:
+def _report(
+    args: argparse.Namespace,
+    result: RunResult,
+    applied: collections.Counter[tuple[str, str, str]] | None = None,
+    out: TextIO | None = None,
+) -> int:
     out = out or sys.stdout
     findings = result.findings
     fixed = sum(applied.values()) if applied else 0
@@ -563,7 +684,9 @@ def _report(args: argparse.Namespace, result: RunResult, applied: collections.Co
         _show_fixes(applied, autofix.fixable(findings, result.sources, args.unsafe_fixes))
     if not args.quiet and (args.statistics or args.output_format in ("full", "concise", "grouped")):
         print(_summary(result, fixed, fixable, hidden), file=sys.stderr)
-    counted = [f for f in findings if not (f.trace and f.trace.get("status") == "refuted")]  # --trace disproved the rest
+    counted = [
+        f for f in findings if not (f.trace and f.trace.get("status") == "refuted")
+    ]  # --trace disproved the rest
     if counted and not args.exit_zero:
         return EXIT_FINDINGS
     return EXIT_CLEAN
@@ -608,9 +731,14 @@ def _summary(result: RunResult, fixed: int, fixable: int, hidden: int) -> str:
     if not n and not fixed:
         return "All checks passed!"
     total = n + fixed
-    lines = [f"Found {total} error{'s' if total != 1 else ''}" + (f" ({fixed} fixed, {n} remaining)." if fixed else ".")]
-    hint = (f"{hidden} hidden fix{'es' if hidden != 1 else ''} can be enabled with the `--unsafe-fixes` option"
-            if hidden else "")
+    lines = [
+        f"Found {total} error{'s' if total != 1 else ''}" + (f" ({fixed} fixed, {n} remaining)." if fixed else ".")
+    ]
+    hint = (
+        f"{hidden} hidden fix{'es' if hidden != 1 else ''} can be enabled with the `--unsafe-fixes` option"
+        if hidden
+        else ""
+    )
     if fixable:
         lines.append(f"[*] {fixable} fixable with the `--fix` option" + (f" ({hint})." if hint else "."))
     elif hidden:

@@ -138,7 +138,9 @@ class Settings:
     def codes_for(self, path: str, enabled: frozenset[str] | None = None) -> frozenset[str]:
         """The enabled codes minus the per-file ignores that match ``path``."""
         enabled = self.enabled_codes() if enabled is None else enabled
-        ignored = [code for glob, codes in self.per_file_ignores.items() if self.matches(path, [glob]) for code in codes]
+        ignored = [
+            code for glob, codes in self.per_file_ignores.items() if self.matches(path, [glob]) for code in codes
+        ]
         if not ignored:
             return enabled
         return frozenset(code for code in enabled if _specificity(code, ignored) < 0)
@@ -151,7 +153,7 @@ class Settings:
         root = _resolved(self.root)
         full = os.path.abspath(path)
         prefix = root if root.endswith(os.sep) else root + os.sep
-        rel = full[len(prefix):] if full.startswith(prefix) else (path if full != root else ".")
+        rel = full[len(prefix) :] if full.startswith(prefix) else (path if full != root else ".")
         return PurePosixPath(rel.replace(os.sep, "/") if os.sep != "/" else rel)
 
     def matches(self, path: str, globs: Iterable[str]) -> bool:
@@ -282,7 +284,9 @@ def with_overrides(settings: Settings, table: dict[str, Any]) -> Settings:
     they win over every configuration file; a ``trace`` table there sets single keys."""
     if not table:
         return settings
-    settings = dataclasses.replace(settings, selection=list(settings.selection), per_file_ignores=dict(settings.per_file_ignores))
+    settings = dataclasses.replace(
+        settings, selection=list(settings.selection), per_file_ignores=dict(settings.per_file_ignores)
+    )
     if isinstance(table.get("trace"), dict):
         table = {**table, "trace": {**settings.trace, **table["trace"]}}
     if isinstance(table.get("extend-exclude"), list):  # on top of the configuration's, as its name says
@@ -302,7 +306,9 @@ def parse_overrides(fragments: list[str]) -> dict[str, Any]:
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"--config {fragment!r} is neither a file nor a TOML `key = value` pair: {exc}") from exc
         if "extend" in table:
-            raise ConfigError(f"--config {fragment!r}: extend is for configuration files (give the file as --config PATH)")
+            raise ConfigError(
+                f"--config {fragment!r}: extend is for configuration files (give the file as --config PATH)"
+            )
         _apply(table, Settings(), f"--config {fragment!r}: ")
         if isinstance(merged.get("trace"), dict) and isinstance(table.get("trace"), dict):
             table = {**table, "trace": {**merged["trace"], **table["trace"]}}
@@ -347,7 +353,9 @@ def _table(config_file: Path) -> dict[str, Any]:
 def _apply(table: dict[str, Any], settings: Settings, where: str) -> None:
     unknown = sorted(set(table) - KNOWN_KEYS)
     if unknown:  # as ruff: a misspelt key would silently do nothing
-        raise ConfigError(f"{where}unknown key {unknown[0]!r} in [tool.remat-lint] (known: {', '.join(sorted(KNOWN_KEYS))})")
+        raise ConfigError(
+            f"{where}unknown key {unknown[0]!r} in [tool.remat-lint] (known: {', '.join(sorted(KNOWN_KEYS))})"
+        )
     if {"select", "extend-select", "ignore"} & table.keys():
         select = _str_list(table, "select", None, where)
         layer = RuleSelection(
@@ -365,8 +373,10 @@ def _apply(table: dict[str, Any], settings: Settings, where: str) -> None:
         settings.per_file_ignores = _per_file_ignores(table, "per-file-ignores", where)
     if "extend-per-file-ignores" in table:
         extra = _per_file_ignores(table, "extend-per-file-ignores", where)
-        settings.per_file_ignores = {glob: [*settings.per_file_ignores.get(glob, []), *extra.get(glob, [])]
-                                     for glob in {**settings.per_file_ignores, **extra}}
+        settings.per_file_ignores = {
+            glob: [*settings.per_file_ignores.get(glob, []), *extra.get(glob, [])]
+            for glob in {**settings.per_file_ignores, **extra}
+        }
     for key in ("respect-gitignore", "fix"):
         if key in table:
             if not isinstance(table[key], bool):

@@ -83,8 +83,11 @@ class LintContext:
     def _module_imports(self) -> list[tuple[str, str]]:
         """(name, qualified name) of each module-level name bound once, by an import: a module's
         other bindings can be many (one per generated wrapper), its imports are few."""
-        return [(name, bindings[0].qname) for name, bindings in self.model.module_scope.bindings.items()
-                if len(bindings) == 1 and bindings[0].kind == "import" and bindings[0].qname]
+        return [
+            (name, bindings[0].qname)
+            for name, bindings in self.model.module_scope.bindings.items()
+            if len(bindings) == 1 and bindings[0].kind == "import" and bindings[0].qname
+        ]
 
     def spell(self, qname: str) -> tuple[str, str | None]:
         """How to write ``qname`` in this module: through an existing module-level import when one
@@ -93,7 +96,7 @@ class LintContext:
         best: str | None = None
         for name, bound in self._module_imports:
             if qname == bound or qname.startswith(bound + "."):
-                spelled = name + qname[len(bound):]
+                spelled = name + qname[len(bound) :]
                 if best is None or len(spelled) < len(best):
                     best = spelled
         if best is not None:

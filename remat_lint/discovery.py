@@ -38,17 +38,25 @@ def discover(paths: list[str], resolver: Resolver) -> Discovery:
         if os.path.isfile(path):
             add(path)
         elif os.path.isdir(path):
+
             def on_error(error: OSError, path: str = path) -> None:
                 found.errors.append((error.filename or path, f"cannot read directory: {error.strerror}"))
 
             for directory, dirnames, filenames in os.walk(path, onerror=on_error):
                 settings = resolver.in_folder(os.path.abspath(directory))
                 excluded = settings.excluded_in(directory)
-                ignored = ignore_files.ignored_in(directory, {*dirnames, *filenames}) if settings.respect_gitignore else None
+                ignored = (
+                    ignore_files.ignored_in(directory, {*dirnames, *filenames}) if settings.respect_gitignore else None
+                )
                 dirnames[:] = sorted(d for d in dirnames if not excluded(d) and not (ignored and ignored(d, True)))
                 for name in sorted(filenames):
                     full = os.path.join(directory, name)
-                    if name.endswith(SUFFIXES) and not excluded(name) and not (ignored and ignored(name, False)) and os.path.isfile(full):
+                    if (
+                        name.endswith(SUFFIXES)
+                        and not excluded(name)
+                        and not (ignored and ignored(name, False))
+                        and os.path.isfile(full)
+                    ):
                         add(full)
         elif os.path.lexists(path):
             found.errors.append((path, "not a regular file or directory (broken symlink?)"))

@@ -73,8 +73,10 @@ def _fix(rule: type[Rule]) -> str:
 
 def rules_page() -> str:
     """Every rule's doc on one page, one level down, each under an anchor named by its code."""
-    parts = ["# remat-lint rules\n\nGenerated from the rule classes by `python -m remat_lint.docs`; "
-             "`remat-lint rule CODE` prints the same text."]
+    parts = [
+        "# remat-lint rules\n\nGenerated from the rule classes by `python -m remat_lint.docs`; "
+        "`remat-lint rule CODE` prints the same text."
+    ]
     for rule in all_rules():
         lines, fenced = [], False
         for line in explain(rule).splitlines():

@@ -63,7 +63,9 @@ def lint_source(
         rules = [rule for rule in rules if rule.prefilter_apis]
     if verdict.too_deep:  # libcst would crash the process
         error = verdict.error
-        result.findings.append(diagnostic(path, f"SyntaxError: {error.msg}", error.lineno or 1, (error.offset or 1) - 1))  # type: ignore[union-attr]
+        result.findings.append(
+            diagnostic(path, f"SyntaxError: {error.msg}", error.lineno or 1, (error.offset or 1) - 1)
+        )  # type: ignore[union-attr]
         return result
     try:
         module = cst.parse_module(source)
@@ -74,7 +76,9 @@ def lint_source(
         result.findings.append(diagnostic(path, "file too deeply nested to parse"))
         return result
     result.parsed = True
-    ctx = LintContext(path, source, module, is_test_file, verdict.tree if isinstance(verdict.tree, ast.Module) else None)
+    ctx = LintContext(
+        path, source, module, is_test_file, verdict.tree if isinstance(verdict.tree, ast.Module) else None
+    )
     try:
         for rule in rules:
             try:
@@ -84,7 +88,9 @@ def lint_source(
             except RecursionError:
                 raise
             except Exception as exc:  # a bug in one rule must not hide the others' findings
-                result.findings.append(diagnostic(path, f"internal error in {rule.code}, please report it: {type(exc).__name__}: {exc}"))
+                result.findings.append(
+                    diagnostic(path, f"internal error in {rule.code}, please report it: {type(exc).__name__}: {exc}")
+                )
                 continue
             if collected is not None:
                 result.facts[rule.code] = collected
@@ -102,8 +108,9 @@ def lint_source(
     return result
 
 
-def _apply_noqa(result: FileResult, findings: list[Finding], s: Suppressions, source: str, checked: set[str],
-                apply_noqa: bool) -> list[Finding]:
+def _apply_noqa(
+    result: FileResult, findings: list[Finding], s: Suppressions, source: str, checked: set[str], apply_noqa: bool
+) -> list[Finding]:
     """The findings no ``# noqa`` suppresses (the others go to ``result.suppressed``), and REM100's.
     flake8 applies inline directives itself (``apply_noqa=False``): the file-level ``# remat-lint:
     noqa`` and the spellings flake8 does not read (``#noqa``) are ours in both modes."""
@@ -128,7 +135,9 @@ def _syntax_error(path: str, source: str, exc: cst.ParserSyntaxError) -> Finding
     except (RecursionError, MemoryError, ValueError):
         pass
     else:
-        return diagnostic(path, f"libcst cannot parse this file (newer syntax?): {exc.message}", exc.raw_line, exc.raw_column)
+        return diagnostic(
+            path, f"libcst cannot parse this file (newer syntax?): {exc.message}", exc.raw_line, exc.raw_column
+        )
     return diagnostic(path, f"SyntaxError: {exc.message}", exc.raw_line, exc.raw_column)
 
 

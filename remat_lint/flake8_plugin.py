@@ -78,9 +78,16 @@ class Plugin:
             if kept:  # else it may still call another module's wrap wrongly (REM012): the project phase tells
                 from remat_lint.engine import lint_source
 
-                result = lint_source(self.filename, source, settings.codes_for(self.filename, self.codes), apply_noqa=False,
-                                     facts=project_codes(settings.enabled_codes()),
-                                     is_test_file=settings.is_test_file(self.filename), tree=self.tree, defer_project=True)
+                result = lint_source(
+                    self.filename,
+                    source,
+                    settings.codes_for(self.filename, self.codes),
+                    apply_noqa=False,
+                    facts=project_codes(settings.enabled_codes()),
+                    is_test_file=settings.is_test_file(self.filename),
+                    tree=self.tree,
+                    defer_project=True,
+                )
             # Project-wide rules (REM008, REM101) see the other files as the CLI does, through the same cache.
             cache = Cache(folder(settings.root, settings.cache_dir))
             ProjectPass([self.filename], resolver, cache=cache, buffers={self.filename: source})([result])

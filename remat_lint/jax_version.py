@@ -38,7 +38,7 @@ def parse(text: str) -> Version:
     try:
         return Version(text)
     except InvalidVersion as exc:
-        raise ValueError(f"{text!r} is not a version (e.g. \"0.8\" or \"0.10.2\")") from exc
+        raise ValueError(f'{text!r} is not a version (e.g. "0.8" or "0.10.2")') from exc
 
 
 def detect(root: str) -> tuple[Version | None, str]:

@@ -81,7 +81,10 @@ class _Scans:
         axes = _argument(call, 1, ("variable_axes",), star)
         if any(_has_word(_region(call, arg, source)) for arg in xs):
             return True
-        if any(isinstance(a, ast.Dict) and any(isinstance(k, ast.Constant) and k.value == "params" for k in a.keys) for a in axes):
+        if any(
+            isinstance(a, ast.Dict) and any(isinstance(k, ast.Constant) and k.value == "params" for k in a.keys)
+            for a in axes
+        ):
             return True
         names = {n for arg in body for n in _identifiers(arg)}
         if id(call) in self.decorated:
@@ -92,7 +95,9 @@ class _Scans:
         """``names`` and the identifiers in the values assigned to them, and so on."""
         found, frontier = set(names), set(names)
         while frontier:
-            frontier = {i for name in frontier for value in self.values.get(name, ()) for i in _identifiers(value)} - found
+            frontier = {
+                i for name in frontier for value in self.values.get(name, ()) for i in _identifiers(value)
+            } - found
             found |= frontier
         return found
 

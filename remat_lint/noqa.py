@@ -21,7 +21,9 @@ from remat_lint.findings import Position, TextEdit
 FLAKE8_INLINE = re.compile(r"# noqa(?::[\s]?(?P<codes>([A-Z]+[0-9]+(?:[,\s]+)?)+))?", re.IGNORECASE)
 # The CLI's: flake8's, with ruff's spellings (no space after ``#``, spaces after ``:``).
 NOQA_INLINE = re.compile(r"#[ \t]*noqa(?::[ \t]*(?P<codes>([A-Z]+[0-9]+(?:[,\s]+)?)+))?", re.IGNORECASE)
-NOQA_FILE = re.compile(r"^\s*#\s*remat-lint:\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]*(?:[,\s]+[A-Z]+[0-9]*)*))?\s*$", re.I | re.M)
+NOQA_FILE = re.compile(
+    r"^\s*#\s*remat-lint:\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]*(?:[,\s]+[A-Z]+[0-9]*)*))?\s*$", re.I | re.M
+)
 # flake8's NOQA_FILE, verbatim: a line that starts with it makes flake8 skip the whole file (codes
 # after it are not read), so the CLI skips it too.
 FLAKE8_FILE = re.compile(r"\s*# flake8[:=]\s*noqa", re.I)
@@ -145,7 +147,9 @@ def noqa_edits(source: str, codes_by_row: dict[int, set[str]]) -> list[TextEdit]
         line = lines[row - 1]
         match = NOQA_INLINE.search(line, comments[row]) if row in comments else None
         if match is None:
-            edits.append(TextEdit(Position(row, len(line)), Position(row, len(line)), f"  # noqa: {', '.join(sorted(codes))}"))
+            edits.append(
+                TextEdit(Position(row, len(line)), Position(row, len(line)), f"  # noqa: {', '.join(sorted(codes))}")
+            )
         elif match.group("codes") is not None:
             existing = [code for code in _CODE_SPLIT.split(match.group("codes")) if code]
             merged = existing + sorted(codes - set(existing))
@@ -157,7 +161,10 @@ def noqa_edits(source: str, codes_by_row: dict[int, set[str]]) -> list[TextEdit]
 def _comment_columns(source: str) -> dict[int, int]:
     """Row -> column where the row's comment starts (tokenize's COMMENT tokens)."""
     try:
-        return {tok.start[0]: tok.start[1] for tok in tokenize.generate_tokens(io.StringIO(source).readline)
-                if tok.type == tokenize.COMMENT}
+        return {
+            tok.start[0]: tok.start[1]
+            for tok in tokenize.generate_tokens(io.StringIO(source).readline)
+            if tok.type == tokenize.COMMENT
+        }
     except (tokenize.TokenError, SyntaxError):
         return {}

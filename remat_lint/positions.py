@@ -17,7 +17,9 @@ from libcst.metadata import CodePosition, CodeRange, MetadataWrapper, PositionPr
 
 
 class Positions:
-    def __init__(self, module: cst.Module, source: str, parents: dict[int, cst.CSTNode], tree: ast.Module | None) -> None:
+    def __init__(
+        self, module: cst.Module, source: str, parents: dict[int, cst.CSTNode], tree: ast.Module | None
+    ) -> None:
         self.module = module
         self.source = source
         self.parents = parents
@@ -35,7 +37,8 @@ class Positions:
         positions, offset = entry
         span = positions[node]
         return CodeRange(
-            CodePosition(span.start.line + offset, span.start.column), CodePosition(span.end.line + offset, span.end.column)
+            CodePosition(span.start.line + offset, span.start.column),
+            CodePosition(span.end.line + offset, span.end.column),
         )
 
     def start_line(self, node: cst.CSTNode) -> int:
@@ -118,8 +121,12 @@ class Positions:
 
 # Compound statements whose body is a list of statements in both trees.
 _BODIES = (
-    (cst.FunctionDef, (ast.FunctionDef, ast.AsyncFunctionDef)), (cst.ClassDef, ast.ClassDef), (cst.For, (ast.For, ast.AsyncFor)),
-    (cst.While, ast.While), (cst.With, (ast.With, ast.AsyncWith)), (cst.If, ast.If),
+    (cst.FunctionDef, (ast.FunctionDef, ast.AsyncFunctionDef)),
+    (cst.ClassDef, ast.ClassDef),
+    (cst.For, (ast.For, ast.AsyncFor)),
+    (cst.While, ast.While),
+    (cst.With, (ast.With, ast.AsyncWith)),
+    (cst.If, ast.If),
 )
 
 
@@ -139,7 +146,9 @@ def _pairs(statements: Sequence[cst.CSTNode], body: list[ast.stmt]) -> dict[int,
 def _nested(statement: cst.CSTNode, tree: ast.stmt) -> dict[int, tuple[ast.stmt, ast.stmt]]:
     """``_pairs`` of the statements in the body of a compound statement (``tree``: its ``ast``)."""
     block = getattr(statement, "body", None)
-    if not isinstance(block, cst.IndentedBlock) or not any(isinstance(statement, c) and isinstance(tree, a) for c, a in _BODIES):
+    if not isinstance(block, cst.IndentedBlock) or not any(
+        isinstance(statement, c) and isinstance(tree, a) for c, a in _BODIES
+    ):
         return {}
     return _pairs(block.body, tree.body)  # type: ignore[attr-defined]
 
@@ -147,8 +156,11 @@ def _nested(statement: cst.CSTNode, tree: ast.stmt) -> dict[int, tuple[ast.stmt,
 def _in_bases(child: cst.CSTNode, tree: ast.stmt) -> bool:
     """Whether ``child``, of the statement ``tree`` is the ``ast`` of, is a base or keyword of a
     class whose bases and keywords are all on the line of ``class``."""
-    return isinstance(child, cst.Arg) and isinstance(tree, ast.ClassDef) and all(
-        n.lineno == n.end_lineno == tree.lineno for n in (*tree.bases, *tree.keywords))
+    return (
+        isinstance(child, cst.Arg)
+        and isinstance(tree, ast.ClassDef)
+        and all(n.lineno == n.end_lineno == tree.lineno for n in (*tree.bases, *tree.keywords))
+    )
 
 
 def _first_line(tree: ast.stmt) -> int:

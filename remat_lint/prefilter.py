@@ -148,7 +148,9 @@ class Prefilter:
         refs = TextReferences(source)
 
         def referenced(apis: frozenset[str], tokens: frozenset[str]) -> bool | None:
-            return refs.may_reference(tokens, lambda q: _has_token(q, tokens) and _related(q, apis), lambda q: _related(q, apis))
+            return refs.may_reference(
+                tokens, lambda q: _has_token(q, tokens) and _related(q, apis), lambda q: _related(q, apis)
+            )
 
         if referenced(api_qnames(), API_TOKENS) is not False:
             return False
@@ -262,4 +264,7 @@ def prefilter_for(codes: frozenset[str]) -> Prefilter:
     from remat_lint.registry import rule_index
 
     infos = [info for info in rule_index() if info.code in codes]
-    return Prefilter((w for info in infos for w in info.prefilter_words), (info.prefilter_apis for info in infos if info.prefilter_apis))
+    return Prefilter(
+        (w for info in infos for w in info.prefilter_words),
+        (info.prefilter_apis for info in infos if info.prefilter_apis),
+    )

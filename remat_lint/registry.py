@@ -56,9 +56,21 @@ class RuleInfo:
     @classmethod
     def of(cls, rule: type[Rule]) -> RuleInfo:
         return cls(
-            rule.code, rule.name, rule.__module__, rule.severity, rule.default_enabled, rule.quiet_in_tests,
-            rule.fix, tuple(rule.fix_applicability), rule.project_wide, rule.preview, rule.since,
-            tuple(rule.prefilter_words), tuple(rule.prefilter_apis), rule.summary(), rule.doc(),
+            rule.code,
+            rule.name,
+            rule.__module__,
+            rule.severity,
+            rule.default_enabled,
+            rule.quiet_in_tests,
+            rule.fix,
+            tuple(rule.fix_applicability),
+            rule.project_wide,
+            rule.preview,
+            rule.since,
+            tuple(rule.prefilter_words),
+            tuple(rule.prefilter_apis),
+            rule.summary(),
+            rule.doc(),
         )
 
 
@@ -72,7 +84,12 @@ def all_rules() -> tuple[type[Rule], ...]:
     for info in pkgutil.iter_modules(package.__path__):
         module = importlib.import_module(f"{package.__name__}.{info.name}")
         for value in vars(module).values():
-            if isinstance(value, type) and issubclass(value, Rule) and value is not Rule and value.__module__ == module.__name__:
+            if (
+                isinstance(value, type)
+                and issubclass(value, Rule)
+                and value is not Rule
+                and value.__module__ == module.__name__
+            ):
                 if value.code in found:
                     raise RuntimeError(f"duplicate rule code {value.code}: {found[value.code]} and {value}")
                 found[value.code] = value
@@ -104,7 +121,11 @@ def rule_class(code: str) -> type[Rule]:
 
     info = next(i for i in rule_index() if i.code == code)
     module = importlib.import_module(info.module)
-    return next(v for v in vars(module).values() if isinstance(v, type) and issubclass(v, Rule) and getattr(v, "code", None) == code)
+    return next(
+        v
+        for v in vars(module).values()
+        if isinstance(v, type) and issubclass(v, Rule) and getattr(v, "code", None) == code
+    )
 
 
 def sources_digest() -> str:

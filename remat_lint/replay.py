@@ -51,11 +51,28 @@ ENVIRONMENT = ("NO_COLOR", "FORCE_COLOR", "HOME", CACHE_DIR_VARIABLE)
 # The options of a run that only reads and prints: (spelling, whether it takes a value). Any other
 # option (--fix, --diff, --add-noqa, --trace, -o, an abbreviation...) or "-" (stdin) is never replayed.
 REPLAYABLE = {
-    "--select": True, "--extend-select": True, "--ignore": True, "--output-format": True, "--color": True,
-    "--config": True, "--target-jax-version": True, "-j": True, "--jobs": True, "--cache-dir": True,
-    "--statistics": False, "--exit-zero": False, "-q": False, "--quiet": False, "--force-exclude": False,
-    "--exclude": True, "--extend-exclude": True, "--per-file-ignores": True, "--extend-per-file-ignores": True,
-    "--ignore-noqa": False, "--respect-gitignore": False, "--no-respect-gitignore": False,
+    "--select": True,
+    "--extend-select": True,
+    "--ignore": True,
+    "--output-format": True,
+    "--color": True,
+    "--config": True,
+    "--target-jax-version": True,
+    "-j": True,
+    "--jobs": True,
+    "--cache-dir": True,
+    "--statistics": False,
+    "--exit-zero": False,
+    "-q": False,
+    "--quiet": False,
+    "--force-exclude": False,
+    "--exclude": True,
+    "--extend-exclude": True,
+    "--per-file-ignores": True,
+    "--extend-per-file-ignores": True,
+    "--ignore-noqa": False,
+    "--respect-gitignore": False,
+    "--no-respect-gitignore": False,
 }
 SECRET_BYTES = 32
 TAG_BYTES = 32
@@ -130,8 +147,19 @@ def key(argv: list[str]) -> str | None:
     except (OSError, ValueError, AttributeError):
         return None
     user = str(os.getuid()) if hasattr(os, "getuid") else ""  # what it may read ("cannot read file" findings)
-    parts = [FORMAT, cwd, user, own_folder(), sys.version, sys.executable, repr(sys.path),
-             repr(sys.warnoptions), *streams, *(f"{name}={os.environ.get(name)}" for name in ENVIRONMENT), *argv]
+    parts = [
+        FORMAT,
+        cwd,
+        user,
+        own_folder(),
+        sys.version,
+        sys.executable,
+        repr(sys.path),
+        repr(sys.warnoptions),
+        *streams,
+        *(f"{name}={os.environ.get(name)}" for name in ENVIRONMENT),
+        *argv,
+    ]
     return "\0".join(parts)
 
 
@@ -271,8 +299,13 @@ def _valid(record: object, invocation: Invocation) -> tuple[list[tuple[int, str]
     return list(chunks), code
 
 
-def write(invocation: Invocation, secret_: bytes, inputs: list[tuple[str, bool, bool, Signature | None]],
-          chunks: list[tuple[int, str]], code: int) -> None:
+def write(
+    invocation: Invocation,
+    secret_: bytes,
+    inputs: list[tuple[str, bool, bool, Signature | None]],
+    chunks: list[tuple[int, str]],
+    code: int,
+) -> None:
     """Write the record of a run (raises OSError when the cache directory cannot be written)."""
     import contextlib  # here: a replay never writes
 

@@ -31,8 +31,13 @@ from remat_lint.findings import Finding
 
 
 class Resolver:
-    def __init__(self, overrides: RuleSelection | None = None, config: Path | None = None,
-                 target_jax_version: str | None = None, keys: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        overrides: RuleSelection | None = None,
+        config: Path | None = None,
+        target_jax_version: str | None = None,
+        keys: dict[str, Any] | None = None,
+    ) -> None:
         self.overrides, self.target_jax_version = overrides, target_jax_version
         self.keys = keys or {}  # the command line's configuration keys (--config 'key = value', --exclude ...)
         self.fixed = config is not None  # --config: one configuration for every file
@@ -90,7 +95,9 @@ class Resolver:
             if self.overrides is not None:
                 settings = replace(settings, selection=[*settings.selection, self.overrides])
             if self.target_jax_version is not None:
-                settings = replace(settings, target_jax_version=self.target_jax_version, target_from="--target-jax-version")
+                settings = replace(
+                    settings, target_jax_version=self.target_jax_version, target_from="--target-jax-version"
+                )
             if config is not None and not self.fixed:
                 settings = self._within_project(settings)
             self._loaded[key] = settings
@@ -110,5 +117,7 @@ class Resolver:
             return settings
         inherited = replace(settings, project_root=enclosing.project_root or enclosing.root)
         if settings.target_jax_version is None:
-            inherited = replace(inherited, target_jax_version=enclosing.target_jax_version, target_from=enclosing.target_from)
+            inherited = replace(
+                inherited, target_jax_version=enclosing.target_jax_version, target_from=enclosing.target_from
+            )
         return inherited

@@ -101,7 +101,11 @@ def project_phase(
                 continue
             module = project.module_of(result.path)
             try:
-                confirmed = rule.check_project(candidates, module, project) if module is not None or not rule.project_needs_module else []
+                confirmed = (
+                    rule.check_project(candidates, module, project)
+                    if module is not None or not rule.project_needs_module
+                    else []
+                )
             except Exception as exc:  # a bug in one rule must not hide the others' findings
                 confirmed = []
                 error = f"internal error in {rule.code} (project phase), please report it: {type(exc).__name__}: {exc}"

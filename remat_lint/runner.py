@@ -98,8 +98,14 @@ def lint_one(path: str, source: SourceFile | Notebook | Finding, settings: Setti
     from remat_lint.engine import lint_source
 
     facts = project_codes(settings.enabled_codes())
-    return lint_source(path, source.text, settings.codes_for(path), facts=facts, is_test_file=settings.is_test_file(path),
-                       defer_project=True)
+    return lint_source(
+        path,
+        source.text,
+        settings.codes_for(path),
+        facts=facts,
+        is_test_file=settings.is_test_file(path),
+        defer_project=True,
+    )
 
 
 def run(
@@ -125,8 +131,14 @@ def run(
             result.findings += result.suppressed
     decoded = decode_source(*stdin) if stdin is not None else None
     buffers = {stdin[0]: decoded.text} if stdin is not None and isinstance(decoded, SourceFile) else None
-    ProjectPass([stdin[0]] if stdin is not None else paths, resolver, jobs=jobs, cache=cache, buffers=buffers,
-                ignore_noqa=ignore_noqa)(results)
+    ProjectPass(
+        [stdin[0]] if stdin is not None else paths,
+        resolver,
+        jobs=jobs,
+        cache=cache,
+        buffers=buffers,
+        ignore_noqa=ignore_noqa,
+    )(results)
     findings = sorted((f for r in results for f in r.findings), key=lambda f: f.sort_key)
     resolver.retarget(findings)
     with_findings = {f.path for f in findings}
@@ -134,8 +146,12 @@ def run(
         source = decoded if stdin is not None else read_source(path)
         if isinstance(source, SourceFile):
             texts[path] = source.text
-    return RunResult(findings, {p: t for p, t in texts.items() if p in with_findings}, len(results),
-                     {p: nb for p, nb in notebooks.items() if p in with_findings})
+    return RunResult(
+        findings,
+        {p: t for p, t in texts.items() if p in with_findings},
+        len(results),
+        {p: nb for p, nb in notebooks.items() if p in with_findings},
+    )
 
 
 def _lint(
@@ -250,9 +266,17 @@ class ProjectPass:
     ``read``: how other files are read (the server reads its open buffers before the disk); the
     server calls one pass again and again as a buffer changes (``holds``, ``refresh``)."""
 
-    def __init__(self, linted: Iterable[str], resolver: Resolver, *, jobs: int = 1, cache: Cache | None = None,
-                 buffers: dict[str, str] | None = None, ignore_noqa: bool = False,
-                 read: Callable[[str], bytes | Finding] | None = None) -> None:
+    def __init__(
+        self,
+        linted: Iterable[str],
+        resolver: Resolver,
+        *,
+        jobs: int = 1,
+        cache: Cache | None = None,
+        buffers: dict[str, str] | None = None,
+        ignore_noqa: bool = False,
+        read: Callable[[str], bytes | Finding] | None = None,
+    ) -> None:
         self.resolver, self.jobs, self.cache, self.ignore_noqa = resolver, jobs, cache, ignore_noqa
         self.read = read or _read
         self.codes = project_codes(frozenset(info.code for info in rule_index()))
@@ -359,11 +383,18 @@ class ProjectPass:
         others: list[FileResult] = []
         seen = set(words)
         for _ in range(_RELATED_DEPTH):  # then the files naming the symbols' aliases and their classes' bases
-            found = _lint(((path, self._data(path) or b"") for path in paths.values()), self.resolver, jobs=self.jobs,
-                          cache=self.cache, words=words)
+            found = _lint(
+                ((path, self._data(path) or b"") for path in paths.values()),
+                self.resolver,
+                jobs=self.jobs,
+                cache=self.cache,
+                words=words,
+            )
             found = [_for_project(r) for r in found if r.summary is not None]
             others += found
-            words = frozenset(name for r in [*known, *found] if r.summary for name in r.summary.related_names(words)) - seen
+            words = (
+                frozenset(name for r in [*known, *found] if r.summary for name in r.summary.related_names(words)) - seen
+            )
             if not words:
                 break
             seen |= words
@@ -582,10 +613,19 @@ def _lint_task(task: _Task) -> FileResult:
     from remat_lint.engine import lint_source
 
     try:
-        return lint_source(task.path, task.text, task.codes, facts=task.facts, is_test_file=task.is_test_file,
-                           words=task.words, defer_project=True)
+        return lint_source(
+            task.path,
+            task.text,
+            task.codes,
+            facts=task.facts,
+            is_test_file=task.is_test_file,
+            words=task.words,
+            defer_project=True,
+        )
     except MemoryError:  # the file, not the run: the others are still linted
-        return FileResult(task.path, findings=[diagnostic(task.path, "out of memory while linting this file: not linted")])
+        return FileResult(
+            task.path, findings=[diagnostic(task.path, "out of memory while linting this file: not linted")]
+        )
 
 
 def default_jobs() -> int:

@@ -111,7 +111,8 @@ class Notebook:
                     raise ValueError("a fix spans two cells")
                 end_row = _rows(cell.source) + 1
             by_cell.setdefault(cell.number, []).append(
-                TextEdit(Position(row, edit.start.column), Position(end_row, edit.end.column), edit.content))
+                TextEdit(Position(row, edit.start.column), Position(end_row, edit.end.column), edit.content)
+            )
         sources = {cell.number: cell.source for cell in self.cells}
         for number, local in by_cell.items():
             sources[number] = apply_edits(sources[number], local)
@@ -147,7 +148,7 @@ def _masked(source: str) -> str | None:
     for i, line in enumerate(lines):
         match = _ESCAPE.match(line)
         if match:
-            ending = line[len(line.rstrip("\r\n")):]
+            ending = line[len(line.rstrip("\r\n")) :]
             lines[i] = f"{match.group(1)}pass{ending}"
     return "".join(lines)
 
@@ -165,9 +166,18 @@ def in_cells(findings: list[Finding], notebooks: dict[str, Notebook], sources: d
         shift = cell.first_row - 1
         fix = finding.fix
         if fix is not None:
-            fix = replace(fix, edits=tuple(replace(e, start=_up(e.start, shift), end=_up(e.end, shift)) for e in fix.edits))
-        located.append(replace(finding, start=Position(row, finding.start.column), end=_up(finding.end, shift), fix=fix,
-                               cell=cell.number))
+            fix = replace(
+                fix, edits=tuple(replace(e, start=_up(e.start, shift), end=_up(e.end, shift)) for e in fix.edits)
+            )
+        located.append(
+            replace(
+                finding,
+                start=Position(row, finding.start.column),
+                end=_up(finding.end, shift),
+                fix=fix,
+                cell=cell.number,
+            )
+        )
         sources[f"{finding.path}:cell {cell.number}"] = cell.source
     return located
 

@@ -73,7 +73,10 @@ class PolicyNotCallable(Rule):
     """
 
     code = "REM001"
-    trace_check = Rule.TraceCheck("exception", raises=tuple(("TypeError", f"'{t}' object is not callable") for t in ("str", "bool", "int", "float")))
+    trace_check = Rule.TraceCheck(
+        "exception",
+        raises=tuple(("TypeError", f"'{t}' object is not callable") for t in ("str", "bool", "int", "float")),
+    )
     name = "policy-not-callable"
     severity = Severity.ERROR
     project_wide = True  # a value imported from another module of the project is judged there
@@ -107,7 +110,7 @@ class PolicyNotCallable(Rule):
         Invalid(
             "import functools\nfrom flax import nnx\n@functools.partial(nnx.remat, policy='dots_saveable')\ndef f(x):\n    return x",
             fixed="import functools\nimport jax\nfrom flax import nnx\n"
-                  "@functools.partial(nnx.remat, policy=jax.checkpoint_policies.dots_saveable)\ndef f(x):\n    return x",
+            "@functools.partial(nnx.remat, policy=jax.checkpoint_policies.dots_saveable)\ndef f(x):\n    return x",
         ),
         Invalid("import jax\nPOLICY = 'dots_saveable'\ng = jax.checkpoint(f, policy=POLICY)"),
         Invalid("import jax\ng = jax.checkpoint(f, policy=f'{name}_saveable')"),
@@ -160,7 +163,9 @@ class PolicyNotCallable(Rule):
             names = [str(name) for name in finding.data["symbols"]]
             finding.message = f"`policy={finding.data['policy']}` (from {where}) {found}"
             finding.data = {"from": where}
-            defined = (project.definition((m.name, name), f"`{name}` is defined here") for m in resolved[1] for name in names)
+            defined = (
+                project.definition((m.name, name), f"`{name}` is defined here") for m in resolved[1] for name in names
+            )
             finding.related = tuple(dict.fromkeys(d for d in defined if d is not None))
             kept.append(finding)
         return kept

@@ -28,8 +28,7 @@ CALLED_PLAIN = {
         "`TypeError: 'bool' object is not callable`"
     ),
     "nothing_saveable": (
-        "returns `False`, which JAX treats as no policy: it works only by accident, as the default "
-        "`nothing_saveable`"
+        "returns `False`, which JAX treats as no policy: it works only by accident, as the default `nothing_saveable`"
     ),
     "dots_saveable": "raises `TypeError: DotsSaveable.__call__() missing 1 required positional argument: 'prim'`",
     "dots_with_no_batch_dims_saveable": (
@@ -190,12 +189,18 @@ class PolicyMisuse(Rule):
             fixed="import jax\np = getattr(jax.checkpoint_policies, 'nothing_saveable')",
         ),
         Invalid("import jax\ng = jax.checkpoint(f, policy=jax.checkpoint_policies.save_only_these_names)"),
-        Invalid("import jax.ad_checkpoint\ng = jax.remat(f, policy=jax.ad_checkpoint.checkpoint_policies.save_any_names_but_these)"),
-        Invalid("from jax import checkpoint_policies as cp\np = cp.save_from_both_policies(cp.dots_saveable, cp.save_only_these_names)"),
+        Invalid(
+            "import jax.ad_checkpoint\ng = jax.remat(f, policy=jax.ad_checkpoint.checkpoint_policies.save_any_names_but_these)"
+        ),
+        Invalid(
+            "from jax import checkpoint_policies as cp\np = cp.save_from_both_policies(cp.dots_saveable, cp.save_only_these_names)"
+        ),
         Invalid("from jax import checkpoint_policies as cp\np = cp.save_from_both_policies(cp.dots_saveable)"),
         Invalid("from jax import checkpoint_policies as cp\np = cp.offload_dot_with_no_batch_dims('device')"),
         Invalid("from jax import checkpoint_policies as cp\np = cp.save_and_offload_only_these_names(['a'], ['b'])"),
-        Invalid("from jax import checkpoint_policies as cp\np = cp.save_and_offload_only_these_names(names_which_can_be_saved=['a'])"),
+        Invalid(
+            "from jax import checkpoint_policies as cp\np = cp.save_and_offload_only_these_names(names_which_can_be_saved=['a'])"
+        ),
         Invalid(
             "from jax import checkpoint_policies as cp\n"
             "p = cp.save_from_both_policies(cp.dots_saveable, cp.offload_dot_with_no_batch_dims('device', 'pinned_host'))"
@@ -286,7 +291,9 @@ class PolicyMisuse(Rule):
         refs = [(ref, expr) for expr in _uncalled_lookups(model) if (ref := ref_of(model, expr)) and ref[0] != LOCAL]
         # An annotation (``Callable[...]``) is no policy in use; the rows of those in a signature cost
         # the positions of the whole def or class (more than the parse on jax+flax).
-        refs = [(ref, expr) for ref, expr in refs if not any(isinstance(a, cst.Annotation) for a in model.ancestors(expr))]
+        refs = [
+            (ref, expr) for ref, expr in refs if not any(isinstance(a, cst.Annotation) for a in model.ancestors(expr))
+        ]
         lookups = [(ref, ctx.positions.start_line(expr)) for ref, expr in refs]
         return {"lookups": lookups} if lookups else None
 
@@ -300,12 +307,17 @@ class PolicyMisuse(Rule):
         for finding in candidates:
             symbol = (module.name, str(finding.data["symbols"][0]))
             reads = sorted(
-                (other.path, row, other) for other, facts in project.facts(cls.code) if other.name != symbol[0]
-                for ref, row in facts["lookups"] if project.resolve(other, tuple(ref)) == symbol  # type: ignore[arg-type]
+                (other.path, row, other)
+                for other, facts in project.facts(cls.code)
+                if other.name != symbol[0]
+                for ref, row in facts["lookups"]
+                if project.resolve(other, tuple(ref)) == symbol  # type: ignore[arg-type]
             )
             if reads:
                 where = place(reads[0][2], reads[0][1], module)
-                finding.message = finding.message.replace(_READ_BY_KEY, f"{_READ_BY_KEY} (`{symbol[1]}[...]` at {where})", 1)
+                finding.message = finding.message.replace(
+                    _READ_BY_KEY, f"{_READ_BY_KEY} (`{symbol[1]}[...]` at {where})", 1
+                )
                 finding.data = {"symbol": symbol[1], "read_at": where}
                 finding.related = (related(reads[0][2], reads[0][1], f"`{symbol[1]}` read by key here"),)
                 kept.append(finding)
@@ -444,7 +456,8 @@ class PolicyMisuse(Rule):
             fix = FixSpec(f"Use `{close[0]}`", [(spelled, new)], Applicability.UNSAFE)
         self.report(
             node,
-            f"`jax.checkpoint_policies` has no `{name}`" + (f"; did you mean `{close[0]}`?" if close else ".")
+            f"`jax.checkpoint_policies` has no `{name}`"
+            + (f"; did you mean `{close[0]}`?" if close else ".")
             + f" Evaluating it raises `AttributeError: 'types.SimpleNamespace' object has no attribute '{name}'`",
             fix=fix,
         )
@@ -491,7 +504,11 @@ def _string_items(model: SemanticModel, value: cst.BaseExpression) -> list[str] 
     once and never mutated (``NAMES = ["q", "k"]``); None for anything else."""
     elements = policies.sequence_elements(model, value)
     items = [e.evaluated_value for e in elements or () if isinstance(e, cst.SimpleString)]
-    return items if elements is not None and len(items) == len(elements) and all(isinstance(i, str) for i in items) else None  # type: ignore[return-value]
+    return (
+        items
+        if elements is not None and len(items) == len(elements) and all(isinstance(i, str) for i in items)
+        else None
+    )  # type: ignore[return-value]
 
 
 def _uncalled_lookups(model: SemanticModel) -> list[cst.BaseExpression]:

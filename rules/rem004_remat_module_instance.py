@@ -115,7 +115,7 @@ class RematModuleInstance(Rule):
             "import flax.linen as nn\nclass M(nn.Module):\n    @nn.compact\n    def __call__(self, x):\n"
             "        return nn.remat(nn.Dense(4, name='d'))(x)",
             fixed="import flax.linen as nn\nclass M(nn.Module):\n    @nn.compact\n    def __call__(self, x):\n"
-                  "        return nn.remat(nn.Dense)(4, name='d')(x)",
+            "        return nn.remat(nn.Dense)(4, name='d')(x)",
         ),
         Invalid(
             "import flax.linen as nn\nclass Block(nn.Module):\n    pass\ny = nn.checkpoint(Block(cfg), policy=p)(x)",
@@ -147,7 +147,9 @@ class RematModuleInstance(Rule):
             if constructor is not None:
                 if only_where_error_expected(self.ctx.model, site.node, _TARGET_ERROR):
                     continue  # a test of the error
-                message = _instance_message(site.api.display, self.ctx.code(site.target), self.ctx.code(constructor.func))
+                message = _instance_message(
+                    site.api.display, self.ctx.code(site.target), self.ctx.code(constructor.func)
+                )
                 self.report(site.node, message, fix=self._fix(site, constructor))
                 continue
             self._imported_instance(site)
@@ -170,8 +172,15 @@ class RematModuleInstance(Rule):
         ref = ref_of(model, constructor.func) if isinstance(constructor, cst.Call) else None
         if ref is None or ref[0] == LOCAL or only_where_error_expected(model, site.node, _TARGET_ERROR):
             return
-        data = {"ref": ref, "api": site.api.display, "target": self.ctx.code(target), "cls": self.ctx.code(constructor.func)}  # type: ignore[union-attr,arg-type]
-        self.report(site.node, "", self._fix(site, constructor), pending=True, symbols=[ref[1].rsplit(".", 1)[-1]], **data)  # type: ignore[arg-type]
+        data = {
+            "ref": ref,
+            "api": site.api.display,
+            "target": self.ctx.code(target),
+            "cls": self.ctx.code(constructor.func),
+        }  # type: ignore[union-attr,arg-type]
+        self.report(
+            site.node, "", self._fix(site, constructor), pending=True, symbols=[ref[1].rsplit(".", 1)[-1]], **data
+        )  # type: ignore[arg-type]
 
     @classmethod
     def check_project(cls, candidates: list[Finding], module: ProjectModule, project: Project) -> list[Finding]:

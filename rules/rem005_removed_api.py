@@ -12,17 +12,18 @@ from remat_lint.rule import FixAvailability, FixSpec, Invalid, Rule
 _JAX_CONCRETE = frozenset({jax.CHECKPOINT, jax.REMAT, haiku.REMAT})  # any value raises
 _IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError"})
 _OPTION, _ENV = "jax_new_checkpoint", "JAX_NEW_CHECKPOINT"
-OPTION_REMOVED = (
-    "was removed in JAX 0.3.17, when the new `jax.checkpoint` became the only implementation"
-)
+OPTION_REMOVED = "was removed in JAX 0.3.17, when the new `jax.checkpoint` became the only implementation"
 OPTION_ERROR = "Unrecognized config option: jax_new_checkpoint"
 
 
 def _upgrade(what: str, failure: str, advice: str) -> tuple[str, str]:
     """The message for a project that targets a JAX older than 0.10.0 (``target-jax-version``),
     where the API still works: JAX 0.8.2 deprecated it, 0.10.0 removed it."""
-    return ("0.10.0", f"{what} is deprecated, removed in JAX 0.10.0 — breaks on upgrade. JAX 0.8.2 deprecated it; "
-                      f"from 0.10.0 {failure}; {advice}")
+    return (
+        "0.10.0",
+        f"{what} is deprecated, removed in JAX 0.10.0 — breaks on upgrade. JAX 0.8.2 deprecated it; "
+        f"from 0.10.0 {failure}; {advice}",
+    )
 
 
 class RemovedApi(Rule):
@@ -82,7 +83,9 @@ class RemovedApi(Rule):
     """
 
     code = "REM005"
-    trace_check = Rule.TraceCheck("exception", raises=(("NotImplementedError", "concrete"), ("AttributeError", ""), ("ImportError", "")))
+    trace_check = Rule.TraceCheck(
+        "exception", raises=(("NotImplementedError", "concrete"), ("AttributeError", ""), ("ImportError", ""))
+    )
     name = "removed-api"
     severity = Severity.ERROR
     fix = FixAvailability.SOMETIMES
@@ -175,13 +178,20 @@ class RemovedApi(Rule):
                 site.node,
                 f"`concrete=` was removed from `{site.api.display}` in JAX 0.10.0. Any value, even `False`, raises "
                 f"`NotImplementedError` {raises_when(site.api)}; "
-                + ("delete it (`False` was the default)" if is_false else "use `static_argnums=` for arguments that "
-                   "drive Python control flow"),
+                + (
+                    "delete it (`False` was the default)"
+                    if is_false
+                    else "use `static_argnums=` for arguments that drive Python control flow"
+                ),
                 fix=self._delete_fix(site, arg) if is_false and arg.keyword is not None else None,
                 # concrete=True raised long before (since the new checkpoint, JAX 0.3.17): only False changed.
-                before_jax=_upgrade(f"`concrete=False` on `{site.api.display}`",
-                                    f"any value raises `NotImplementedError` {raises_when(site.api)}",
-                                    "delete it (`False` was the default)") if is_false else None,
+                before_jax=_upgrade(
+                    f"`concrete=False` on `{site.api.display}`",
+                    f"any value raises `NotImplementedError` {raises_when(site.api)}",
+                    "delete it (`False` was the default)",
+                )
+                if is_false
+                else None,
             )
         elif site.api.family == "flax" and isinstance(arg.value, cst.Name) and arg.value.value == "True":
             self.report(
@@ -206,7 +216,9 @@ class RemovedApi(Rule):
             f"`{self.ctx.code(attribute)}` was removed in JAX 0.10.0. Accessing it raises `AttributeError`; use "
             f"`{replacement}`",
             fix=FixSpec(f"Use `{spelled}`", [(attribute, spelled)], add_import=module),
-            before_jax=_upgrade(f"`{self.ctx.code(attribute)}`", "accessing it raises `AttributeError`", f"use `{replacement}`"),
+            before_jax=_upgrade(
+                f"`{self.ctx.code(attribute)}`", "accessing it raises `AttributeError`", f"use `{replacement}`"
+            ),
         )
 
     def _check_import_from(self, statement: cst.ImportFrom) -> None:
@@ -233,8 +245,11 @@ class RemovedApi(Rule):
                 f"`{module}.{name}` was removed in JAX 0.10.0. This import raises `ImportError: cannot import name "
                 f"'{name}' from '{module}'`; use `{REMOVED_APIS[f'{module}.{name}']}`",
                 fix=fix,
-                before_jax=_upgrade(f"`{module}.{name}`", "this import raises `ImportError`",
-                                    f"use `{REMOVED_APIS[f'{module}.{name}']}`"),
+                before_jax=_upgrade(
+                    f"`{module}.{name}`",
+                    "this import raises `ImportError`",
+                    f"use `{REMOVED_APIS[f'{module}.{name}']}`",
+                ),
             )
 
     def _check_import(self, statement: cst.Import) -> None:

@@ -55,7 +55,9 @@ class DecoratorMissingTarget(Rule):
     """
 
     code = "REM006"
-    trace_check = Rule.TraceCheck("exception", raises=(("TypeError", "missing 1 required positional argument"),), refutes=True)
+    trace_check = Rule.TraceCheck(
+        "exception", raises=(("TypeError", "missing 1 required positional argument"),), refutes=True
+    )
     name = "decorator-missing-target"
     severity = Severity.ERROR
     fix = FixAvailability.ALWAYS
@@ -95,7 +97,10 @@ class DecoratorMissingTarget(Rule):
             "def g(x):\n    return x",
         ),
         Invalid("import jax\ng = jax.remat(policy=p)(f)", fixed="import jax\ng = jax.remat(f, policy=p)"),
-        Invalid("import jax\n@jax.checkpoint()\ndef g(x):\n    return x", fixed="import jax\n@jax.checkpoint\ndef g(x):\n    return x"),
+        Invalid(
+            "import jax\n@jax.checkpoint()\ndef g(x):\n    return x",
+            fixed="import jax\n@jax.checkpoint\ndef g(x):\n    return x",
+        ),
         Invalid(
             "import functools\nimport haiku as hk\nremat = hk.remat(static_argnums=(1,))",
             fixed="import functools\nimport haiku as hk\nremat = functools.partial(hk.remat, static_argnums=(1,))",

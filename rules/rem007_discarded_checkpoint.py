@@ -106,4 +106,6 @@ class DiscardedCheckpoint(Rule):
         ``concrete=`` on jax (``hk.remat`` checks its arguments only when its result is called)."""
         if site.api.family == "haiku":
             return False
-        return fails_at_wrap(self.ctx.model, site) or (site.api.family == "jax" and site.keyword("concrete") is not None)
+        return fails_at_wrap(self.ctx.model, site) or (
+            site.api.family == "jax" and site.keyword("concrete") is not None
+        )

@@ -180,8 +180,12 @@ class UnknownCheckpointName(Rule):
     def collect_facts(ctx: LintContext) -> dict[str, Any]:
         names = ctx.named_checkpoints.declared
         unknown = sorted({_describe(ctx, node) for node in names.unknown})
-        return {"declared": sorted(names.declared), "patterns": sorted(names.patterns), "strings": sorted(names.strings),
-                "unknown": unknown}
+        return {
+            "declared": sorted(names.declared),
+            "patterns": sorted(names.patterns),
+            "strings": sorted(names.strings),
+            "unknown": unknown,
+        }
 
     @classmethod
     def check_project(cls, candidates: list[Finding], module: ProjectModule | None, project: Project) -> list[Finding]:
@@ -222,11 +226,16 @@ def message(
 ) -> str:
     given = ", ".join(map(repr, names)) + (f" (from `{via}`)" if via else "")
     close = [(name, difflib.get_close_matches(name, sorted(declared), n=1, cutoff=0.7)) for name in names]
-    hints = "; ".join(f"did you mean {match[0]!r}" + (f" for {name!r}" if len(names) > 1 else "") for name, match in close if match)
-    sources = ", ".join(unknown[:2]) + (f" and {len(unknown) - 2} more" if len(unknown or ()) > 2 else "") if unknown else ""
+    hints = "; ".join(
+        f"did you mean {match[0]!r}" + (f" for {name!r}" if len(names) > 1 else "") for name, match in close if match
+    )
+    sources = (
+        ", ".join(unknown[:2]) + (f" and {len(unknown) - 2} more" if len(unknown or ()) > 2 else "") if unknown else ""
+    )
     return (
         f"`{factory}` is given {given}, but no `checkpoint_name(x, {names[0]!r})` in the linted files declares "
-        f"{'it' if len(names) == 1 else 'these'}" + (f"; {hints}?" if hints else ".")
+        f"{'it' if len(names) == 1 else 'these'}"
+        + (f"; {hints}?" if hints else ".")
         + f" JAX matches names exactly and never warns, {EFFECT[role]}"
         + (f"; unless one of the names that cannot be known here gives it: {sources}" if sources else "")
     )

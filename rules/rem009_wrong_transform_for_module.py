@@ -99,13 +99,13 @@ class WrongTransformForModule(Rule):
             "import jax\nimport flax.linen as nn\nclass Block(nn.Module):\n    @jax.checkpoint\n    @nn.compact\n"
             "    def __call__(self, x):\n        return nn.Dense(4)(x)",
             fixed="import jax\nimport flax.linen as nn\nclass Block(nn.Module):\n    @nn.remat\n    @nn.compact\n"
-                  "    def __call__(self, x):\n        return nn.Dense(4)(x)",
+            "    def __call__(self, x):\n        return nn.Dense(4)(x)",
         ),
         Invalid(
             "import jax\nfrom flax import linen as nn\nclass Block(nn.Module):\n    pass\n"
             "Remat = jax.remat(Block, policy=jax.checkpoint_policies.dots_saveable)",
             fixed="import jax\nfrom flax import linen as nn\nclass Block(nn.Module):\n    pass\n"
-                  "Remat = nn.remat(Block, policy=jax.checkpoint_policies.dots_saveable)",
+            "Remat = nn.remat(Block, policy=jax.checkpoint_policies.dots_saveable)",
         ),
         Invalid(
             "import functools\nimport jax\nimport flax.linen as nn\nclass Block(nn.Module):\n"

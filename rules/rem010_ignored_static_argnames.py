@@ -60,7 +60,9 @@ class IgnoredStaticArgnames(Rule):
     """
 
     code = "REM010"
-    trace_check = Rule.TraceCheck("static-argnames", raises=(("TracerBoolConversionError", ""), ("TypeError", "not a valid JAX type")))
+    trace_check = Rule.TraceCheck(
+        "static-argnames", raises=(("TracerBoolConversionError", ""), ("TypeError", "not a valid JAX type"))
+    )
     name = "ignored-static-argnames"
     severity = Severity.ERROR
     fix = FixAvailability.SOMETIMES
@@ -90,8 +92,12 @@ class IgnoredStaticArgnames(Rule):
         ),
         Invalid("import jax\ng = jax.checkpoint(f, static_argnames=('training',))"),
         Invalid("import jax\ng = jax.checkpoint(lambda x, *, n: x, static_argnames='n')"),
-        Invalid("import jax\ndef f(x, n, k):\n    return x\ng = jax.checkpoint(f, static_argnums=(1,), static_argnames=('k',))"),
-        Invalid("import functools\nimport jax\nckpt = functools.partial(jax.checkpoint, static_argnames=names)\ng = ckpt(f)"),
+        Invalid(
+            "import jax\ndef f(x, n, k):\n    return x\ng = jax.checkpoint(f, static_argnums=(1,), static_argnames=('k',))"
+        ),
+        Invalid(
+            "import functools\nimport jax\nckpt = functools.partial(jax.checkpoint, static_argnames=names)\ng = ckpt(f)"
+        ),
     ]
 
     def check(self) -> None:

@@ -141,7 +141,10 @@ class BadStaticArgnums(Rule):
         "import jax\ndef f(x, training):\n    return x if training else -x\ng = jax.checkpoint(f, static_argnums=(1,))  # training",
     ]
     INVALID = [
-        Invalid("import jax\ng = jax.checkpoint(f, static_argnums=[1, 2])", fixed="import jax\ng = jax.checkpoint(f, static_argnums=(1, 2))"),
+        Invalid(
+            "import jax\ng = jax.checkpoint(f, static_argnums=[1, 2])",
+            fixed="import jax\ng = jax.checkpoint(f, static_argnums=(1, 2))",
+        ),
         Invalid(
             "import flax.linen.partitioning as nn_partitioning\nB = nn_partitioning.remat(Block, static_argnums=4)",
             fixed="import flax.linen.partitioning as nn_partitioning\nB = nn_partitioning.remat(Block, static_argnums=(4,))",
@@ -208,10 +211,19 @@ class BadStaticArgnums(Rule):
     def _imported_class(self, site: RematSite, written: StaticArgnums) -> None:
         """``nn.remat(Block, ...)`` of a class imported from another module: a candidate that the
         project phase judges against the class's ``__call__`` (check_project)."""
-        ref = extract.ref_of(self.ctx.model, site.target) if site.target is not None and static_args.convention(site) != "jax" else None
+        ref = (
+            extract.ref_of(self.ctx.model, site.target)
+            if site.target is not None and static_args.convention(site) != "jax"
+            else None
+        )
         if ref is not None and ref[0] != LOCAL:
-            data = {"ref": ref, "indices": written.indices, "convention": static_args.convention(site), "api": site.api.display,
-                    "written": self.ctx.code(written.arg.value)}  # type: ignore[union-attr]
+            data = {
+                "ref": ref,
+                "indices": written.indices,
+                "convention": static_args.convention(site),
+                "api": site.api.display,
+                "written": self.ctx.code(written.arg.value),
+            }  # type: ignore[union-attr]
             self.report(site.node, "", pending=True, symbols=[ref[1].rsplit(".", 1)[-1]], **data)
 
     @classmethod
@@ -225,7 +237,9 @@ class BadStaticArgnums(Rule):
                 continue
             data = finding.data
             where = os.path.relpath(project.modules[found[0]].path, os.path.dirname(module.path))  # type: ignore[index]
-            problems = _imported_problems(signature, data["indices"], data["convention"], data["api"], f"{found[1]}.__call__")  # type: ignore[index]
+            problems = _imported_problems(
+                signature, data["indices"], data["convention"], data["api"], f"{found[1]}.__call__"
+            )  # type: ignore[index]
             if problems:
                 why = "; ".join(dict.fromkeys(problems))
                 finding.message = (
@@ -300,7 +314,9 @@ class BadStaticArgnums(Rule):
         if static_args.convention(fn.site) == "flax-no-self":
             hint = ""
             if 0 < selection.index <= len(fn.args) and fn.receiver is not None:
-                hint = f" (it does not count `self`: `{fn.args[selection.index - 1].name.value}` is {selection.index - 1})"
+                hint = (
+                    f" (it does not count `self`: `{fn.args[selection.index - 1].name.value}` is {selection.index - 1})"
+                )
             return (
                 f"index {selection.index} is past the last argument of `{name}`{hint}: `{api}` silently ignores it, "
                 "so nothing becomes static"
@@ -352,7 +368,12 @@ class BadStaticArgnums(Rule):
         return problems or self._shifted_flags(site, indices, fn, traced, shift, counting_self=rule == "flax-self")
 
     def _shifted_flags(
-        self, site: RematSite, indices: tuple[int, ...], fn: CheckpointedFunction, traced: dict[str, cst.Param], shift: int,
+        self,
+        site: RematSite,
+        indices: tuple[int, ...],
+        fn: CheckpointedFunction,
+        traced: dict[str, cst.Param],
+        shift: int,
         counting_self: bool,
     ) -> list[str]:
         """The indices select flags only under the other convention (``(3, 4, 5)`` written for
@@ -367,7 +388,11 @@ class BadStaticArgnums(Rule):
         if not all(control_flow.is_flag(self.ctx.model, self.ctx.bodies.nodes(fn.node), p) for p in meant):
             return []
         left = [p for p in meant if p not in selected and p.name.value in traced]
-        failing = [p for p in left if any(control_flow.control_uses(self.ctx.model, self.ctx.bodies.nodes(fn.node), {p.name.value: p}))]
+        failing = [
+            p
+            for p in left
+            if any(control_flow.control_uses(self.ctx.model, self.ctx.bodies.nodes(fn.node), {p.name.value: p}))
+        ]
         if not failing:
             return []
         counting = "counts `self` as argument 0" if counting_self else "does not count `self`"
@@ -430,7 +455,11 @@ def _imported_problems(signature: Signature, indices: tuple[int, ...], rule: str
                 "len(args)`"
             )
         elif position >= len(params):
-            hint = f" (it does not count `self`: `{params[index - 1].name}` is {index - 1})" if 0 < index <= len(params) else ""
+            hint = (
+                f" (it does not count `self`: `{params[index - 1].name}` is {index - 1})"
+                if 0 < index <= len(params)
+                else ""
+            )
             problems.append(
                 f"index {index} is past the last argument of `{name}`{hint}: `{api}` silently ignores it, so nothing "
                 "becomes static"
@@ -460,7 +489,10 @@ def _name(fn: CheckpointedFunction) -> str:
 def _trailing_comment(ctx, site: RematSite, arg: cst.Arg) -> str | None:  # type: ignore[no-untyped-def]
     """The comment at the end of the line that holds ``static_argnums``: after its comma or the
     argument (multi-line calls), or after the statement or decorator when the call is one line."""
-    for whitespace in (arg.comma.whitespace_after if isinstance(arg.comma, cst.Comma) else None, arg.whitespace_after_arg):
+    for whitespace in (
+        arg.comma.whitespace_after if isinstance(arg.comma, cst.Comma) else None,
+        arg.whitespace_after_arg,
+    ):
         if isinstance(whitespace, cst.ParenthesizedWhitespace):
             comment = whitespace.first_line.comment
             return _first_comment(comment.value) if comment is not None else None

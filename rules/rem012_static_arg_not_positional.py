@@ -89,8 +89,10 @@ class StaticArgNotPositional(Rule):
         ),
     ]
     INVALID = [
-        Invalid("import functools, jax\n@functools.partial(jax.checkpoint, static_argnums=(1,))\n"
-                "def f(x, flag=False):\n    return x\ny = f(x, flag=True)"),
+        Invalid(
+            "import functools, jax\n@functools.partial(jax.checkpoint, static_argnums=(1,))\n"
+            "def f(x, flag=False):\n    return x\ny = f(x, flag=True)"
+        ),
         Invalid("import jax\ndef f(x, n=2):\n    return x\ng = jax.checkpoint(f, static_argnums=1)\ny = g(x)"),
         Invalid(
             "import flax.linen as nn\nclass Block(nn.Module):\n    @nn.compact\n    def __call__(self, x, deterministic=True):\n"
@@ -104,9 +106,15 @@ class StaticArgNotPositional(Rule):
 
         model = self.ctx.model
         for fn in self.ctx.bodies.functions:
-            if not fn.entry or convention(fn.site) == "flax-no-self" or fn.site.api.family not in ("jax", "haiku", "flax"):
+            if (
+                not fn.entry
+                or convention(fn.site) == "flax-no-self"
+                or fn.site.api.family not in ("jax", "haiku", "flax")
+            ):
                 continue
-            if fn.site.api.family == "flax" and not (flax_class_target(model, fn.site) and fn.node.name.value == "__call__"):
+            if fn.site.api.family == "flax" and not (
+                flax_class_target(model, fn.site) and fn.node.name.value == "__call__"
+            ):
                 continue  # a lifted function is called with its Module first; another method is not called as ``m(...)``
             written = static_argnums(fn.site)
             if not written.indices or fn.site.has_star_args or fails_at_wrap(model, fn.site) or written.form == "list":
@@ -130,7 +138,11 @@ class StaticArgNotPositional(Rule):
             if only_where_error_expected(self.ctx.model, call, _ERRORS):
                 return
             name = param.name.value
-            how = "passed by keyword" if any(a.keyword is not None and a.keyword.value == name for a in call.args) else "not passed"
+            how = (
+                "passed by keyword"
+                if any(a.keyword is not None and a.keyword.value == name for a in call.args)
+                else "not passed"
+            )
             self.report(
                 call,
                 f"`{name}` is in `static_argnums` but {how}, so this call raises `ValueError`. "
@@ -150,11 +162,24 @@ class StaticArgNotPositional(Rule):
             return
         enabled = " where the remat is enabled" if exported_name(self.ctx.model, fn.site) is None else ""
         shift = 1 if convention(fn.site) == "flax-self" else 0
-        static = [(index, param.name.value) for index in indices if index >= shift and (param := select(fn.site, fn, index).param)]
+        static = [
+            (index, param.name.value)
+            for index in indices
+            if index >= shift and (param := select(fn.site, fn, index).param)
+        ]
         if static:
             instance = fn.site.api.family == "flax"  # a lifted Module class: its instances are called
-            self.report(fn.site.node, "", pending=True, symbols=[name], instance=instance, static=static,
-                        shift=shift, display=fn.site.api.display, enabled=enabled)
+            self.report(
+                fn.site.node,
+                "",
+                pending=True,
+                symbols=[name],
+                instance=instance,
+                static=static,
+                shift=shift,
+                display=fn.site.api.display,
+                enabled=enabled,
+            )
 
     @classmethod
     def check_project(cls, candidates: list[Finding], module: ProjectModule, project: Project) -> list[Finding]:
@@ -167,7 +192,10 @@ class StaticArgNotPositional(Rule):
             data = candidate.data
             symbol = (module.name, str(data["symbols"][0]))
             for other, call in distinct(project.calls_of(symbol, instance=bool(data["instance"]))):
-                missed = next(((i, p) for i, p in data["static"] if p in call.keywords or i - data["shift"] >= call.positional), None)
+                missed = next(
+                    ((i, p) for i, p in data["static"] if p in call.keywords or i - data["shift"] >= call.positional),
+                    None,
+                )
                 if missed is None:
                     continue
                 index, name = missed
@@ -178,5 +206,12 @@ class StaticArgNotPositional(Rule):
                     f"against the call's positional arguments ({call.positional}{_MODULE_FIRST if data['shift'] else ''}): "
                     f"a keyword or a default does not count; pass `{name}` positionally"
                 )
-                found += at_calls(candidate, project, other, call, message, f"`{symbol[1]}` is checkpointed here with `static_argnums`")
+                found += at_calls(
+                    candidate,
+                    project,
+                    other,
+                    call,
+                    message,
+                    f"`{symbol[1]}` is checkpointed here with `static_argnums`",
+                )
         return found

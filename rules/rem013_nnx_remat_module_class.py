@@ -74,7 +74,9 @@ class NnxRematModuleClass(Rule):
     ]
     INVALID = [
         Invalid("from flax import nnx\nclass Block(nnx.Module):\n    pass\nRematBlock = nnx.remat(Block)"),
-        Invalid("from flax import nnx\nclass Block(nnx.Module):\n    @nnx.remat\n    def __init__(self, rngs):\n        pass"),
+        Invalid(
+            "from flax import nnx\nclass Block(nnx.Module):\n    @nnx.remat\n    def __init__(self, rngs):\n        pass"
+        ),
         Invalid("from flax import nnx\nclass Base(nnx.Module):\n    pass\n@nnx.remat\nclass Block(Base):\n    pass"),
     ]
 

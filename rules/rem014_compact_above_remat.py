@@ -59,7 +59,12 @@ class CompactAboveRemat(Rule):
 
     code = "REM014"
     trace_check = Rule.TraceCheck(
-        "exception", raises=(("AssignSubModuleError", ""), ("ValueError", "Parameters must be"), ("ValueError", "Variables must be"))
+        "exception",
+        raises=(
+            ("AssignSubModuleError", ""),
+            ("ValueError", "Parameters must be"),
+            ("ValueError", "Variables must be"),
+        ),
     )
     name = "compact-above-remat"
     severity = Severity.ERROR
@@ -78,7 +83,7 @@ class CompactAboveRemat(Rule):
         Invalid(
             "import flax.linen as nn\nclass B(nn.Module):\n    @nn.compact\n    @nn.remat\n    def __call__(self, x):\n        return nn.Dense(4)(x)",
             fixed="import flax.linen as nn\nclass B(nn.Module):\n    @nn.remat\n    @nn.compact\n"
-                  "    def __call__(self, x):\n        return nn.Dense(4)(x)",
+            "    def __call__(self, x):\n        return nn.Dense(4)(x)",
         ),
         Invalid(
             "import functools\nimport flax.linen as nn\nclass B(nn.Module):\n    @nn.compact\n"
@@ -128,7 +133,11 @@ class CompactAboveRemat(Rule):
             if is_linen_class(model, node.func):
                 return "submodule"
             func = node.func
-            if isinstance(func, cst.Attribute) and func.attr.value in _CREATED and _is_first_param(model, func.value, method):
+            if (
+                isinstance(func, cst.Attribute)
+                and func.attr.value in _CREATED
+                and _is_first_param(model, func.value, method)
+            ):
                 found = _CREATED[func.attr.value]
         return found
 

@@ -84,8 +84,10 @@ class JaxCheckpointAroundModules(Rule):
         "        return jax.checkpoint(lambda h: nn.relu(h))(x)",
     ]
     INVALID = [
-        Invalid("import flax.linen as nn, jax\nclass B(nn.Module):\n    @nn.compact\n    def __call__(self, x):\n"
-                "        return jax.checkpoint(lambda h: nn.Dense(4)(h))(x)"),
+        Invalid(
+            "import flax.linen as nn, jax\nclass B(nn.Module):\n    @nn.compact\n    def __call__(self, x):\n"
+            "        return jax.checkpoint(lambda h: nn.Dense(4)(h))(x)"
+        ),
         Invalid(
             "import flax.linen as nn, jax\nclass B(nn.Module):\n    @nn.compact\n    def __call__(self, x):\n"
             "        dense = nn.Dense(4)\n        return jax.checkpoint(lambda h: nn.relu(dense(h)))(x)"
@@ -148,7 +150,11 @@ class JaxCheckpointAroundModules(Rule):
         if isinstance(callee, cst.Attribute):  # ``self.dense``, assigned once in ``setup``
             assignment, uses = self_attribute(model, callee)
             value = assignment.value if assignment is not None else None
-        elif isinstance(callee, cst.Name) and (binding := model.single_binding(callee)) is not None and binding.kind == "assign":
+        elif (
+            isinstance(callee, cst.Name)
+            and (binding := model.single_binding(callee)) is not None
+            and binding.kind == "assign"
+        ):
             value = binding.value
             uses = _references(model, value, callee.value) if isinstance(value, cst.Call) else []
         else:

@@ -107,7 +107,10 @@ class RematKeywordDropped(Rule):
                     self._check_call(fn, call)
             name = exported_name(model, site, conditional=True)
             if name is not None:  # other modules may call it: the project phase judges their calls
-                params = {p.name.value: None if p.default is None else self.ctx.code(p.default) for p in (*fn.args, *fn.keyword_only)}
+                params = {
+                    p.name.value: None if p.default is None else self.ctx.code(p.default)
+                    for p in (*fn.args, *fn.keyword_only)
+                }
                 self.report(site.node, "", pending=True, symbols=[name], params=params)
 
     def _check_call(self, fn: CheckpointedFunction, call: cst.Call) -> None:
@@ -134,7 +137,14 @@ class RematKeywordDropped(Rule):
                 name = next((k for k in call.keywords if k in params), None)
                 if name is not None:
                     text = message(name, params[name], f"`{symbol[1]}` is wrapped at {wrap_place(candidate, other)}: ")
-                    found += at_calls(candidate, project, other, call, text, f"`{symbol[1]}` is wrapped by `nn_partitioning.remat` here")
+                    found += at_calls(
+                        candidate,
+                        project,
+                        other,
+                        call,
+                        text,
+                        f"`{symbol[1]}` is wrapped by `nn_partitioning.remat` here",
+                    )
         return found
 
 

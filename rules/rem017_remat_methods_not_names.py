@@ -44,14 +44,14 @@ class RematMethodsNotNames(Rule):
     fix_applicability = (Applicability.SAFE,)
 
     VALID = [
-        "import flax.linen as nn\nclass B(nn.Module):\n    def encode(self, x):\n        return x\nR = nn.remat(B, methods=[\"encode\"])",
+        'import flax.linen as nn\nclass B(nn.Module):\n    def encode(self, x):\n        return x\nR = nn.remat(B, methods=["encode"])',
         "import flax.linen as nn\nR = nn.remat(B, methods=METHODS)",
         "import jax\nclass B:\n    def encode(self, x):\n        return x\ng = jax.jit(f, methods=[B.encode])",
     ]
     INVALID = [
         Invalid(
             "import flax.linen as nn\nclass B(nn.Module):\n    def encode(self, x):\n        return x\nR = nn.remat(B, methods=[B.encode])",
-            fixed="import flax.linen as nn\nclass B(nn.Module):\n    def encode(self, x):\n        return x\nR = nn.remat(B, methods=[\"encode\"])",
+            fixed='import flax.linen as nn\nclass B(nn.Module):\n    def encode(self, x):\n        return x\nR = nn.remat(B, methods=["encode"])',
         ),
     ]
 

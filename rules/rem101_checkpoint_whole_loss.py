@@ -7,7 +7,6 @@ from remat_lint.findings import Finding, Severity
 from remat_lint.rule import Invalid, Rule
 
 if TYPE_CHECKING:
-
     from remat_lint.analysis.differentiation import Differentiation
     from remat_lint.analysis.sites import RematSite
     from remat_lint.project.model import Project, ProjectModule
@@ -158,10 +157,14 @@ class CheckpointWholeLoss(Rule):
     ]
     INVALID = [
         Invalid("import jax\ng = jax.grad(jax.checkpoint(loss))"),
-        Invalid("import jax\ndef loss(p, x):\n    return (p * x).sum()\nloss = jax.checkpoint(loss)\ng = jax.value_and_grad(loss)"),
+        Invalid(
+            "import jax\ndef loss(p, x):\n    return (p * x).sum()\nloss = jax.checkpoint(loss)\ng = jax.value_and_grad(loss)"
+        ),
         Invalid("import jax\n@jax.value_and_grad\n@jax.checkpoint\ndef loss(p, x):\n    return (p * x).sum()"),
-        Invalid("import functools, jax\n@jax.checkpoint\ndef loss(p, x):\n    return (p * x).sum()\n"
-                "g = functools.partial(jax.grad, argnums=1)(loss)"),
+        Invalid(
+            "import functools, jax\n@jax.checkpoint\ndef loss(p, x):\n    return (p * x).sum()\n"
+            "g = functools.partial(jax.grad, argnums=1)(loss)"
+        ),
         Invalid("import equinox as eqx\nimport jax\ng = eqx.filter_value_and_grad(jax.checkpoint(loss))"),
         Invalid("from flax import nnx\ng = nnx.grad(nnx.remat(loss))"),
         Invalid("import jax\nckpt_loss = jax.checkpoint(loss)\ng = jax.grad(lambda p: ckpt_loss(p, batch))"),

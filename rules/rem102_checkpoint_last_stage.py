@@ -48,9 +48,36 @@ EFFECT = {
 # Operations after the stage whose gradient does not need its output (under grad, the forward
 # pass of the stage is then dead code); ``*`` and ``/`` may be either.
 _WORST_FIRST = ("value_and_grad", "hessian", "grad")  # reverse mode: forward mode keeps no residuals
-_LINEAR = frozenset({"+", "-", "mean", "sum", "astype", "reshape", "squeeze", "transpose", "ravel", "flatten",
-                     "stop_gradient", "pmean", "psum", "tuple", "dict", "get", "float", "add", "subtract",
-                     "negative", "take", "take_along_axis", "concatenate", "stack", "expand_dims", "swapaxes"})
+_LINEAR = frozenset(
+    {
+        "+",
+        "-",
+        "mean",
+        "sum",
+        "astype",
+        "reshape",
+        "squeeze",
+        "transpose",
+        "ravel",
+        "flatten",
+        "stop_gradient",
+        "pmean",
+        "psum",
+        "tuple",
+        "dict",
+        "get",
+        "float",
+        "add",
+        "subtract",
+        "negative",
+        "take",
+        "take_along_axis",
+        "concatenate",
+        "stack",
+        "expand_dims",
+        "swapaxes",
+    }
+)
 _MAYBE_LINEAR = frozenset({"*", "/", "multiply", "divide", "true_divide", "where"})
 
 
@@ -185,7 +212,9 @@ class CheckpointLastStage(Rule):
             "import jax\nimport optax\n@jax.checkpoint\ndef model(p, x):\n    return x\n@jax.grad\n"
             "def loss(p, x, y):\n    return optax.softmax_cross_entropy(model(p, body(p, x)), y).mean()"
         ),
-        Invalid("import jax\nimport jax.numpy as jnp\nloss_grad = jax.grad(lambda p, x: jnp.sum(jax.checkpoint(f)(p, x)))"),
+        Invalid(
+            "import jax\nimport jax.numpy as jnp\nloss_grad = jax.grad(lambda p, x: jnp.sum(jax.checkpoint(f)(p, x)))"
+        ),
     ]
 
     def check(self) -> None:
@@ -213,12 +242,18 @@ class CheckpointLastStage(Rule):
                 reported.add(id(stage.call))
                 self.report(stage.call, self._message(d, function, stage))
         differentiated = {id(d.denoted.function) for d in ctx.differentiations.all}
-        self._exported([
-            s for s in ctx.module.body
-            if isinstance(s, cst.FunctionDef) and id(s) not in differentiated
-            and not any(ctx.callables.site_of(d) for d in s.decorators)  # a whole checkpoint is REM101's
-        ])
-        self._exported_checkpoints({id(s) for d in ctx.differentiations.all for s in (d.denoted.sites or d.denoted.wrapped)})
+        self._exported(
+            [
+                s
+                for s in ctx.module.body
+                if isinstance(s, cst.FunctionDef)
+                and id(s) not in differentiated
+                and not any(ctx.callables.site_of(d) for d in s.decorators)  # a whole checkpoint is REM101's
+            ]
+        )
+        self._exported_checkpoints(
+            {id(s) for d in ctx.differentiations.all for s in (d.denoted.sites or d.denoted.wrapped)}
+        )
 
     def _exported_checkpoints(self, differentiated: set[int]) -> None:
         """The checkpoints other modules can import under a name (``@jax.checkpoint def head``,
@@ -310,7 +345,11 @@ def message(
 ) -> str:
     """``through``: the functions the differentiated one calls to reach the stage; ``where``: the
     place of the differentiation, when it is in another module."""
-    follows = f"Only cheap work follows it ({', '.join(f'`{a}`' for a in after[:4])})" if after else "Its result is returned as it is"
+    follows = (
+        f"Only cheap work follows it ({', '.join(f'`{a}`' for a in after[:4])})"
+        if after
+        else "Its result is returned as it is"
+    )
     via = f" (through {', '.join(f'`{f}`' for f in through)})" if through else ""
     return (
         f"`{called}(...)` is the last stage of {name}{via}: checkpointing it saves little or no memory. "

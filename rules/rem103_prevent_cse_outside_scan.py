@@ -158,7 +158,9 @@ class PreventCseOutsideScan(Rule):
                 if functions := _unrolled_in(self.ctx.model, self._direct_uses(site)):
                     # Another module may import the checkpoint itself and scan it.
                     symbols = [*functions, *filter(None, [exported])]
-                    self.report(site.node, "", fix=self._fix(site, arg), pending=True, symbols=symbols, unrolled_in=functions)
+                    self.report(
+                        site.node, "", fix=self._fix(site, arg), pending=True, symbols=symbols, unrolled_in=functions
+                    )
             return
         for site, arg in candidates:
             if self._in_class(site):
@@ -204,7 +206,12 @@ class PreventCseOutsideScan(Rule):
                     )
                     kept.append(finding)
                 continue
-            uses = [(m, fact) for m, facts in project.facts(cls.code) for fact in facts if project.resolve(m, fact[:2]) == symbol]
+            uses = [
+                (m, fact)
+                for m, facts in project.facts(cls.code)
+                for fact in facts
+                if project.resolve(m, fact[:2]) == symbol
+            ]
             if not uses or not all(fact[2] for _, fact in uses):
                 continue  # a library's public API (its users may scan it), or a result used otherwise
             if any(fact[3] and project.in_loop_body((m.name, fact[3])) for m, fact in uses):
@@ -286,7 +293,9 @@ def _returned_by(model: SemanticModel, node: cst.CSTNode) -> str | None:
     import libcst as cst
 
     statement = model.parent(node)
-    function = next((a for a in model.ancestors(node) if isinstance(a, (cst.FunctionDef, cst.Lambda, cst.ClassDef))), None)
+    function = next(
+        (a for a in model.ancestors(node) if isinstance(a, (cst.FunctionDef, cst.Lambda, cst.ClassDef))), None
+    )
     if not isinstance(statement, cst.Return) or not isinstance(function, cst.FunctionDef) or function.decorators:
         return None
     return function.name.value if model.parent(function) is model.module else None

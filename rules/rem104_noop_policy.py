@@ -106,18 +106,24 @@ class NoopPolicy(Rule):
                     "its body is `lambda *_, **__: True`: as a policy it saves every value, these names included, like "
                     "`everything_saveable`; to save only named values minus these, use `save_any_names_but_these`",
                     # target-jax-version below 0.10.2 (read in the 0.10.1 and 0.10.2 sources):
-                    before_jax=("0.10.2", f"`{self.ctx.code(call.func)}(...)` saves everything from JAX 0.10.2 — breaks "
-                                "on upgrade. Up to 0.10.1 it saves every value except the given names; from 0.10.2 its "
-                                "body is `lambda *_, **__: True`, so it saves these names too, like `everything_saveable`, "
-                                "and the checkpoint's memory saving is silently lost; to save only named values minus "
-                                "these, use `save_any_names_but_these`"),
+                    before_jax=(
+                        "0.10.2",
+                        f"`{self.ctx.code(call.func)}(...)` saves everything from JAX 0.10.2 — breaks "
+                        "on upgrade. Up to 0.10.1 it saves every value except the given names; from 0.10.2 its "
+                        "body is `lambda *_, **__: True`, so it saves these names too, like `everything_saveable`, "
+                        "and the checkpoint's memory saving is silently lost; to save only named values minus "
+                        "these, use `save_any_names_but_these`",
+                    ),
                 )
         for site in self.ctx.sites:
             value = site_policy(site)
             subject = None if value is None else self._subject(value)
             if subject is not None:
-                self.report(site.node, f"{subject} saves every intermediate: the checkpoint saves no memory. "
-                            f"{SAVES_EVERYTHING}; remove the checkpoint or save less")
+                self.report(
+                    site.node,
+                    f"{subject} saves every intermediate: the checkpoint saves no memory. "
+                    f"{SAVES_EVERYTHING}; remove the checkpoint or save less",
+                )
 
     def _subject(self, value: cst.BaseExpression) -> str | None:
         """The start of the message when ``value`` is a policy that saves everything, else None."""

@@ -71,7 +71,9 @@ class TrivialCustomPolicy(Rule):
     ]
     INVALID = [
         Invalid("import jax\ng = jax.checkpoint(f, policy=lambda *_, **__: False)"),
-        Invalid("import jax\ndef policy(prim, *args, **params):\n    return False\ng = jax.checkpoint(f, policy=policy)"),
+        Invalid(
+            "import jax\ndef policy(prim, *args, **params):\n    return False\ng = jax.checkpoint(f, policy=policy)"
+        ),
         Invalid("import haiku as hk\ndef policy(prim, *args, **params):\n    pass\ng = hk.remat(f, policy=policy)"),
     ]
 

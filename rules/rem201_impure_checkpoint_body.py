@@ -129,18 +129,26 @@ class ImpureCheckpointBody(Rule):
     INVALID = [
         Invalid("import jax\n@jax.checkpoint\ndef f(x):\n    print('x is', x)\n    return x"),
         Invalid("import jax\ncalls = []\n@jax.checkpoint\ndef f(x):\n    calls.append(x)\n    return x"),
-        Invalid("import jax\ncount = 0\ndef f(x):\n    global count\n    count += 1\n    return x\ng = jax.checkpoint(f)"),
+        Invalid(
+            "import jax\ncount = 0\ndef f(x):\n    global count\n    count += 1\n    return x\ng = jax.checkpoint(f)"
+        ),
         Invalid("import jax\nimport numpy as np\ng = jax.checkpoint(lambda x: x + np.random.normal())"),
         Invalid("import jax, time\n@jax.checkpoint\ndef f(x):\n    return x * time.time()"),
-        Invalid("import jax\nimport logging\n@jax.checkpoint\ndef f(x):\n    y = x * 2\n    logging.info('y=%s', y)\n    return y"),
+        Invalid(
+            "import jax\nimport logging\n@jax.checkpoint\ndef f(x):\n    y = x * 2\n    logging.info('y=%s', y)\n    return y"
+        ),
         Invalid("import jax\ndef log(x):\n    print(x)\n@jax.checkpoint\ndef f(x):\n    log(x)\n    return x"),
         Invalid(
             "import flax.linen as nn\nSTATS = {}\nclass Block(nn.Module):\n    @nn.compact\n    def __call__(self, x):\n"
             "        return self.norm(x)\n    def norm(self, x):\n        STATS['norm'] = x\n        return x\nR = nn.remat(Block)"
         ),
-        Invalid("import jax\nclass Layer:\n    @jax.checkpoint\n    def __call__(self, x):\n        self.last = x\n        return x"),
-        Invalid("import jax\ndef make():\n    n = 0\n    @jax.checkpoint\n    def f(x):\n        nonlocal n\n"
-                "        n += 1\n        return x\n    return f"),
+        Invalid(
+            "import jax\nclass Layer:\n    @jax.checkpoint\n    def __call__(self, x):\n        self.last = x\n        return x"
+        ),
+        Invalid(
+            "import jax\ndef make():\n    n = 0\n    @jax.checkpoint\n    def f(x):\n        nonlocal n\n"
+            "        n += 1\n        return x\n    return f"
+        ),
     ]
 
     def check(self) -> None:
@@ -162,4 +170,3 @@ def _explain(effect: Effect) -> str:
     what = _WHAT[effect.kind].format(s=effect.subject)
     consequence = BAKED if effect.kind in ("random", "time") else TRACE_TIME
     return f"{what}. {consequence[0].upper()}{consequence[1:]}; {_ADVICE.get(effect.kind, _STATE_ADVICE)}"
-

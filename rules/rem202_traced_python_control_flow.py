@@ -127,9 +127,15 @@ class TracedPythonControlFlow(Rule):
     INVALID = [
         Invalid("import jax\n@jax.checkpoint\ndef f(x, training):\n    if training:\n        x = x * 2\n    return x"),
         Invalid("import jax\ng = jax.checkpoint(lambda x, n: x if n > 1 else -x)"),
-        Invalid("import jax\ndef f(x, n):\n    for _ in range(n):\n        x = x * 2\n    return x\ng = jax.checkpoint(f)"),
-        Invalid("import jax\n@jax.checkpoint\ndef f(x, deterministic=True):\n    return x if deterministic else -x\ny = f(x, False)"),
-        Invalid("import jax\ndef f(x, flag=None):\n    if flag:\n        return -x\n    return x\ny = jax.checkpoint(f)(x, flag=False)"),
+        Invalid(
+            "import jax\ndef f(x, n):\n    for _ in range(n):\n        x = x * 2\n    return x\ng = jax.checkpoint(f)"
+        ),
+        Invalid(
+            "import jax\n@jax.checkpoint\ndef f(x, deterministic=True):\n    return x if deterministic else -x\ny = f(x, False)"
+        ),
+        Invalid(
+            "import jax\ndef f(x, flag=None):\n    if flag:\n        return -x\n    return x\ny = jax.checkpoint(f)(x, flag=False)"
+        ),
         Invalid(
             "import flax.linen as nn\nclass Block(nn.Module):\n    @nn.compact\n    def __call__(self, x, deterministic: bool):\n"
             "        return x if deterministic else -x\nR = nn.remat(Block, static_argnums=(1,))"

@@ -110,8 +110,12 @@ class DebugCallbackInCheckpoint(Rule):
     ]
     INVALID = [
         Invalid("import jax\n@jax.checkpoint\ndef f(x):\n    jax.debug.print('x={x}', x=x)\n    return x"),
-        Invalid("import jax\nfrom jax.experimental import io_callback\n@jax.checkpoint\ndef f(x):\n    io_callback(save, None, x)\n    return x"),
-        Invalid("import jax\ndef trace(x):\n    jax.debug.callback(record, x)\n@jax.checkpoint\ndef f(x):\n    trace(x)\n    return x"),
+        Invalid(
+            "import jax\nfrom jax.experimental import io_callback\n@jax.checkpoint\ndef f(x):\n    io_callback(save, None, x)\n    return x"
+        ),
+        Invalid(
+            "import jax\ndef trace(x):\n    jax.debug.callback(record, x)\n@jax.checkpoint\ndef f(x):\n    trace(x)\n    return x"
+        ),
         Invalid(
             "import jax\nimport flax.linen as nn\nclass Block(nn.Module):\n    @nn.compact\n    def __call__(self, x):\n"
             "        jax.debug.print('{x}', x=x)\n        return x\nR = nn.remat(Block)"
@@ -124,7 +128,10 @@ class DebugCallbackInCheckpoint(Rule):
             saves_everything = self._saves_everything(fn)
             for call, message in self._callbacks(fn.node, saves_everything):
                 if not self._tests_the_error(call, message):
-                    self.report(statement_of(self.ctx.model, call), f"`{self.ctx.code(call.func)}` in a checkpointed function {message}")
+                    self.report(
+                        statement_of(self.ctx.model, call),
+                        f"`{self.ctx.code(call.func)}` in a checkpointed function {message}",
+                    )
             for helper in bodies.helpers(fn.node):
                 found = next(self._callbacks(helper.function, saves_everything), None)
                 if found is not None and not self._tests_the_error(helper.call, found[1]):

@@ -64,8 +64,14 @@ class PreferJaxCheckpoint(Rule):
         "def remat(f):\n    return f\ng = remat(f)",
     ]
     INVALID = [
-        Invalid("import jax\ng = jax.remat(f, prevent_cse=False)", fixed="import jax\ng = jax.checkpoint(f, prevent_cse=False)"),
-        Invalid("import jax as j\n@j.remat\ndef f(x):\n    return x", fixed="import jax as j\n@j.checkpoint\ndef f(x):\n    return x"),
+        Invalid(
+            "import jax\ng = jax.remat(f, prevent_cse=False)",
+            fixed="import jax\ng = jax.checkpoint(f, prevent_cse=False)",
+        ),
+        Invalid(
+            "import jax as j\n@j.remat\ndef f(x):\n    return x",
+            fixed="import jax as j\n@j.checkpoint\ndef f(x):\n    return x",
+        ),
         Invalid(
             "import functools\nimport jax\n@functools.partial(jax.remat, static_argnums=(1,))\ndef f(x, n):\n    return x",
             fixed="import functools\nimport jax\n@functools.partial(jax.checkpoint, static_argnums=(1,))\ndef f(x, n):\n    return x",

@@ -79,9 +79,18 @@ def cli_diffs() -> dict[str, str]:
 def flake8_results() -> dict[str, list[tuple[int, int, str, str]]]:
     """Per fixture path: flake8's (row, column, code, text) for every REM finding."""
     proc = subprocess.run(
-        [sys.executable, "-m", "flake8", "--isolated", "--select=REM",
-         "--format=%(path)s|%(row)d|%(col)d|%(code)s|%(text)s", *map(str, FIXTURES)],
-        capture_output=True, text=True, cwd=ROOT,
+        [
+            sys.executable,
+            "-m",
+            "flake8",
+            "--isolated",
+            "--select=REM",
+            "--format=%(path)s|%(row)d|%(col)d|%(code)s|%(text)s",
+            *map(str, FIXTURES),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
     )
     assert proc.returncode in (0, 1), proc.stderr
     by_file: dict[str, list[tuple[int, int, str, str]]] = {}

@@ -30,18 +30,25 @@ class _AsMutmutNames(importlib.abc.Loader):
 
     def exec_module(self, module: ModuleType) -> None:
         code = self.loader.get_code(module.__name__)  # type: ignore[attr-defined]
-        module.__name__ = "rules" + module.__name__[len(_PACKAGE):]  # what functions and classes record as __module__
+        module.__name__ = "rules" + module.__name__[len(_PACKAGE) :]  # what functions and classes record as __module__
         sys.modules[module.__name__] = module
         exec(code, module.__dict__)  # noqa: S102
 
 
 class _RulesFinder(importlib.abc.MetaPathFinder):
-    def find_spec(self, fullname: str, path: object = None, target: object = None) -> importlib.machinery.ModuleSpec | None:
+    def find_spec(
+        self, fullname: str, path: object = None, target: object = None
+    ) -> importlib.machinery.ModuleSpec | None:
         if fullname != _PACKAGE and not fullname.startswith(_PACKAGE + "."):
             return None
         location = [str(_RULES)] if fullname != _PACKAGE else None
-        spec = (importlib.machinery.PathFinder.find_spec(fullname, location) if location else
-                importlib.util.spec_from_file_location(fullname, _RULES / "__init__.py", submodule_search_locations=[str(_RULES)]))
+        spec = (
+            importlib.machinery.PathFinder.find_spec(fullname, location)
+            if location
+            else importlib.util.spec_from_file_location(
+                fullname, _RULES / "__init__.py", submodule_search_locations=[str(_RULES)]
+            )
+        )
         if spec is not None and spec.loader is not None and fullname != _PACKAGE:
             spec.loader = _AsMutmutNames(spec.loader)
         return spec

@@ -12,8 +12,9 @@ import pytest
 from remat_lint.cli import main
 
 
-def project_messages(root: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
-                     files: dict[str, str], *select: str) -> list[tuple[str, int, str]]:
+def project_messages(
+    root: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, files: dict[str, str], *select: str
+) -> list[tuple[str, int, str]]:
     """(path, row, "CODE whole message") of each finding, ``files`` (path: source) linted as one project."""
     (root / "pyproject.toml").write_text("[project]\nname = 'p'\n")
     for path, source in files.items():
@@ -22,6 +23,10 @@ def project_messages(root: Path, capsys: pytest.CaptureFixture[str], monkeypatch
     monkeypatch.chdir(root)
     main(["--select", ",".join(select) or "ALL", "--no-cache", "--output-format", "json", "."])
     return [
-        (f["filename"], f["location"]["row"], f"{f['code']} {f['message']}" + (f". {f['detail']}" if f["detail"] else ""))
+        (
+            f["filename"],
+            f["location"]["row"],
+            f"{f['code']} {f['message']}" + (f". {f['detail']}" if f["detail"] else ""),
+        )
         for f in json.loads(capsys.readouterr().out)
     ]

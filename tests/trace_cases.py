@@ -48,5 +48,12 @@ LINEN_INIT = "from pkg.layers import Block\nfrom pkg.model import Model\n"
 
 def lint(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     """``remat-lint ARGS`` in ``cwd``, this checkout's remat_lint first on the path."""
-    return subprocess.run([sys.executable, "-m", "remat_lint", *args], capture_output=True, text=True, cwd=cwd,
-                          timeout=600, check=False, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    return subprocess.run(
+        [sys.executable, "-m", "remat_lint", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=600,
+        check=False,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )

@@ -325,7 +325,9 @@ class _Resolver:
             items = [e.value for e in value.elements]
         else:
             return []
-        return [i.evaluated_value for i in items if isinstance(i, cst.SimpleString) and isinstance(i.evaluated_value, str)]
+        return [
+            i.evaluated_value for i in items if isinstance(i, cst.SimpleString) and isinstance(i.evaluated_value, str)
+        ]
 
     def _with_self_calls(self, entries: list[CheckpointedFunction]) -> list[CheckpointedFunction]:
         """Add the methods Flax entry methods call through their Module (``self.m(...)``): they run

@@ -165,7 +165,14 @@ def self_writes(model: SemanticModel, function: cst.FunctionDef, name: str) -> l
 
 # Where an attribute may be written (a tuple element may be a read too: counted, to stay certain).
 _WRITE_PARENTS = (
-    cst.AssignTarget, cst.AugAssign, cst.AnnAssign, cst.For, cst.WithItem, cst.AsName, cst.Element, cst.StarredElement,
+    cst.AssignTarget,
+    cst.AugAssign,
+    cst.AnnAssign,
+    cst.For,
+    cst.WithItem,
+    cst.AsName,
+    cst.Element,
+    cst.StarredElement,
 )
 
 

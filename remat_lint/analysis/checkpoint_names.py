@@ -84,7 +84,9 @@ class CheckpointNames:
                 fills = [self._alternatives(a.value, depth) for a in expr.args if a.keyword is None]
                 fields = _FORMAT_FIELD.findall(template.replace("{{", "").replace("}}", ""))
                 in_order = all(f == "{}" for f in fields)  # ``{0}``, ``{name}``, specs: holes match anything
-                return _holes(template.replace("{{", "\1").replace("}}", "\2"), _FORMAT_FIELD, fills if in_order else [])
+                return _holes(
+                    template.replace("{{", "\1").replace("}}", "\2"), _FORMAT_FIELD, fills if in_order else []
+                )
         return None
 
     def _alternatives(self, expr: cst.BaseExpression, depth: int) -> str:
@@ -160,14 +162,18 @@ class CheckpointNames:
 def _holes(template: str, hole: re.Pattern[str], fills: list[str]) -> str:
     """``template`` with its ``hole``s filled by ``fills`` in order when there is one for each,
     else matching anything (``\\0``, ``\\1``, ``\\2`` stand for ``%``, ``{``, ``}`` in it)."""
-    pieces = [re.escape(piece.replace("\0", "%").replace("\1", "{").replace("\2", "}")) for piece in hole.split(template)]
+    pieces = [
+        re.escape(piece.replace("\0", "%").replace("\1", "{").replace("\2", "}")) for piece in hole.split(template)
+    ]
     if len(fills) != len(pieces) - 1:
         fills = [_ANYTHING] * (len(pieces) - 1)
     return pieces[0] + "".join(fill + piece for fill, piece in zip(fills, pieces[1:], strict=True))
 
 
 def _literal(expr: cst.BaseExpression) -> str | None:
-    value = getattr(expr, "evaluated_value", None) if isinstance(expr, (cst.SimpleString, cst.ConcatenatedString)) else None
+    value = (
+        getattr(expr, "evaluated_value", None) if isinstance(expr, (cst.SimpleString, cst.ConcatenatedString)) else None
+    )
     return value if isinstance(value, str) else None
 
 

@@ -41,15 +41,29 @@ ENVIRONMENT_GETTERS = frozenset({"os.environ.get", "os.getenv"})
 _ANNOTATED_KINDS: dict[str, Kind] = {"str": "str", "bool": "bool", "int": "int"}
 _CUSTOM_INIT = frozenset({"__init__", "__post_init__", "__new__", "__getattr__", "__getattribute__", "__setattr__"})
 _DATACLASS_DECORATORS = frozenset(
-    {"dataclasses.dataclass", flax.STRUCT_DATACLASS, "chex.dataclass", "attr.s", "attr.attrs", "attr.define",
-     "attr.frozen", "attrs.define", "attrs.frozen", "attr.dataclass"}
+    {
+        "dataclasses.dataclass",
+        flax.STRUCT_DATACLASS,
+        "chex.dataclass",
+        "attr.s",
+        "attr.attrs",
+        "attr.define",
+        "attr.frozen",
+        "attrs.define",
+        "attrs.frozen",
+        "attr.dataclass",
+    }
 )
 _CONFIG_DICTS = frozenset({"ml_collections.ConfigDict", "ml_collections.config_dict.ConfigDict"})
 _CONFIG_BASES = frozenset({"builtins.object", "typing.NamedTuple", flax.PYTREE_NODE})
 _ABSL_FLAGS = frozenset({"absl.flags.FLAGS", "absl.flags.FlagValues"})
 _ABSL_DEFINES: dict[str, Kind] = {
-    "DEFINE_string": "str", "DEFINE_enum": "str", "DEFINE_bool": "bool", "DEFINE_boolean": "bool",
-    "DEFINE_integer": "int", "DEFINE_float": "float",
+    "DEFINE_string": "str",
+    "DEFINE_enum": "str",
+    "DEFINE_bool": "bool",
+    "DEFINE_boolean": "bool",
+    "DEFINE_integer": "int",
+    "DEFINE_float": "float",
 }
 
 
@@ -72,8 +86,10 @@ class ConfigSources:
             return {}
         fields: dict[str, tuple[Possible | None, Possible | None]] = {}
         for statement in _class_statements(cls):
-            targets = [statement.target] if isinstance(statement, cst.AnnAssign) else (
-                [t.target for t in statement.targets] if isinstance(statement, cst.Assign) else []
+            targets = (
+                [statement.target]
+                if isinstance(statement, cst.AnnAssign)
+                else ([t.target for t in statement.targets] if isinstance(statement, cst.Assign) else [])
             )
             for target in targets:
                 if isinstance(target, cst.Name) and not self.field_written(target.value):
@@ -96,7 +112,11 @@ class ConfigSources:
 
     def environment_item(self, expr: cst.Subscript) -> Possible | None:
         """``os.environ[name]``: a str (or ``KeyError``)."""
-        return (Value("str", node=expr, via="os.environ"),) if self.model.qualified_name(expr.value) == "os.environ" else None
+        return (
+            (Value("str", node=expr, via="os.environ"),)
+            if self.model.qualified_name(expr.value) == "os.environ"
+            else None
+        )
 
     def _config_field(self, expr: cst.Attribute, depth: int) -> Possible | None:
         """``cfg.field`` of a config object whose class this module defines, of a config a Module
@@ -160,7 +180,11 @@ class ConfigSources:
             if owner is None or self.field_written(expr.attr.value):
                 return None
             for statement in _class_statements(owner):
-                if isinstance(statement, cst.AnnAssign) and isinstance(statement.target, cst.Name) and statement.target.value == expr.attr.value:
+                if (
+                    isinstance(statement, cst.AnnAssign)
+                    and isinstance(statement.target, cst.Name)
+                    and statement.target.value == expr.attr.value
+                ):
                     cls = self.model.definition(statement.annotation.annotation)
                     return cls if isinstance(cls, cst.ClassDef) and self._is_config_class(cls) else None
             return None
@@ -197,8 +221,10 @@ class ConfigSources:
         """The one value written to ``<built>.field`` in the module, where ``built`` names the
         ConfigDict (any other write of ``.field``, an override, makes it unknown)."""
         writes = [
-            a for a in self.model.attributes
-            if a.attr.value == field and isinstance(self.model.parent(a), (cst.AssignTarget, cst.AugAssign, cst.AnnAssign))
+            a
+            for a in self.model.attributes
+            if a.attr.value == field
+            and isinstance(self.model.parent(a), (cst.AssignTarget, cst.AugAssign, cst.AnnAssign))
         ]
         if len(writes) != 1:
             return None
@@ -240,7 +266,11 @@ class ConfigSources:
     def _annotated_field(self, cls: cst.ClassDef, field: str, via: str, depth: int) -> Possible | None:
         """A field any instance may hold: annotated ``str``/``bool``/``int``, with a default of that kind."""
         for statement in _class_statements(cls):
-            if isinstance(statement, cst.AnnAssign) and isinstance(statement.target, cst.Name) and statement.target.value == field:
+            if (
+                isinstance(statement, cst.AnnAssign)
+                and isinstance(statement.target, cst.Name)
+                and statement.target.value == field
+            ):
                 annotation = statement.annotation.annotation
                 kind = _ANNOTATED_KINDS.get(annotation.value) if isinstance(annotation, cst.Name) else None
                 default = self.values.single(statement.value, depth) if statement.value is not None else None
@@ -252,7 +282,8 @@ class ConfigSources:
     def field_written(self, field: str) -> bool:
         """Some statement assigns ``<x>.field`` (``__post_init__``, a later override): unknown."""
         return any(
-            attribute.attr.value == field and isinstance(self.model.parent(attribute), (cst.AssignTarget, cst.AugAssign))
+            attribute.attr.value == field
+            and isinstance(self.model.parent(attribute), (cst.AssignTarget, cst.AugAssign))
             for attribute in self.model.attributes
         )
 
@@ -280,7 +311,8 @@ class ConfigSources:
 
     def _absl_definition(self, name: str) -> cst.Call | None:
         found = [
-            call for call in self.model.calls
+            call
+            for call in self.model.calls
             if _absl_define_kind(self.model, call) is not None and call.args and evaluated(call.args[0].value) == name
         ]
         return found[0] if len(found) == 1 else None
@@ -291,7 +323,11 @@ class ConfigSources:
         if not isinstance(expr.value, cst.Name):
             return None
         parsed = self.model.assigned_value(expr.value)
-        if not (isinstance(parsed, cst.Call) and isinstance(parsed.func, cst.Attribute) and parsed.func.attr.value == "parse_args"):
+        if not (
+            isinstance(parsed, cst.Call)
+            and isinstance(parsed.func, cst.Attribute)
+            and parsed.func.attr.value == "parse_args"
+        ):
             return None
         parser = parsed.func.value
         if not isinstance(parser, cst.Name):
@@ -334,9 +370,15 @@ def _class_statements(cls: cst.ClassDef) -> list[cst.BaseSmallStatement]:
 
 def _field_default(cls: cst.ClassDef, field: str) -> cst.BaseExpression | None:
     for statement in _class_statements(cls):
-        if isinstance(statement, cst.AnnAssign) and isinstance(statement.target, cst.Name) and statement.target.value == field:
+        if (
+            isinstance(statement, cst.AnnAssign)
+            and isinstance(statement.target, cst.Name)
+            and statement.target.value == field
+        ):
             return statement.value
-        if isinstance(statement, cst.Assign) and any(isinstance(t.target, cst.Name) and t.target.value == field for t in statement.targets):
+        if isinstance(statement, cst.Assign) and any(
+            isinstance(t.target, cst.Name) and t.target.value == field for t in statement.targets
+        ):
             return statement.value
     return None
 
@@ -349,7 +391,12 @@ def _absl_define_kind(model: SemanticModel, call: cst.Call) -> Kind | None:
 
 def _adds_argument(call: cst.Call, parser: str) -> bool:
     func = call.func
-    return isinstance(func, cst.Attribute) and func.attr.value == "add_argument" and isinstance(func.value, cst.Name) and func.value.value == parser
+    return (
+        isinstance(func, cst.Attribute)
+        and func.attr.value == "add_argument"
+        and isinstance(func.value, cst.Name)
+        and func.value.value == parser
+    )
 
 
 def _dest(call: cst.Call) -> str | None:
@@ -361,4 +408,3 @@ def _dest(call: cst.Call) -> str | None:
     if longs:
         return longs[0][2:].replace("-", "_")
     return names[0] if names and names[0] is not None and not names[0].startswith("-") else None
-

@@ -39,7 +39,9 @@ _MAX_CALL_DEPTH = 3
 _LEAF_ANNOTATIONS = frozenset({"bool", "int", "float"})
 _ARRAY_ANNOTATIONS = frozenset({"Array", "ndarray", "ArrayLike", "Tensor"})
 # jaxtyping's dtype-annotated arrays: Float[Array, "b d"].
-_JAXTYPING = frozenset({"Float", "Int", "Bool", "Shaped", "Num", "Real", "Inexact", "Integer", "UInt", "Key", "Complex"})
+_JAXTYPING = frozenset(
+    {"Float", "Int", "Bool", "Shaped", "Num", "Real", "Inexact", "Integer", "UInt", "Key", "Complex"}
+)
 
 
 @dataclass(frozen=True)
@@ -82,15 +84,20 @@ def is_flag(model: SemanticModel, nodes: list[cst.CSTNode], param: cst.Param) ->
 def _not_a_reference(model: SemanticModel, name: cst.Name) -> bool:
     """``f(p=...)``'s keyword, ``x.p``'s attribute: the parameter's name, not the parameter."""
     parent = model.parent(name)
-    return isinstance(parent, (cst.Arg, cst.Attribute)) and name in (getattr(parent, "keyword", None), getattr(parent, "attr", None))
+    return isinstance(parent, (cst.Arg, cst.Attribute)) and name in (
+        getattr(parent, "keyword", None),
+        getattr(parent, "attr", None),
+    )
 
 
 def _flag_use(model: SemanticModel, name: cst.Name) -> str | None:
-    """"tested", "handed on" (an argument of another call), or None (any other use)."""
+    """ "tested", "handed on" (an argument of another call), or None (any other use)."""
     parent = model.parent(name)
     if isinstance(parent, (cst.If, cst.While, cst.IfExp, cst.Assert, cst.CompIf)):
         return "tested" if parent.test is name else None
-    if isinstance(parent, cst.BooleanOperation) or (isinstance(parent, cst.UnaryOperation) and isinstance(parent.operator, cst.Not)):
+    if isinstance(parent, cst.BooleanOperation) or (
+        isinstance(parent, cst.UnaryOperation) and isinstance(parent.operator, cst.Not)
+    ):
         return "tested"
     if isinstance(parent, cst.Arg) and parent.value is name:
         call = model.parent(parent)
@@ -231,7 +238,9 @@ class _Finder:
             use = next((u for n in body for u in inner.visit(n)), None)
             if use is not None and (use.use in ("order", "range") or self._leaf(mine)):  # ours may be a pytree
                 name = self.model.module.code_for_node(call.func if skip == 0 else call.func.func)  # type: ignore[attr-defined]
-                yield ControlUse(statement_of(self.model, call), arg.value, mine, use.use, f"{use.construct} in `{name}`")
+                yield ControlUse(
+                    statement_of(self.model, call), arg.value, mine, use.use, f"{use.construct} in `{name}`"
+                )
 
     def _callee(self, call: cst.Call) -> tuple[cst.FunctionDef | None, int]:
         """The same-module function ``call`` calls, and how many of its leading parameters are not
@@ -308,4 +317,3 @@ class _Finder:
         if param is None or not bindings or not any(b.node is param for b in bindings):
             return None
         return param if all(b.node is param or is_step(b, expr.value) for b in bindings) else None
-

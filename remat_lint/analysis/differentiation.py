@@ -87,14 +87,23 @@ class Differentiations:
         if not isinstance(function, cst.FunctionDef):
             return False
         nodes = list(_walk(function.body))
-        assigned = {t.target.value for n in nodes if isinstance(n, cst.Assign) and _contains(n.value, call)
-                    for t in n.targets if isinstance(t.target, cst.Name)}
+        assigned = {
+            t.target.value
+            for n in nodes
+            if isinstance(n, cst.Assign) and _contains(n.value, call)
+            for t in n.targets
+            if isinstance(t.target, cst.Name)
+        }
 
         def from_gradient(expr: cst.CSTNode) -> bool:
             return _contains(expr, call) or any(isinstance(n, cst.Name) and n.value in assigned for n in _walk(expr))
 
-        return any(isinstance(r, cst.Return) and r.value is not None and any(
-            self._is_reduction(n) and from_gradient(n) for n in _walk(r.value)) for r in nodes)
+        return any(
+            isinstance(r, cst.Return)
+            and r.value is not None
+            and any(self._is_reduction(n) and from_gradient(n) for n in _walk(r.value))
+            for r in nodes
+        )
 
     def _is_reduction(self, node: cst.CSTNode) -> bool:
         if not isinstance(node, cst.Call):
@@ -114,7 +123,7 @@ class Differentiations:
                 if api is None:
                     continue
                 # The remat decorators below this one wrap the function before it is differentiated.
-                below = [s for d in node.decorators[i + 1:] if (s := callables.site_of(d)) is not None]
+                below = [s for d in node.decorators[i + 1 :] if (s := callables.site_of(d)) is not None]
                 yield Differentiation(_with_aux(api, decorator.decorator), decorator, node, Denoted(below, node))
         for call in model.calls:
             if isinstance(model.parent(call), cst.Decorator):
@@ -201,7 +210,7 @@ def pullback_deferred(model: SemanticModel, d: Differentiation) -> bool:
         return True
     pullback = target.elements[1].value
     siblings = list(block.body)  # type: ignore[union-attr]
-    following = siblings[siblings.index(line) + 1:][:1]
+    following = siblings[siblings.index(line) + 1 :][:1]
     return not (
         isinstance(pullback, cst.Name)
         and following

@@ -39,26 +39,79 @@ from remat_lint.apis import PARTIAL
 Kind = Literal["print", "logging", "global", "nonlocal", "container", "attribute", "io", "random", "time"]
 
 _LOG_METHODS = frozenset(
-    {"debug", "info", "warning", "warn", "error", "exception", "critical", "fatal", "log", "vlog", "log_every_n",
-     "log_first_n", "log_every_n_seconds", "log_if"}
+    {
+        "debug",
+        "info",
+        "warning",
+        "warn",
+        "error",
+        "exception",
+        "critical",
+        "fatal",
+        "log",
+        "vlog",
+        "log_every_n",
+        "log_first_n",
+        "log_every_n_seconds",
+        "log_if",
+    }
 )
 _LOGGING_MODULES = ("logging", "absl.logging")
 # Writes to the interpreter's streams: printing by another name.
 _STREAM_WRITES = frozenset(
-    f"sys.{stream}.{method}" for stream in ("stdout", "stderr", "__stdout__", "__stderr__") for method in ("write", "writelines")
+    f"sys.{stream}.{method}"
+    for stream in ("stdout", "stderr", "__stdout__", "__stderr__")
+    for method in ("write", "writelines")
 )
 # File objects, and what writes through one.
 _OPENERS = frozenset({"builtins.open", "io.open", "gzip.open", "bz2.open", "lzma.open", "codecs.open"})
 _FILE_WRITES = frozenset({"write", "writelines"})
 _IO_CALLS = frozenset(
-    {"builtins.open", "numpy.save", "numpy.savez", "numpy.savez_compressed", "numpy.savetxt", "numpy.load",
-     "numpy.loadtxt", "pickle.dump", "pickle.load", "json.dump", "json.load", "io.open"}
+    {
+        "builtins.open",
+        "numpy.save",
+        "numpy.savez",
+        "numpy.savez_compressed",
+        "numpy.savetxt",
+        "numpy.load",
+        "numpy.loadtxt",
+        "pickle.dump",
+        "pickle.load",
+        "json.dump",
+        "json.load",
+        "io.open",
+    }
 )
 # Draws from the global generators (seeded constructors like numpy.random.default_rng(0) are not).
 _RANDOM_DRAWS = frozenset(
-    {"random", "rand", "randn", "randint", "random_integers", "random_sample", "ranf", "sample", "uniform",
-     "normal", "standard_normal", "choice", "choices", "permutation", "shuffle", "beta", "binomial", "exponential",
-     "gamma", "gauss", "poisson", "bytes", "getrandbits", "randrange", "lognormal", "multinomial"}
+    {
+        "random",
+        "rand",
+        "randn",
+        "randint",
+        "random_integers",
+        "random_sample",
+        "ranf",
+        "sample",
+        "uniform",
+        "normal",
+        "standard_normal",
+        "choice",
+        "choices",
+        "permutation",
+        "shuffle",
+        "beta",
+        "binomial",
+        "exponential",
+        "gamma",
+        "gauss",
+        "poisson",
+        "bytes",
+        "getrandbits",
+        "randrange",
+        "lognormal",
+        "multinomial",
+    }
 )
 # Generator objects: a draw from one made outside the body (``RNG = np.random.default_rng(0)``)
 # advances shared state and is baked in like a draw from the global generator.
@@ -67,12 +120,38 @@ _GENERATORS = frozenset(
 )
 _GENERATOR_DRAWS = _RANDOM_DRAWS | {"integers", "standard_normal", "standard_exponential", "laplace", "logistic"}
 _TIME_CALLS = frozenset(
-    {"time.time", "time.time_ns", "time.perf_counter", "time.perf_counter_ns", "time.monotonic", "time.process_time",
-     "datetime.datetime.now", "datetime.datetime.utcnow", "datetime.datetime.today", "datetime.date.today"}
+    {
+        "time.time",
+        "time.time_ns",
+        "time.perf_counter",
+        "time.perf_counter_ns",
+        "time.monotonic",
+        "time.process_time",
+        "datetime.datetime.now",
+        "datetime.datetime.utcnow",
+        "datetime.datetime.today",
+        "datetime.date.today",
+    }
 )
 _MUTATORS = frozenset(
-    {"append", "extend", "insert", "remove", "pop", "popitem", "clear", "update", "setdefault", "add", "discard",
-     "appendleft", "extendleft", "popleft", "sort", "reverse"}
+    {
+        "append",
+        "extend",
+        "insert",
+        "remove",
+        "pop",
+        "popitem",
+        "clear",
+        "update",
+        "setdefault",
+        "add",
+        "discard",
+        "appendleft",
+        "extendleft",
+        "popleft",
+        "sort",
+        "reverse",
+    }
 )
 # Module state that the transform itself manages.
 _MANAGED_RECEIVER_FAMILIES = frozenset({"flax", "nnx"})
@@ -128,11 +207,19 @@ class EffectFinder:
         if qname in _TIME_CALLS:
             return Effect(call, "time", self._spelling(call.func))
         func = call.func
-        if isinstance(func, cst.Attribute) and func.attr.value in _GENERATOR_DRAWS and self._outside_generator(func.value):
+        if (
+            isinstance(func, cst.Attribute)
+            and func.attr.value in _GENERATOR_DRAWS
+            and self._outside_generator(func.value)
+        ):
             return Effect(call, "random", self._spelling(func))
         if isinstance(func, cst.Attribute) and func.attr.value in _MUTATORS and self._outside(func.value):
             return Effect(call, "container", self._spelling(func.value))
-        if isinstance(func, cst.Attribute) and func.attr.value in _FILE_WRITES and self._file_opened_outside(func.value):
+        if (
+            isinstance(func, cst.Attribute)
+            and func.attr.value in _FILE_WRITES
+            and self._file_opened_outside(func.value)
+        ):
             return Effect(call, "io", self._spelling(func))
         return None
 
@@ -151,9 +238,7 @@ class EffectFinder:
         """A name bound once, outside the body, to a new ``numpy``/``random`` generator object."""
         made = self.model.assigned_value(expr) if isinstance(expr, cst.Name) else None
         return (
-            isinstance(made, cst.Call)
-            and self.model.qualified_name(made.func) in _GENERATORS
-            and self._outside(expr)
+            isinstance(made, cst.Call) and self.model.qualified_name(made.func) in _GENERATORS and self._outside(expr)
         )
 
     def _is_logging(self, func: cst.BaseExpression, qname: str) -> bool:
@@ -177,7 +262,9 @@ class EffectFinder:
                 return Effect(statement, "nonlocal", target.value)
             return None
         if isinstance(target, (cst.Tuple, cst.List)):
-            return next((e for el in target.elements if (e := self._write(statement, el.value, scope)) is not None), None)
+            return next(
+                (e for el in target.elements if (e := self._write(statement, el.value, scope)) is not None), None
+            )
         if isinstance(target, cst.Attribute) and self._outside(target.value):
             return Effect(statement, "attribute", self._spelling(target))
         if isinstance(target, cst.Subscript) and self._outside(target.value):
@@ -255,7 +342,9 @@ def scoped_by_with(model: SemanticModel, call: cst.Call) -> bool:
 
 
 def _module_level(model: SemanticModel, node: cst.CSTNode) -> bool:
-    return model.enclosing_function(node) is None and not any(isinstance(a, cst.ClassDef) for a in model.ancestors(node))
+    return model.enclosing_function(node) is None and not any(
+        isinstance(a, cst.ClassDef) for a in model.ancestors(node)
+    )
 
 
 def _handed_to(model: SemanticModel, site: RematSite) -> Iterator[cst.Call]:
@@ -271,9 +360,13 @@ def _handed_to(model: SemanticModel, site: RematSite) -> Iterator[cst.Call]:
         if model.qualified_name(call.func) in PARTIAL:
             continue
         for expr in (call.func, *(a.value for a in call.args)):
-            if _may_be(expr, value) or isinstance(expr, cst.Name) and any(
-                b.node is value or (b.value is not None and _may_be(b.value, value))
-                for b in model.bindings_of(expr.value, model.scope_of(expr))
+            if (
+                _may_be(expr, value)
+                or isinstance(expr, cst.Name)
+                and any(
+                    b.node is value or (b.value is not None and _may_be(b.value, value))
+                    for b in model.bindings_of(expr.value, model.scope_of(expr))
+                )
             ):
                 yield call
 

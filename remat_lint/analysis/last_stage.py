@@ -27,23 +27,61 @@ from remat_lint.apis import VMAP_APIS, jax, optax
 _EXPENSIVE_JNP = frozenset(
     {"dot", "matmul", "einsum", "tensordot", "inner", "outer", "vdot", "vecdot", "kron", "convolve", "correlate"}
 )
-_CHEAP_EXACT = frozenset(
-    {
-        "builtins.float", "builtins.int", "builtins.len", "builtins.dict", "builtins.tuple", "builtins.abs",
-        "builtins.sum",
-    }
-) | jax.CHEAP_CALLS | optax.CHEAP_LOSSES
+_CHEAP_EXACT = (
+    frozenset(
+        {
+            "builtins.float",
+            "builtins.int",
+            "builtins.len",
+            "builtins.dict",
+            "builtins.tuple",
+            "builtins.abs",
+            "builtins.sum",
+        }
+    )
+    | jax.CHEAP_CALLS
+    | optax.CHEAP_LOSSES
+)
 _CHEAP_PREFIXES = (jax.NUMPY_PREFIX, jax.NN_PREFIX, optax.LOSSES_PREFIX)
 ARRAY_METHODS = frozenset(
-    {"mean", "sum", "max", "min", "std", "var", "astype", "reshape", "squeeze", "transpose", "ravel", "flatten",
-     "clip", "square", "item", "get"}
+    {
+        "mean",
+        "sum",
+        "max",
+        "min",
+        "std",
+        "var",
+        "astype",
+        "reshape",
+        "squeeze",
+        "transpose",
+        "ravel",
+        "flatten",
+        "clip",
+        "square",
+        "item",
+        "get",
+    }
 )
 # Expressions and statements that cost nothing beyond their operands (calls and binary operations
 # are checked on their own; nodes that are neither expressions nor statements are punctuation).
 _CHEAP_NODES = (
-    cst.Name, cst.Attribute, cst.Subscript, cst.UnaryOperation, cst.Comparison, cst.BooleanOperation,
-    cst.Tuple, cst.List, cst.Dict, cst.Integer, cst.Float, cst.SimpleString, cst.ConcatenatedString,
-    cst.IfExp, cst.Ellipsis, cst.GeneratorExp,
+    cst.Name,
+    cst.Attribute,
+    cst.Subscript,
+    cst.UnaryOperation,
+    cst.Comparison,
+    cst.BooleanOperation,
+    cst.Tuple,
+    cst.List,
+    cst.Dict,
+    cst.Integer,
+    cst.Float,
+    cst.SimpleString,
+    cst.ConcatenatedString,
+    cst.IfExp,
+    cst.Ellipsis,
+    cst.GeneratorExp,
 )
 _SIMPLE_TAIL = (cst.Assign, cst.AnnAssign, cst.AugAssign, cst.Return, cst.Pass)
 CALL_DEPTH = 3  # plain functions followed from the differentiated one to its last stage
@@ -58,7 +96,9 @@ class LastStage:
     whole: bool = False  # nothing but cheap work runs beside it: the checkpoint covers all the expensive work
 
 
-def last_stages(model: SemanticModel, callables: Callables, function: Function, depth: int = CALL_DEPTH) -> Iterator[LastStage]:
+def last_stages(
+    model: SemanticModel, callables: Callables, function: Function, depth: int = CALL_DEPTH
+) -> Iterator[LastStage]:
     """``depth``: how many calls of plain same-module functions to follow when the last stage is
     inside one (``return head(h).mean()`` where ``head`` returns a checkpointed call)."""
     for tail, head in _tails(function):
@@ -74,7 +114,9 @@ def tail_calls(model: SemanticModel, callables: Callables, function: Function) -
     for tail, head in _tails(function):
         for call in _calls_outside_nested_scopes(head):
             denoted = callables.denote(_unbatched(model, call.func))
-            plain = denoted.function is None or (isinstance(denoted.function, cst.FunctionDef) and not denoted.function.decorators)
+            plain = denoted.function is None or (
+                isinstance(denoted.function, cst.FunctionDef) and not denoted.function.decorators
+            )
             after = _carried(model, call, tail) if not denoted.sites and plain else None
             if after is not None:
                 yield call, after
@@ -112,7 +154,11 @@ def _in_tail(
     stages of a plain function of this module called there."""
     for call in _calls_outside_nested_scopes(head):
         denoted = callables.denote(_unbatched(model, call.func))
-        callee = denoted.function if isinstance(denoted.function, cst.FunctionDef) and not denoted.function.decorators else None
+        callee = (
+            denoted.function
+            if isinstance(denoted.function, cst.FunctionDef) and not denoted.function.decorators
+            else None
+        )
         if not denoted.sites and (callee is None or depth <= 0):
             continue
         after = _carried(model, call, tail)
@@ -163,7 +209,9 @@ def _calls_outside_nested_scopes(node: cst.CSTNode) -> Iterator[cst.Call]:
         stack.extend(child_nodes(current))
 
 
-def _cheap(model: SemanticModel, node: cst.CSTNode, skip: cst.Call | None, after: list[str], follow: bool = True) -> bool:
+def _cheap(
+    model: SemanticModel, node: cst.CSTNode, skip: cst.Call | None, after: list[str], follow: bool = True
+) -> bool:
     """Everything in ``node`` outside ``skip`` (the checkpointed call and its arguments) is cheap;
     the operations seen are appended to ``after``. ``follow``: a call of a plain function of this
     module whose body is cheap is cheap (one level)."""
@@ -212,7 +260,7 @@ def _cheap_call(model: SemanticModel, call: cst.Call) -> str | None:
 
 def _cheap_prefix(qname: str) -> bool:
     if qname.startswith(jax.NUMPY_PREFIX):
-        rest = qname[len(jax.NUMPY_PREFIX):]
+        rest = qname[len(jax.NUMPY_PREFIX) :]
         return rest not in _EXPENSIVE_JNP and not rest.startswith(("linalg.", "fft."))
     if qname.startswith(jax.NN_PREFIX):
         return "attention" not in qname

@@ -63,7 +63,9 @@ class Loops:
         self._body_functions = {id(b.denoted.function) for b in self.bodies if b.denoted.function is not None}
         self._body_exprs = {id(b.expr) for b in self.bodies}
 
-    def _add(self, call: cst.Call, qname: str, kind: Literal["loop", "vmap"], where: tuple[int, str], callables: Callables) -> None:
+    def _add(
+        self, call: cst.Call, qname: str, kind: Literal["loop", "vmap"], where: tuple[int, str], callables: Callables
+    ) -> None:
         expr = body_argument(call, *where)
         if expr is not None:
             self.bodies.append(LoopBody(qname, kind, call, expr, callables.denote(expr)))
@@ -75,7 +77,7 @@ class Loops:
         function = self.model.parent(decorator)
         if not isinstance(function, cst.FunctionDef) or body_argument(call, *LOOP_APIS[qname]) is not None:
             return
-        below = function.decorators[function.decorators.index(decorator) + 1:]  # type: ignore[arg-type]
+        below = function.decorators[function.decorators.index(decorator) + 1 :]  # type: ignore[arg-type]
         sites = [s for d in below if (s := callables.site_of(d)) is not None]
         self.bodies.append(LoopBody(qname, "loop", call, function.name, Denoted(sites, function)))
 

@@ -179,7 +179,9 @@ def declared_names(
     if mentions_checkpoint_name:  # ``checkpoint_name`` used as a value: passed on, or to a ``partial``
         for reference in (*model.names, *model.attributes):
             if id(reference) not in called and model.qualified_name(reference) in CHECKPOINT_NAME:
-                result.unknown.append(next((a for a in model.ancestors(reference) if isinstance(a, cst.Call)), reference))
+                result.unknown.append(
+                    next((a for a in model.ancestors(reference) if isinstance(a, cst.Call)), reference)
+                )
     return result
 
 
@@ -221,5 +223,7 @@ def named_checkpoints(model: SemanticModel, values: Values, mentions_checkpoint_
         found = factory_call(model, call)
         if found is not None and found[1].name in NAMED_FACTORIES:
             uses.extend(policy_names(model, *found))
-    declared = declared_names(model, CheckpointNames(model, values), {id(use.string) for use in uses}, mentions_checkpoint_name)
+    declared = declared_names(
+        model, CheckpointNames(model, values), {id(use.string) for use in uses}, mentions_checkpoint_name
+    )
     return NamedCheckpoints(uses, declared)

@@ -114,7 +114,9 @@ def child_nodes(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
 
 
 def _kind(kind: type) -> int:
-    found = _KINDS[kind] = _NODE if issubclass(kind, cst.CSTNode) else _SEQUENCE if issubclass(kind, (tuple, list)) else _OTHER
+    found = _KINDS[kind] = (
+        _NODE if issubclass(kind, cst.CSTNode) else _SEQUENCE if issubclass(kind, (tuple, list)) else _OTHER
+    )
     return found
 
 
@@ -190,7 +192,9 @@ class SemanticModel:
         self.imports: list[cst.Import | cst.ImportFrom] = []
         self.attributes: list[cst.Attribute] = []
         self.subscripts: list[cst.Subscript] = []
-        self.names: list[cst.Name] = []  # uses and targets (no attribute's ``attr``, def, class, parameter or import name)
+        self.names: list[
+            cst.Name
+        ] = []  # uses and targets (no attribute's ``attr``, def, class, parameter or import name)
         self.strings: list[cst.SimpleString] = []  # every plain string literal (REM008 reads them all)
         self._resolving: set[int] = set()
         _Builder(self).walk_module(module)
@@ -270,10 +274,14 @@ class SemanticModel:
         complete = _walk_back(before, found, lambda b: all(id(g) in around for g in b.guards))
         # A later binding in a loop that holds the use reaches it on the next iteration, unless the
         # iteration always re-binds the name before the use (``layer = Block(); layer = remat(layer)``).
-        rebinding = {id(g) for b in before if all(id(g) in around for g in b.guards) for g in b.guards if isinstance(g, _LOOPS)}
+        rebinding = {
+            id(g) for b in before if all(id(g) in around for g in b.guards) for g in b.guards if isinstance(g, _LOOPS)
+        }
         found.extend(
-            b for b in ordered
-            if b.order >= order and any(isinstance(g, _LOOPS) and id(g) in around and id(g) not in rebinding for g in b.guards)
+            b
+            for b in ordered
+            if b.order >= order
+            and any(isinstance(g, _LOOPS) and id(g) in around and id(g) not in rebinding for g in b.guards)
         )
         if not complete and owner.kind == "class":
             # A class body falls back to the enclosing scope for names it has not bound (yet).
@@ -456,7 +464,9 @@ class _Builder:
             scope.bind(Binding(name, kind, node, order=self.order, guards=self.guards, **kw))  # type: ignore[arg-type]
         self.order += 1
 
-    def bind_target(self, target: cst.BaseExpression, node: cst.CSTNode, value: cst.BaseExpression | None = None) -> None:
+    def bind_target(
+        self, target: cst.BaseExpression, node: cst.CSTNode, value: cst.BaseExpression | None = None
+    ) -> None:
         """Bind the names of an assignment target; ``value``, when known, is what ``target`` gets
         (``ckpt, vg = jax.checkpoint, jax.value_and_grad`` binds each name to its element)."""
         if isinstance(target, cst.Name):

@@ -106,7 +106,9 @@ def _positional(args: tuple[cst.Arg, ...] | list[cst.Arg], skip: int) -> list[cs
 
 def _gives_target(args: tuple[cst.Arg, ...] | list[cst.Arg], api: RematApi) -> bool:
     """Whether a call passes the checkpointed function, positionally or as ``fun=``/``target=``."""
-    return bool(_positional(args, 0)) or any(a.keyword is not None and a.keyword.value == api.target_param for a in args)
+    return bool(_positional(args, 0)) or any(
+        a.keyword is not None and a.keyword.value == api.target_param for a in args
+    )
 
 
 def _site(
@@ -152,7 +154,10 @@ def _spread_keywords(model: SemanticModel, value: cst.BaseExpression) -> dict[st
         if all(a.keyword is not None and not a.star for a in value.args):
             return {a.keyword.value: a for a in value.args if a.keyword is not None}
     if isinstance(value, cst.Dict):
-        keys = [e.key.evaluated_value if isinstance(e, cst.DictElement) and isinstance(e.key, cst.SimpleString) else None for e in value.elements]
+        keys = [
+            e.key.evaluated_value if isinstance(e, cst.DictElement) and isinstance(e.key, cst.SimpleString) else None
+            for e in value.elements
+        ]
         if all(isinstance(k, str) and k.isidentifier() for k in keys):
             return {k: cst.Arg(e.value, keyword=cst.Name(k)) for k, e in zip(keys, value.elements, strict=True)}  # type: ignore[arg-type]
     return {}

@@ -25,7 +25,11 @@ def in_smoke_test(model: SemanticModel, node: cst.CSTNode) -> bool:
     for ancestor in model.ancestors(node):
         if isinstance(ancestor, cst.If) and child is ancestor.body and _is_main_guard(ancestor.test):
             return not _trains(model, ancestor.body)
-        if isinstance(ancestor, cst.With) and child is ancestor.body and any(_is_mock(model, i.item) for i in ancestor.items):
+        if (
+            isinstance(ancestor, cst.With)
+            and child is ancestor.body
+            and any(_is_mock(model, i.item) for i in ancestor.items)
+        ):
             return True
         if isinstance(ancestor, cst.FunctionDef) and ancestor.name.value.startswith("test"):
             return True

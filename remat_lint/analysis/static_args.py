@@ -80,7 +80,11 @@ def _held(arg: cst.Arg, held: Value | None) -> StaticArgnums:
 def _int(node: cst.BaseExpression) -> int | None:
     if isinstance(node, cst.Integer):
         return int(node.evaluated_value)
-    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus) and isinstance(node.expression, cst.Integer):
+    if (
+        isinstance(node, cst.UnaryOperation)
+        and isinstance(node.operator, cst.Minus)
+        and isinstance(node.expression, cst.Integer)
+    ):
         return -int(node.expression.evaluated_value)
     return None
 

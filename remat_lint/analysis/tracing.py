@@ -84,7 +84,9 @@ def passed_arguments(model: SemanticModel, fn: CheckpointedFunction) -> Iterator
 def _is_scalar_literal(value: cst.BaseExpression) -> bool:
     if isinstance(value, cst.UnaryOperation) and isinstance(value.operator, cst.Minus):
         value = value.expression
-    return isinstance(value, (cst.Integer, cst.Float)) or (isinstance(value, cst.Name) and value.value in ("True", "False"))
+    return isinstance(value, (cst.Integer, cst.Float)) or (
+        isinstance(value, cst.Name) and value.value in ("True", "False")
+    )
 
 
 def _is_none(value: cst.BaseExpression) -> bool:
@@ -132,7 +134,11 @@ def calls_of(model: SemanticModel, value: cst.BaseExpression) -> list[cst.Call]:
         return [parent]
     if isinstance(parent, cst.ListComp) and parent.elt is value:
         return [call for use in _uses(model, parent) for call in _loop_calls(model, use)]
-    return [use_parent for use in _uses(model, value) if isinstance(use_parent := model.parent(use), cst.Call) and use_parent.func is use]
+    return [
+        use_parent
+        for use in _uses(model, value)
+        if isinstance(use_parent := model.parent(use), cst.Call) and use_parent.func is use
+    ]
 
 
 def _uses(model: SemanticModel, value: cst.BaseExpression) -> list[cst.BaseExpression]:
@@ -144,7 +150,11 @@ def _uses(model: SemanticModel, value: cst.BaseExpression) -> list[cst.BaseExpre
     target = parent.targets[0].target
     if isinstance(target, cst.Name):
         if isinstance(value, cst.ListComp):  # read by ``for`` loops
-            names = [f.iter for f in _walk(model.scope_of(value).node) if isinstance(f, cst.For) and isinstance(f.iter, cst.Name)]
+            names = [
+                f.iter
+                for f in _walk(model.scope_of(value).node)
+                if isinstance(f, cst.For) and isinstance(f.iter, cst.Name)
+            ]
         else:
             names = model.called_names.get(target.value, [])
         return [n for n in names if n.value == target.value and _holds(model, n, value)]
@@ -239,7 +249,9 @@ class TracedValues:
             return expr.attr.value not in STATIC_ATTRIBUTES and self.is_traced(expr.value)
         if isinstance(expr, cst.Call) and self.model.qualified_name(expr.func) in STATIC_CALLS:
             return False
-        if isinstance(expr, cst.Comparison) and any(isinstance(t.operator, (cst.Is, cst.IsNot)) for t in expr.comparisons):
+        if isinstance(expr, cst.Comparison) and any(
+            isinstance(t.operator, (cst.Is, cst.IsNot)) for t in expr.comparisons
+        ):
             return False
         if isinstance(expr, (cst.Lambda, cst.FunctionDef)):
             return False

@@ -12,7 +12,18 @@ import libcst as cst
 from remat_lint.analysis.semantic import child_nodes
 
 Kind = Literal[
-    "str", "bool", "int", "float", "none", "tuple", "list", "policy", "factory", "callable", "imported", "imported_field"
+    "str",
+    "bool",
+    "int",
+    "float",
+    "none",
+    "tuple",
+    "list",
+    "policy",
+    "factory",
+    "callable",
+    "imported",
+    "imported_field",
 ]
 
 MAX_DEPTH = 8
@@ -25,7 +36,9 @@ class Value:
     kind: Kind
     literal: str | bool | int | float | None = None  # str/bool/int/float: the value, when known
     items: tuple[Value, ...] | None = None  # tuple/list: the elements, when each is known
-    qname: str | None = None  # policy/factory: what it is (``jax.checkpoint_policies.dots_saveable``); imported: as imported
+    qname: str | None = (
+        None  # policy/factory: what it is (``jax.checkpoint_policies.dots_saveable``); imported: as imported
+    )
     node: cst.CSTNode | None = None  # where it is spelled (a factory's call, a literal)
     via: str | None = None  # where it comes from when not spelled at the use: ``os.environ.get``...
 
@@ -34,7 +47,6 @@ class Value:
 
 
 Possible = tuple[Value, ...]
-
 
 
 def function_returns(definition: cst.FunctionDef) -> list[cst.BaseExpression | None] | None:
@@ -89,10 +101,10 @@ def literal_value(expr: cst.CSTNode) -> Value | None:
 
 
 def evaluated(expr: cst.CSTNode) -> str | None:
-    value = getattr(expr, "evaluated_value", None) if isinstance(expr, (cst.SimpleString, cst.ConcatenatedString)) else None
+    value = (
+        getattr(expr, "evaluated_value", None) if isinstance(expr, (cst.SimpleString, cst.ConcatenatedString)) else None
+    )
     return value if isinstance(value, str) else None
-
-
 
 
 def union(a: Possible | None, b: Possible | None) -> Possible | None:
@@ -108,4 +120,3 @@ def keyword_value(call: cst.Call, name: str) -> cst.BaseExpression | None:
 def call_argument(call: cst.Call, index: int, name: str) -> cst.BaseExpression | None:
     positional = [a.value for a in call.args if a.keyword is None and not a.star]
     return keyword_value(call, name) or (positional[index] if len(positional) > index else None)
-

@@ -154,7 +154,12 @@ class Values:
         right = self.possible(expr.right, depth)
         if right is None or any(v.kind != "str" for v in right):
             return None
-        if len(left) == 1 and len(right) == 1 and isinstance(left[0].literal, str) and isinstance(right[0].literal, str):
+        if (
+            len(left) == 1
+            and len(right) == 1
+            and isinstance(left[0].literal, str)
+            and isinstance(right[0].literal, str)
+        ):
             return (Value("str", left[0].literal + right[0].literal, node=expr),)
         return (Value("str", node=expr),)
 
@@ -172,9 +177,7 @@ class Values:
         policy = _policy(self.model.qualified_name(expr))
         if policy is not None:
             return (policy,)
-        return (
-            self.config.attribute(expr, depth) or self._imported_field(expr)
-        )
+        return self.config.attribute(expr, depth) or self._imported_field(expr)
 
     def _imported_field(self, expr: cst.Attribute) -> Possible | None:
         """Left to ``imported``: ``constants.POLICY`` or ``Config.field`` of an imported module or
@@ -190,7 +193,12 @@ class Values:
         built = expr.value if binding is None else binding.value if binding.kind == "assign" else None
         if isinstance(built, cst.Call) and all(a.keyword is not None and a.keyword.value != field for a in built.args):
             cls, instance = self._import_name(built.func), False  # ``Config()``: the default
-        elif binding is not None and binding.kind == "param" and isinstance(binding.node, cst.Param) and binding.node.annotation:
+        elif (
+            binding is not None
+            and binding.kind == "param"
+            and isinstance(binding.node, cst.Param)
+            and binding.node.annotation
+        ):
             cls, instance = self._import_name(binding.node.annotation.annotation), True
         else:
             return None
@@ -219,7 +227,12 @@ class Values:
             if is_policy_namespace(self.model.qualified_name(call.args[0].value)):
                 return (Value("policy", node=call),)
             name = literal_value(call.args[1].value)
-            if len(call.args) == 2 and name is not None and isinstance(name.literal, str) and name.literal.isidentifier():
+            if (
+                len(call.args) == 2
+                and name is not None
+                and isinstance(name.literal, str)
+                and name.literal.isidentifier()
+            ):
                 # ``getattr(cfg, "remat_policy")`` reads what ``cfg.remat_policy`` does
                 return self._attribute(cst.Attribute(value=call.args[0].value, attr=cst.Name(name.literal)), depth)
             return None
@@ -240,7 +253,11 @@ class Values:
         return self._returns(call, depth)
 
     def _lookup(
-        self, table: cst.BaseExpression, key: cst.BaseExpression, default: cst.BaseExpression | None, depth: int,
+        self,
+        table: cst.BaseExpression,
+        key: cst.BaseExpression,
+        default: cst.BaseExpression | None,
+        depth: int,
         getter: bool,
     ) -> Possible | None:
         """``table[key]`` or (``getter``) ``table.get(key, default)`` of a dict literal."""
@@ -283,7 +300,11 @@ class Values:
     def _mutated(self, name: str) -> bool:
         """A name that some statement of the module changes in place (``D[k] = v``, ``D.update``)."""
         for attribute in self.model.attributes:
-            if isinstance(attribute.value, cst.Name) and attribute.value.value == name and attribute.attr.value in _DICT_MUTATORS:
+            if (
+                isinstance(attribute.value, cst.Name)
+                and attribute.value.value == name
+                and attribute.attr.value in _DICT_MUTATORS
+            ):
                 return True
         if self._subscript_writes is None:
             self._subscript_writes = _subscript_writes(self.model.module)
@@ -316,13 +337,11 @@ def deferred(qname: str, instance: bool) -> Possible:
     return (Value("imported_field" if instance else "imported", qname=qname),)
 
 
-
 def _policy(qname: str | None) -> Value | None:
     info = policy_info(qname)
     if info is None:
         return None
     return Value("factory" if info.kind == "factory" else "policy", qname=qname)
-
 
 
 def _subscript_writes(module: cst.Module) -> set[str]:

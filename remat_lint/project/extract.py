@@ -66,7 +66,10 @@ def summarize(ctx: LintContext) -> ModuleSummary:
         signature = _call_signature(model, bodies, statement)
         if signature is not None:
             summary.signatures[statement.name.value] = signature
-        fields = {name: (plain(default), plain(instance)) for name, (default, instance) in values.config.fields(statement).items()}
+        fields = {
+            name: (plain(default), plain(instance))
+            for name, (default, instance) in values.config.fields(statement).items()
+        }
         if fields:
             summary.config_fields[statement.name.value] = fields
     return summary
@@ -144,12 +147,24 @@ def _only_returns(function: cst.FunctionDef, call: cst.Call) -> bool:
     """``function`` is ``return call(<names>)`` and nothing else (a docstring aside)."""
     lines = list(function.body.body) if isinstance(function.body, cst.IndentedBlock) else [function.body]
     first = lines[0] if lines else None
-    if isinstance(first, cst.SimpleStatementLine) and isinstance(first.body[0], cst.Expr) and isinstance(first.body[0].value, cst.SimpleString):
+    if (
+        isinstance(first, cst.SimpleStatementLine)
+        and isinstance(first.body[0], cst.Expr)
+        and isinstance(first.body[0].value, cst.SimpleString)
+    ):
         lines = lines[1:]
-    if len(lines) != 1 or not isinstance(lines[0], (cst.SimpleStatementLine, cst.SimpleStatementSuite)) or len(lines[0].body) != 1:
+    if (
+        len(lines) != 1
+        or not isinstance(lines[0], (cst.SimpleStatementLine, cst.SimpleStatementSuite))
+        or len(lines[0].body) != 1
+    ):
         return False
     returned = lines[0].body[0]
-    return isinstance(returned, cst.Return) and returned.value is call and all(isinstance(a.value, cst.Name) and not a.star for a in call.args)
+    return (
+        isinstance(returned, cst.Return)
+        and returned.value is call
+        and all(isinstance(a.value, cst.Name) and not a.star for a in call.args)
+    )
 
 
 def _from_project(ref: Ref) -> bool:
@@ -186,7 +201,12 @@ def _call_signature(model: SemanticModel, bodies: Bodies, cls: cst.ClassDef) -> 
     nodes = bodies.nodes(method)
     flags = [is_flag(model, nodes, p) for p in positional]
     params = tuple(
-        Param(p.name.value, flag, is_array_like(p) and not flag, flag and any(control_uses(model, nodes, {p.name.value: p})))
+        Param(
+            p.name.value,
+            flag,
+            is_array_like(p) and not flag,
+            flag and any(control_uses(model, nodes, {p.name.value: p})),
+        )
         for p, flag in zip(positional, flags, strict=True)
     )
     return Signature(params, isinstance(method.params.star_arg, cst.Param))
@@ -219,7 +239,11 @@ def _import_ref(node: cst.CSTNode, local: str) -> Ref | None:
     if isinstance(node, cst.Import):
         for alias in node.names:
             full = dotted_import_name(alias.name)
-            asname = alias.asname.name.value if alias.asname is not None and isinstance(alias.asname.name, cst.Name) else None
+            asname = (
+                alias.asname.name.value
+                if alias.asname is not None and isinstance(alias.asname.name, cst.Name)
+                else None
+            )
             if asname == local or (asname is None and full.split(".", 1)[0] == local):
                 return (0, full if asname else local)
         return None
@@ -228,7 +252,9 @@ def _import_ref(node: cst.CSTNode, local: str) -> Ref | None:
     base = dotted_import_name(node.module) if node.module is not None else ""
     for alias in node.names:
         imported = dotted_import_name(alias.name)
-        asname = alias.asname.name.value if alias.asname is not None and isinstance(alias.asname.name, cst.Name) else None
+        asname = (
+            alias.asname.name.value if alias.asname is not None and isinstance(alias.asname.name, cst.Name) else None
+        )
         if (asname or imported) == local:
             return (len(node.relative), f"{base}.{imported}" if base else imported)
     return None

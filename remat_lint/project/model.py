@@ -129,7 +129,9 @@ class Project:
             return self._lookup(dotted, depth + 1) if dotted is not None else None
         return None
 
-    def values(self, module: ProjectModule, values: Constants, depth: int = 0) -> tuple[Constants, list[ProjectModule]] | None:
+    def values(
+        self, module: ProjectModule, values: Constants, depth: int = 0
+    ) -> tuple[Constants, list[ProjectModule]] | None:
         """``values`` (as ``module`` wrote them) with every other module's name replaced by what it
         can hold (``analysis.values.deferred``), and the modules that told; None when one of them
         is unknown."""
@@ -275,4 +277,3 @@ def related(module: ProjectModule, row: int, message: str, column: int = 0) -> R
 def place(module: ProjectModule, row: int | None, seen_from: ProjectModule) -> str:
     """``row`` of ``module`` as a message about ``seen_from`` names it: ``train.py:14``."""
     return os.path.relpath(module.path, os.path.dirname(seen_from.path)) + (f":{row}" if row else "")
-

@@ -112,10 +112,23 @@ class ModuleSummary:
         classes whose methods build a class among them (a Transformer building a Decoder; CamelCase
         names only: a common function's name would draw in most of a large project's files)."""
         bases = {ref[1].rsplit(".", 1)[-1] for name in names for ref in self.bases.get(name, ())}
-        held = {c.qname.rsplit(".", 1)[-1] for name in names for c in self.constants.get(name, ()) if c.qname and c.kind.startswith("imported")}
+        held = {
+            c.qname.rsplit(".", 1)[-1]
+            for name in names
+            for c in self.constants.get(name, ())
+            if c.qname and c.kind.startswith("imported")
+        }
         callers = {
             caller
             for caller, refs in self.calls.items()
-            if any((called := ref[1].rsplit(".", 1)[-1]) in names and (caller not in self.bases or called[:1].isupper()) for ref in refs)
+            if any(
+                (called := ref[1].rsplit(".", 1)[-1]) in names and (caller not in self.bases or called[:1].isupper())
+                for ref in refs
+            )
         }
-        return bases | held | callers | {local for local, ref in self.imports.items() if ref[1].rsplit(".", 1)[-1] in names}
+        return (
+            bases
+            | held
+            | callers
+            | {local for local, ref in self.imports.items() if ref[1].rsplit(".", 1)[-1] in names}
+        )

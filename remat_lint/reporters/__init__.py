@@ -53,4 +53,6 @@ def reporter(name: str) -> Report:
     """The reporter of the output format ``name``."""
     module, function = _REPORTERS[name]
     return getattr(importlib.import_module(f"remat_lint.reporters.{module}"), function)  # type: ignore[no-any-return]
+
+
 ReportFn = Callable[[list[Finding], dict[str, str]], str]

@@ -119,7 +119,9 @@ def sarif_log(findings: list[Finding], sources: dict[str, str]) -> dict[str, Any
             "ruleIndex": index[f.code],
             "level": LEVELS[f.severity],
             "message": {"text": f.message if f.cell is None else f"cell {f.cell}: {f.message}"},
-            "locations": [{"physicalLocation": {"artifactLocation": _artifact(f.path), "region": _region(f.start, f.end)}}],
+            "locations": [
+                {"physicalLocation": {"artifactLocation": _artifact(f.path), "region": _region(f.start, f.end)}}
+            ],
             "partialFingerprints": {"primaryLocationLineHash": _fingerprint(f, sources, seen)},
         }
         if f.related:

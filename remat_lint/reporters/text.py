@@ -14,8 +14,10 @@ def _paint(text: str, style: str, colour: bool) -> str:
 
 def _head(f: Finding, colour: bool = False) -> str:
     colon = _paint(":", "36", colour)
-    return (f"{_paint(place(f), '1', colour)}{colon}{f.start.row}{colon}{f.start.column + 1}{colon} "
-            f"{_paint(f.code, '1;31', colour)} {f.title}")
+    return (
+        f"{_paint(place(f), '1', colour)}{colon}{f.start.row}{colon}{f.start.column + 1}{colon} "
+        f"{_paint(f.code, '1;31', colour)} {f.title}"
+    )
 
 
 def _trace(f: Finding) -> str:

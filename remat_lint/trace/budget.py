@@ -43,8 +43,18 @@ EXHAUSTIVE_LIMIT = 20_000  # assignments enumerated; above this, a greedy search
 CONFIRMATIONS = 24  # at most this many compiles confirm predicted assignments, per budget (see ``choose``)
 PREDICTION_TOLERANCE = 0.01  # an assignment must be able to beat the cheapest compiled fit by more than this
 AS_WRITTEN = "as written"
-_UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
-          "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
+_UNITS = {
+    "": 1,
+    "b": 1,
+    "kb": 10**3,
+    "mb": 10**6,
+    "gb": 10**9,
+    "tb": 10**12,
+    "kib": 2**10,
+    "mib": 2**20,
+    "gib": 2**30,
+    "tib": 2**40,
+}
 _BUDGET = re.compile(r"^\s*(?P<number>\d+(?:\.\d*)?|\.\d+)\s*(?P<unit>[a-zA-Z]*|%)\s*$")
 
 
@@ -101,9 +111,11 @@ def host_memory() -> str | None:
 def offload_note(backend: str) -> str:
     """Why ``save_and_offload_only_these_names`` was not a candidate (``host_memory()`` is None)."""
     if backend == "cpu":
-        return ("save_and_offload_only_these_names was not considered: on XLA:CPU device memory is host memory and an "
-                "offloaded residual compiles as saved (the temp bytes of save_only_these_names), so what offloading "
-                "frees on a GPU/TPU cannot be measured here")
+        return (
+            "save_and_offload_only_these_names was not considered: on XLA:CPU device memory is host memory and an "
+            "offloaded residual compiles as saved (the temp bytes of save_only_these_names), so what offloading "
+            "frees on a GPU/TPU cannot be measured here"
+        )
     return f"save_and_offload_only_these_names was not considered: the {backend} device has no pinned_host memory"
 
 
@@ -124,15 +136,29 @@ def candidates(site: Site, offload_to: str | None = None) -> list[Candidate]:
     names = declared_names(site)
     if names and getattr(today, "saveable_names", None) != frozenset(names):
         args = ", ".join(repr(n) for n in names)
-        out.append(Candidate(f"save_only_these_names({args})", f"{POLICY_NAMESPACE}.save_only_these_names({args})",
-                             Edit(params={"policy": cp.save_only_these_names(*names)})))
+        out.append(
+            Candidate(
+                f"save_only_these_names({args})",
+                f"{POLICY_NAMESPACE}.save_only_these_names({args})",
+                Edit(params={"policy": cp.save_only_these_names(*names)}),
+            )
+        )
     if names and offload_to:
         listed = "[" + ", ".join(repr(n) for n in names) + "]"
         keywords = f"names_which_can_be_saved=[], names_which_can_be_offloaded={listed}, offload_src='device', offload_dst={offload_to!r}"
-        policy = cp.save_and_offload_only_these_names(names_which_can_be_saved=[], names_which_can_be_offloaded=names,
-                                                      offload_src="device", offload_dst=offload_to)
-        out.append(Candidate(f"save_and_offload_only_these_names({', '.join(repr(n) for n in names)})",
-                             f"{POLICY_NAMESPACE}.save_and_offload_only_these_names({keywords})", Edit(params={"policy": policy})))
+        policy = cp.save_and_offload_only_these_names(
+            names_which_can_be_saved=[],
+            names_which_can_be_offloaded=names,
+            offload_src="device",
+            offload_dst=offload_to,
+        )
+        out.append(
+            Candidate(
+                f"save_and_offload_only_these_names({', '.join(repr(n) for n in names)})",
+                f"{POLICY_NAMESPACE}.save_and_offload_only_these_names({keywords})",
+                Edit(params={"policy": policy}),
+            )
+        )
     if not site.prevent_cse:
         out.append(Candidate("prevent_cse=True", None, Edit(params={"prevent_cse": True})))
     return out
@@ -222,7 +248,10 @@ class Search:
     def prediction_error(self) -> Costs:
         """The largest error of the additive prediction over the assignments compiled: sites that
         interact (a checkpoint nested in another's body) make it miss in either direction."""
-        errors = [{k: abs(costs[k] - self.predict(choice)[k]) for k in ("temp_bytes", "flops")} for choice, costs in self.known.values()]
+        errors = [
+            {k: abs(costs[k] - self.predict(choice)[k]) for k in ("temp_bytes", "flops")}
+            for choice, costs in self.known.values()
+        ]
         return {k: max(e[k] for e in errors) for k in ("temp_bytes", "flops")}
 
     def next_to_confirm(self, considered: list[tuple[Assignment, Costs]], limit: int) -> Assignment | None:
@@ -233,16 +262,22 @@ class Search:
         measured error (the error grows with every compile, which re-opens assignments)."""
         error = self.prediction_error()
         best = min((c["flops"] for _, c in self.known.values() if c["temp_bytes"] <= limit), default=math.inf)
-        open_ = [(a, p) for a, p in considered
-                 if p["temp_bytes"] - error["temp_bytes"] <= limit and p["flops"] - error["flops"] < best * (1 - PREDICTION_TOLERANCE)
-                 and _names(a) not in self.known]
+        open_ = [
+            (a, p)
+            for a, p in considered
+            if p["temp_bytes"] - error["temp_bytes"] <= limit
+            and p["flops"] - error["flops"] < best * (1 - PREDICTION_TOLERANCE)
+            and _names(a) not in self.known
+        ]
         return min(open_, key=lambda t: (t[1]["flops"], t[1]["temp_bytes"]))[0] if open_ else None
 
     def predict(self, choice: Assignment) -> Costs:
         """Today's costs plus each site's own change (sites measured one at a time)."""
         t = self.today
-        return {"temp_bytes": t["temp_bytes"] + sum(o.costs["temp_bytes"] - t["temp_bytes"] for o in choice),
-                "flops": t["flops"] + sum(o.costs["flops"] - t["flops"] for o in choice)}
+        return {
+            "temp_bytes": t["temp_bytes"] + sum(o.costs["temp_bytes"] - t["temp_bytes"] for o in choice),
+            "flops": t["flops"] + sum(o.costs["flops"] - t["flops"] for o in choice),
+        }
 
     def assignments(self) -> list[tuple[Assignment, Costs]]:
         """Every assignment with its predicted costs when there are few, else a greedy walk from the
@@ -272,8 +307,11 @@ class Search:
             self.confirm(smallest)
             fit = [k for k in self.known.values() if k[1]["temp_bytes"] <= limit]
         # the cheapest compiled fit; else the smallest peak compiled
-        choice, got = min(fit, key=lambda k: (k[1]["flops"], k[1]["temp_bytes"])) if fit else \
-            min(self.known.values(), key=lambda k: (k[1]["temp_bytes"], k[1]["flops"]))
+        choice, got = (
+            min(fit, key=lambda k: (k[1]["flops"], k[1]["temp_bytes"]))
+            if fit
+            else min(self.known.values(), key=lambda k: (k[1]["temp_bytes"], k[1]["flops"]))
+        )
         fits = bool(fit)
         return {
             "budget": budget.text,
@@ -288,11 +326,19 @@ class Search:
             "candidates": sum(len(row) - 1 for row in self.options),
             "backend": jax.default_backend(),
             # only where a site declares names, which offloading would move
-            "offload_note": "" if self.host_memory or not any(declared_names(s) for s in self.sites) else offload_note(jax.default_backend()),
+            "offload_note": ""
+            if self.host_memory or not any(declared_names(s) for s in self.sites)
+            else offload_note(jax.default_backend()),
             "sites": [self.site_row(o) for o in choice],
             "site_options": [  # every candidate of every site, measured with only that site changed
-                {"line": self.lines[i], "function": site.function,
-                 "options": [{"candidate": o.candidate.name, "residual_bytes": o.residual_bytes, **o.costs} for o in self.options[i]]}
+                {
+                    "line": self.lines[i],
+                    "function": site.function,
+                    "options": [
+                        {"candidate": o.candidate.name, "residual_bytes": o.residual_bytes, **o.costs}
+                        for o in self.options[i]
+                    ],
+                }
                 for i, site in enumerate(self.sites)
             ],
             # predicted, for --plot: each distinct point once (assignments often tie)
@@ -348,26 +394,43 @@ def format_plans(plans: list[Any], xla_flags: str) -> str:
         rep = plan.report
         budget = rep["budget_bytes"]
         whose = "" if any(c.isalpha() for c in rep["budget"]) else f", {rep['budget']} of the no-checkpoint peak temp"
-        out.append(f"{display_path(plan.path)}: --memory-budget {rep['budget']} for {plan.target}: {byte_size(budget)}{whose}")
-        out.append(f"  {'line':>5}  {'site':<18} {'today':<36} {'chosen':<34} {'residuals saved':>15} {'FLOPs added':>12}")
+        out.append(
+            f"{display_path(plan.path)}: --memory-budget {rep['budget']} for {plan.target}: {byte_size(budget)}{whose}"
+        )
+        out.append(
+            f"  {'line':>5}  {'site':<18} {'today':<36} {'chosen':<34} {'residuals saved':>15} {'FLOPs added':>12}"
+        )
         for s in rep["sites"]:
-            out.append(f"  {s['line'] if s['line'] is not None else '?':>5}  {s['function'][:18]:<18} {s['today'][:36]:<36} "
-                       f"{s['chosen'][:34]:<34} {byte_size(s['residual_bytes_saved']):>15} {flop_number(s['flops_added']):>12}")
+            out.append(
+                f"  {s['line'] if s['line'] is not None else '?':>5}  {s['function'][:18]:<18} {s['today'][:36]:<36} "
+                f"{s['chosen'][:34]:<34} {byte_size(s['residual_bytes_saved']):>15} {flop_number(s['flops_added']):>12}"
+            )
         out.append(f"  {'program':<15} {'peak temp':>10} {'FLOPs':>12}")
-        rows = [("today", rep["today"]), ("chosen" if rep["fits"] else "smallest found", rep.get("chosen") or rep.get("smallest")),
-                ("no checkpoint", rep["no_checkpoint"])]
+        rows = [
+            ("today", rep["today"]),
+            ("chosen" if rep["fits"] else "smallest found", rep.get("chosen") or rep.get("smallest")),
+            ("no checkpoint", rep["no_checkpoint"]),
+        ]
         for label, costs in rows:
             out.append(f"  {label:<15} {byte_size(costs['temp_bytes']):>10} {flop_number(costs['flops']):>12}")
         if not rep["fits"]:
-            out.append(f"  nothing fits {byte_size(budget)}: the smallest peak temp reached is {byte_size(rep['smallest']['temp_bytes'])}")
-        confirmed = "the choice was compiled to confirm it" if rep["fits"] else "the smallest was compiled to measure it"
+            out.append(
+                f"  nothing fits {byte_size(budget)}: the smallest peak temp reached is {byte_size(rep['smallest']['temp_bytes'])}"
+            )
+        confirmed = (
+            "the choice was compiled to confirm it" if rep["fits"] else "the smallest was compiled to measure it"
+        )
         if rep["fits"] and not rep.get("proven", True):
             confirmed += "; the search stopped at its compile limit: an assignment predicted cheaper was not compiled"
-        out.append(f"  {rep['compiles']} programs compiled for {rep['candidates']} candidates over {len(rep['sites'])} site(s); {confirmed}")
+        out.append(
+            f"  {rep['compiles']} programs compiled for {rep['candidates']} candidates over {len(rep['sites'])} site(s); {confirmed}"
+        )
         if rep.get("offload_note"):
             out.append(f"  {rep['offload_note']}")
         if rep.get("backend") == "cpu":
             flag = f" with {CPU_XLA_FLAGS}" if CPU_XLA_FLAGS in xla_flags else ""
-            out.append(f"  numbers from XLA:CPU{flag}: a GPU/TPU compiles other fusions and buffers; its peak temp differs")
+            out.append(
+                f"  numbers from XLA:CPU{flag}: a GPU/TPU compiles other fusions and buffers; its peak temp differs"
+            )
         out.append("")
     return "\n".join(out) + ("\n" if out else "")

@@ -37,7 +37,10 @@ def changes_by_file(plans: Sequence[Any]) -> tuple[dict[str, dict[int, Change]],
     """The sites to change per file, from the plans that fit; a site two targets want changed
     differently is left as it is (and said so)."""
     wanted: dict[str, dict[int, set[Change]]] = {}
-    placed, unplaced = set(), {}  # (target, site function, choice): a module's plan has no line for another module's site
+    placed, unplaced = (
+        set(),
+        {},
+    )  # (target, site function, choice): a module's plan has no line for another module's site
     for plan in plans:
         if not plan.report.get("fits"):
             continue
@@ -46,7 +49,9 @@ def changes_by_file(plans: Sequence[Any]) -> tuple[dict[str, dict[int, Change]],
                 continue
             key = (plan.target, row["function"], row["chosen"])
             if row["line"] is None:
-                unplaced[key] = f"{plan.target}: the site {row['function']} has no line in the linted files: set {row['chosen']} by hand"
+                unplaced[key] = (
+                    f"{plan.target}: the site {row['function']} has no line in the linted files: set {row['chosen']} by hand"
+                )
                 continue
             placed.add(key)
             wanted.setdefault(plan.path, {}).setdefault(row["line"], set()).add(Change(row["chosen"], row["policy"]))
@@ -70,8 +75,19 @@ def rewrite(path: str, changes: dict[int, Change]) -> tuple[FixedFile | None, li
     module = cst.parse_module(source.text)
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
     positions = wrapper.resolve(PositionProvider)
-    imports = {line for s in module.body if isinstance(s, cst.SimpleStatementLine) for line in module.code_for_node(s).splitlines()}
-    partial = "functools.partial" if "import functools" in imports else "partial" if "from functools import partial" in imports else None
+    imports = {
+        line
+        for s in module.body
+        if isinstance(s, cst.SimpleStatementLine)
+        for line in module.code_for_node(s).splitlines()
+    }
+    partial = (
+        "functools.partial"
+        if "import functools" in imports
+        else "partial"
+        if "from functools import partial" in imports
+        else None
+    )
     edits: list[TextEdit] = []
     notes: list[str] = []
     for site in find_sites(SemanticModel(module)):
@@ -107,14 +123,18 @@ def _edit(site: RematSite, change: Change, positions: Any, module: cst.Module, p
     arg = site.keyword("policy")
     if arg is not None:
         if not _written_policy(arg.value):
-            return f"the policy comes from `{module.code_for_node(arg.value)}`: set it to {change.policy} (not rewritten)"
+            return (
+                f"the policy comes from `{module.code_for_node(arg.value)}`: set it to {change.policy} (not rewritten)"
+            )
         return _replace(positions[arg.value], change.policy or "")
     calls = site.argument_calls
     if isinstance(site.node, cst.Decorator) and not calls and partial is not None:  # @jax.checkpoint
         api = site.node.decorator
         return _replace(positions[api], f"{partial}({module.code_for_node(api)}, policy={change.policy})")
     if not calls or not calls[-1].args:
-        return f"write the checkpoint as functools.partial(..., policy={change.policy}) (a bare decorator takes no policy)"
+        return (
+            f"write the checkpoint as functools.partial(..., policy={change.policy}) (a bare decorator takes no policy)"
+        )
     call = calls[-1]
     # The whole call is rewritten by libcst, not text inserted after the last argument: a position
     # excludes a node's own parentheses (after ``(2,)`` it points between ``,`` and ``)``).
@@ -125,12 +145,19 @@ def _edit(site: RematSite, change: Change, positions: Any, module: cst.Module, p
 def _with_keyword(args: Sequence[cst.Arg], name: str, value: str) -> list[cst.Arg]:
     """``args`` and ``name=value`` after them, laid out as the last argument is: a trailing comma
     and a line break before the closing parenthesis stay after the new argument."""
-    added = cst.Arg(cst.parse_expression(value), keyword=cst.Name(name),
-                    equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")))
+    added = cst.Arg(
+        cst.parse_expression(value),
+        keyword=cst.Name(name),
+        equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")),
+    )
     *head, last = args
     if not isinstance(last.comma, cst.Comma):
         return [*head, last, added]
-    between = head[-1].comma if head and isinstance(head[-1].comma, cst.Comma) else cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+    between = (
+        head[-1].comma
+        if head and isinstance(head[-1].comma, cst.Comma)
+        else cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+    )
     return [*head, last.with_changes(comma=between), added.with_changes(comma=last.comma)]
 
 
@@ -150,7 +177,9 @@ def _replace(where: CodeRange, text: str) -> TextEdit:
 def _written_policy(value: cst.BaseExpression) -> bool:
     """A policy spelled at the call (a ``checkpoint_policies`` attribute or call, a string, None), not
     read from a name or a config field the fix would have to follow."""
-    if isinstance(value, (cst.SimpleString, cst.ConcatenatedString)) or (isinstance(value, cst.Name) and value.value == "None"):
+    if isinstance(value, (cst.SimpleString, cst.ConcatenatedString)) or (
+        isinstance(value, cst.Name) and value.value == "None"
+    ):
         return True
     target = value.func if isinstance(value, cst.Call) else value
     return isinstance(target, cst.Attribute) and "checkpoint_policies" in cst.Module([]).code_for_node(target)

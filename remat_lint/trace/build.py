@@ -45,7 +45,12 @@ SHAPE_INDEPENDENT = frozenset(
 
 
 # Only declared or recorded shapes may refute a finding; jaxtyping sizes named dimensions itself.
-SHAPE_ORIGINS = {"pyproject": "declared", "inline comment": "declared", "recorded": "recorded", "recorded call": "recorded"}
+SHAPE_ORIGINS = {
+    "pyproject": "declared",
+    "inline comment": "declared",
+    "recorded": "recorded",
+    "recorded call": "recorded",
+}
 
 
 class NoInputs(Exception):
@@ -155,12 +160,21 @@ def prepare(
 
     def fun(*diff: Any, **kw: Any) -> Any:
         it = iter(diff)
-        full = [next(it) if i in argnums else static_pos[i] if i in static_pos else kw.pop(f"__arg{i}") for i in range(len(args))]
+        full = [
+            next(it) if i in argnums else static_pos[i] if i in static_pos else kw.pop(f"__arg{i}")
+            for i in range(len(args))
+        ]
         out = call(*full, **static_kw, **kw)
         return scalar_loss(out) if differentiate else out
 
-    return Prepared(shown, _tagged(fun, name, differentiate=differentiate), tuple(args[i] for i in argnums), dynamic,
-                    differentiate, source)
+    return Prepared(
+        shown,
+        _tagged(fun, name, differentiate=differentiate),
+        tuple(args[i] for i in argnums),
+        dynamic,
+        differentiate,
+        source,
+    )
 
 
 def _is_abstract(value: Any) -> bool:
@@ -193,8 +207,15 @@ def from_spec(spec: TargetSpec, module: ModuleType, differentiates: bool) -> Pre
         return _flax_target(spec, differentiate)
     fun = _resolve_in(spec.function, module)
     call = functools.partial(fun, **spec.static) if spec.static else fun
-    return prepare(spec.function.split(":")[1], call, spec.args, spec.kwargs,
-                   argnums=spec.argnums, differentiate=differentiate, source="pyproject")
+    return prepare(
+        spec.function.split(":")[1],
+        call,
+        spec.args,
+        spec.kwargs,
+        argnums=spec.argnums,
+        differentiate=differentiate,
+        source="pyproject",
+    )
 
 
 def _resolve_in(ref: str, module: ModuleType) -> Any:
@@ -224,21 +245,42 @@ def _flax_target(spec: TargetSpec, differentiate: bool) -> Prepared:
 
     name = spec.module.split(":")[1] + ".apply"
     argnums = spec.argnums if spec.argnums is not None else (0,)
-    return prepare(name, call, [variables, *(spec.args or spec.init_args)], spec.kwargs,
-                   argnums=argnums, differentiate=differentiate, source="pyproject")
+    return prepare(
+        name,
+        call,
+        [variables, *(spec.args or spec.init_args)],
+        spec.kwargs,
+        argnums=argnums,
+        differentiate=differentiate,
+        source="pyproject",
+    )
 
 
 def from_recorded(rec: Recorded) -> Prepared:
     """A function the project's run differentiated, at the abstract signature it was called with."""
     fun = rec.fun
     call = (lambda *a, **k: fun(*a, **k)[0]) if rec.has_aux else fun
-    return prepare(rec.name, call, list(rec.args), dict(rec.kwargs), argnums=rec.argnums, differentiate=True,
-                   source="recorded call" if rec.transform == "checkpoint call" else "recorded")
+    return prepare(
+        rec.name,
+        call,
+        list(rec.args),
+        dict(rec.kwargs),
+        argnums=rec.argnums,
+        differentiate=True,
+        source="recorded call" if rec.transform == "checkpoint call" else "recorded",
+    )
 
 
 def from_inline(name: str, spec: CallSpec, module: ModuleType, differentiates: bool) -> Prepared:
-    return prepare(name, getattr(module, name), spec.args, spec.kwargs,
-                   argnums=None, differentiate=not differentiates, source="inline comment")
+    return prepare(
+        name,
+        getattr(module, name),
+        spec.args,
+        spec.kwargs,
+        argnums=None,
+        differentiate=not differentiates,
+        source="inline comment",
+    )
 
 
 def searched(
@@ -258,8 +300,12 @@ def searched(
             if type(exc).__name__ not in SHAPE_INDEPENDENT and not predicted(exc):
                 last = exc
                 continue
-        return prepare(name, fun, list(combo), {}, argnums=None, differentiate=not differentiates, source="shape search")
-    raise NoInputs(f"no shapes found by search ({type(last).__name__ if last else 'no parameters'}: {_first_line(last)})")
+        return prepare(
+            name, fun, list(combo), {}, argnums=None, differentiate=not differentiates, source="shape search"
+        )
+    raise NoInputs(
+        f"no shapes found by search ({type(last).__name__ if last else 'no parameters'}: {_first_line(last)})"
+    )
 
 
 def _from_jaxtyping(fun: Any, params: list[str]) -> list[Any] | None:
@@ -281,6 +327,7 @@ def _combos(params: list[str]) -> list[tuple[Any, ...]]:
             options.append([jax.ShapeDtypeStruct((), jnp.bool_)])
         else:
             options.append([jax.ShapeDtypeStruct(s, jnp.float32) for s in SEARCH_SHAPES])
+
     def rank(x: Any) -> int:
         shape = getattr(x, "shape", None)
         return SEARCH_SHAPES.index(shape) if shape in SEARCH_SHAPES and x.dtype == jnp.float32 else 0

@@ -71,7 +71,9 @@ class Program:
     compiles: int = 0
 
     @classmethod
-    def trace(cls, fun: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], argnums: int | Sequence[int] = 0) -> Program:
+    def trace(
+        cls, fun: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], argnums: int | Sequence[int] = 0
+    ) -> Program:
         leaves, in_tree = jax.tree_util.tree_flatten((tuple(args), dict(kwargs)))
 
         def flat(*xs: Any) -> Any:
@@ -80,7 +82,15 @@ class Program:
 
         closed, out_shape = jax.make_jaxpr(flat, return_shape=True)(*leaves)
         argnums = argnums if isinstance(argnums, int) else tuple(argnums)
-        return cls(closed, jax.tree_util.tree_structure(out_shape), tuple(args), dict(kwargs), argnums, _has_aux(out_shape), find_sites(closed.jaxpr))
+        return cls(
+            closed,
+            jax.tree_util.tree_structure(out_shape),
+            tuple(args),
+            dict(kwargs),
+            argnums,
+            _has_aux(out_shape),
+            find_sites(closed.jaxpr),
+        )
 
     def function(self, closed: core.ClosedJaxpr | None = None) -> Callable[..., Any]:
         """The target as a function of the original arguments, evaluating ``closed``."""
@@ -122,7 +132,9 @@ class Program:
                 compiled = lowered.compile(compiler_options=fast_compile_options())
                 self.compiles += 1
                 analysis = compiled.cost_analysis()  # a dict in jax 0.10.2, a list of dicts in older versions
-                analysis = (analysis[0] if analysis else {}) if isinstance(analysis, (list, tuple)) else (analysis or {})
+                analysis = (
+                    (analysis[0] if analysis else {}) if isinstance(analysis, (list, tuple)) else (analysis or {})
+                )
                 temp = compiled.memory_analysis().temp_size_in_bytes
                 self._by_text[text] = {"temp_bytes": int(temp), "flops": float(analysis.get("flops", math.nan))}
             self._cache[key] = self._by_text[text]
@@ -142,7 +154,9 @@ class Program:
             flat, leaves = self.flat(self.variant(self.effective(edits)))
             jaxpr = jax.make_jaxpr(lambda *xs: jax.vjp(flat, *xs)[1])(*leaves).jaxpr
             arguments = set(jaxpr.invars)
-            self._residuals[key] = sum(aval_bytes(v.aval) for v in jaxpr.outvars if not (isinstance(v, core.Var) and v in arguments))
+            self._residuals[key] = sum(
+                aval_bytes(v.aval) for v in jaxpr.outvars if not (isinstance(v, core.Var) and v in arguments)
+            )
         return self._residuals[key]
 
     def _key(self, edits: dict[int, Edit]) -> tuple[Any, ...]:
@@ -152,10 +166,17 @@ class Program:
         """``edits`` without those that set a checkpoint's params to what it has (a policy that
         decides alike on every equation of its body counts as the same)."""
         eqns = self._checkpoint_eqns()
-        return {k: e for k, e in edits.items()
-                if k not in eqns or e.inline or e.scope is not None
-                or not all(self._param_key(eqns[k], name, eqns[k].params.get(name)) == self._param_key(eqns[k], name, value)
-                           for name, value in e.params.items())}
+        return {
+            k: e
+            for k, e in edits.items()
+            if k not in eqns
+            or e.inline
+            or e.scope is not None
+            or not all(
+                self._param_key(eqns[k], name, eqns[k].params.get(name)) == self._param_key(eqns[k], name, value)
+                for name, value in e.params.items()
+            )
+        }
 
     def _checkpoint_eqns(self) -> dict[int, core.JaxprEqn]:
         return {id(e): e for site in self.sites for e in site.eqns}
@@ -182,7 +203,9 @@ def _decisions(body: core.Jaxpr, policy: Callable[..., Any]) -> tuple[str, ...] 
     """The policy's answer for every equation of ``body``, as partial evaluation asks it (the
     primitive, its inputs' avals and its params); None when the policy raises."""
     try:
-        return tuple(repr(pe.ensure_enum(policy(e.primitive, *[v.aval for v in e.invars], **e.params))) for e, _ in walk(body))
+        return tuple(
+            repr(pe.ensure_enum(policy(e.primitive, *[v.aval for v in e.invars], **e.params))) for e, _ in walk(body)
+        )
     except Exception:
         return None
 
@@ -190,12 +213,19 @@ def _decisions(body: core.Jaxpr, policy: Callable[..., Any]) -> tuple[str, ...] 
 _PROGRAMS: list[tuple[tuple[Any, ...], Program]] = []  # the last traced programs, by identity of their inputs
 
 
-def traced(fun: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], argnums: int | Sequence[int] = 0) -> Program:
+def traced(
+    fun: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], argnums: int | Sequence[int] = 0
+) -> Program:
     """``Program.trace``, shared by the checks and the site table of one target (one trace, and one
     compile per distinct variant)."""
     key = (fun, args, kwargs, argnums if isinstance(argnums, int) else tuple(argnums))
     for known, program in _PROGRAMS:
-        if known[0] is fun and known[1] is args and (known[2] is kwargs or not (known[2] or kwargs)) and known[3] == key[3]:
+        if (
+            known[0] is fun
+            and known[1] is args
+            and (known[2] is kwargs or not (known[2] or kwargs))
+            and known[3] == key[3]
+        ):
             return program
     program = Program.trace(fun, args, kwargs, argnums)
     _PROGRAMS[:] = [*_PROGRAMS[-3:], (key, program)]
@@ -239,7 +269,10 @@ def _infer_claim(site: Site) -> str:
 def _saves_everything(policy: Callable[..., Any]) -> bool:
     """``save_anything_except_these_names`` and ``lambda *_, **__: True`` return True for anything."""
     try:
-        return policy(jax.lax.sin_p) is True and policy(jax.lax.dot_general_p, dimension_numbers=(((1,), (0,)), ((), ()))) is True
+        return (
+            policy(jax.lax.sin_p) is True
+            and policy(jax.lax.dot_general_p, dimension_numbers=(((1,), (0,)), ((), ()))) is True
+        )
     except Exception:
         return False
 
@@ -278,15 +311,21 @@ def memory_evidence(
     if not sites:
         return _unconfirmed(f"no checkpoint from line {site_line} is reached when the target is traced")
     if any(s.opaque for s in sites):
-        return _unconfirmed(f"the checkpoint at line {site_line} is inside a custom_vjp/custom_jvp rule, which cannot be rewritten")
+        return _unconfirmed(
+            f"the checkpoint at line {site_line} is inside a custom_vjp/custom_jvp rule, which cannot be rewritten"
+        )
     claim = claim or _infer_claim(sites[0])
     if claim not in FIXES:
         return _unconfirmed(f"no compiled-cost check for {claim}")
     edit, fix = FIXES[claim]
     if claim == "cse-lost" and all(s.prevent_cse for s in sites):
         return _result("refuted", {"fix": fix}, f"the checkpoint at line {site_line} already has prevent_cse=True")
-    evidence: dict[str, Any] = {"fix": fix, "calls": sum(len(s.eqns) for s in sites), "backend": jax.default_backend(),
-                                "xla_flags": os.environ.get("XLA_FLAGS", "")}
+    evidence: dict[str, Any] = {
+        "fix": fix,
+        "calls": sum(len(s.eqns) for s in sites),
+        "backend": jax.default_backend(),
+        "xla_flags": os.environ.get("XLA_FLAGS", ""),
+    }
     if wrapped:
         evidence["as_written_note"] = f"the target was wrapped in jax.checkpoint as line {site_line} does"
     edits = edits_for(sites, edit)
@@ -305,7 +344,11 @@ def memory_evidence(
     except Exception as exc:
         return _unconfirmed(f"compiling the target failed: {type(exc).__name__}: {exc}")
     status, why = _verdict(claim, evidence["as_written"], evidence["with_fix"])
-    loops = " FLOPs count a loop body once (XLA cost_analysis)." if any(p in ("scan", "while") for s in sites for p in s.path) else ""
+    loops = (
+        " FLOPs count a loop body once (XLA cost_analysis)."
+        if any(p in ("scan", "while") for s in sites for p in s.path)
+        else ""
+    )
     reason = f"{why} value_and_grad: {_compare(evidence['as_written'], evidence['with_fix'])}"
     if "grad" in evidence:
         reason += f"; grad: {_compare(evidence['grad']['as_written'], evidence['grad']['with_fix'])}"
@@ -313,8 +356,9 @@ def memory_evidence(
     return _result(status, evidence, reason)
 
 
-def _locate(code: str, fun: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], line: int,
-            argnums: Any) -> tuple[Program, list[Site], bool]:
+def _locate(
+    code: str, fun: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], line: int, argnums: Any
+) -> tuple[Program, list[Site], bool]:
     program = traced(fun, args, kwargs, argnums)
     sites = sites_at(program.sites, code, line)
     if sites:
@@ -346,7 +390,10 @@ def _verdict(claim: str, orig: Costs, fixed: Costs) -> tuple[str, str]:
     saves_memory = _less(orig["temp_bytes"], fixed["temp_bytes"])
     if claim == "cse-lost":
         if _less(fixed["temp_bytes"], orig["temp_bytes"]):
-            return "confirmed", "With prevent_cse=False the checkpoint's memory saving is lost: prevent_cse=True restores it."
+            return (
+                "confirmed",
+                "With prevent_cse=False the checkpoint's memory saving is lost: prevent_cse=True restores it.",
+            )
         return "refuted", "prevent_cse=True saves no memory here."
     if claim == "saves-nothing":
         if not saves_memory and not _less(orig["flops"], fixed["flops"]):

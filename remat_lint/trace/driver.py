@@ -75,8 +75,14 @@ RUN_OUTPUT_LINES = 8  # of a failing --trace-run command's output, shown in its 
 RANK = {"unconfirmed": 1, "refuted": 2, "confirmed": 3}
 
 
-def options_from(settings: Settings, timeout: float | None, backend: str | None, jobs: int = 1,
-                 run: str | None = None, memory_budget: str = "") -> TraceOptions:
+def options_from(
+    settings: Settings,
+    timeout: float | None,
+    backend: str | None,
+    jobs: int = 1,
+    run: str | None = None,
+    memory_budget: str = "",
+) -> TraceOptions:
     """--trace-timeout/--backend/--trace-run, else ``[tool.remat-lint.trace]`` timeout/backend/run/memory-limit-mb."""
     table = settings.trace  # checked when it was read (trace/table.py)
     return TraceOptions(
@@ -112,19 +118,30 @@ def _trace(findings: list[Finding], files: list[str], settings: Settings, option
             by_path.setdefault(f.path, []).append(f)
     sites = {path: lines for path in dict.fromkeys([*by_path, *files]) if (lines := site_lines(path)) is not None}
     modules = [p for p in dict.fromkeys([*by_path, *files]) if by_path.get(p) or sites.get(p)]
-    requests = {path: dataclasses.replace(module_request(path, by_path.get(path, []), sites.get(path) or [], settings),
-                                          memory_budget=options.memory_budget) for path in modules}
+    requests = {
+        path: dataclasses.replace(
+            module_request(path, by_path.get(path, []), sites.get(path) or [], settings),
+            memory_budget=options.memory_budget,
+        )
+        for path in modules
+    }
     recorded: dict[str, list[dict[str, Any]]] = {}
     progress = Progress(options.progress)
     if options.run and modules:
-        recorded, problems, outcome.recorded = run_recorded(options.run, list(requests.values()), settings, options, progress)
+        recorded, problems, outcome.recorded = run_recorded(
+            options.run, list(requests.values()), settings, options, progress
+        )
         outcome.warnings.extend(problems)
     done = itertools.count(1)
-    progress.show(f"--trace: compiling the programs of {len(modules)} module{'s' if len(modules) != 1 else ''} (0/{len(modules)} done)",
-                  force=True)
+    progress.show(
+        f"--trace: compiling the programs of {len(modules)} module{'s' if len(modules) != 1 else ''} (0/{len(modules)} done)",
+        force=True,
+    )
 
     def one(path: str) -> None:
-        trace_module(path, by_path.get(path, []), requests[path], options, outcome, recorded.get(str(Path(path).resolve()), []))
+        trace_module(
+            path, by_path.get(path, []), requests[path], options, outcome, recorded.get(str(Path(path).resolve()), [])
+        )
         progress.show(f"--trace: {next(done)}/{len(modules)} modules traced (last: {path})", force=True)
 
     # Workers are processes; threads only wait for them.
@@ -136,8 +153,13 @@ def _trace(findings: list[Finding], files: list[str], settings: Settings, option
     return outcome
 
 
-def discovered(recorded: dict[str, list[dict[str, Any]]], by_path: dict[str, list[Finding]], sites: dict[str, list[int]],
-               command: str, settings: Settings) -> list[Finding]:
+def discovered(
+    recorded: dict[str, list[dict[str, Any]]],
+    by_path: dict[str, list[Finding]],
+    sites: dict[str, list[int]],
+    command: str,
+    settings: Settings,
+) -> list[Finding]:
     """--trace-run discovery (dynamic_findings.py): every module's findings from the recorded programs."""
     from remat_lint.trace.dynamic_findings import Observed, findings_for
 
@@ -158,7 +180,9 @@ def discovered(recorded: dict[str, list[dict[str, Any]]], by_path: dict[str, lis
 def check_backend(options: TraceOptions) -> None:
     """An unavailable ``--backend`` is one clear error (exit 2), not one failure per worker."""
     probe = [sys.executable, "-c", "import jax; jax.devices()"]
-    proc = subprocess.run(probe, env=worker_env(options), capture_output=True, text=True, timeout=options.timeout, check=False)
+    proc = subprocess.run(
+        probe, env=worker_env(options), capture_output=True, text=True, timeout=options.timeout, check=False
+    )
     if proc.returncode != 0:
         last = next((line for line in reversed(proc.stderr.strip().splitlines()) if line.strip()), "")
         raise ConfigError(f"--backend {options.backend}: JAX cannot start it here: {last[:400]}")
@@ -228,22 +252,39 @@ def module_request(path: str, findings: list[Finding], sites: list[int], setting
         config_root=str(settings.root.resolve()),
         trace=settings.trace,
         findings=[
-            Item(i, f.code, f.start.row, f.end.row, f.start.column, f.end.column, on_site=f.start.row in sites,
-                 check=_trace_check(f.code), data=f.data)
+            Item(
+                i,
+                f.code,
+                f.start.row,
+                f.end.row,
+                f.start.column,
+                f.end.column,
+                on_site=f.start.row in sites,
+                check=_trace_check(f.code),
+                data=f.data,
+            )
             for i, f in enumerate(findings)
         ],
         sites=sites,
     )
 
 
-def trace_module(path: str, findings: list[Finding], request: WorkerRequest, options: TraceOptions, outcome: TraceOutcome,
-                 recorded: list[dict[str, Any]]) -> None:
+def trace_module(
+    path: str,
+    findings: list[Finding],
+    request: WorkerRequest,
+    options: TraceOptions,
+    outcome: TraceOutcome,
+    recorded: list[dict[str, Any]],
+) -> None:
     """One worker for the module; verdicts from the recorded run (``recorded``: its lines for this
     module) count beside the worker's, the stronger one kept (the recorded run's on a tie: it says
     what the project's own program did)."""
     lines, failure = run_worker(request, Path(request.root), options)
     # a site's report from the recorded run replaces one at guessed shapes
-    reported = {line["site"].get("line") for line in lines if "site" in line and line["site"].get("shapes") != "guessed"}
+    reported = {
+        line["site"].get("line") for line in lines if "site" in line and line["site"].get("shapes") != "guessed"
+    }
     for line in recorded:
         if "finding" in line and 0 <= line["finding"] < len(findings):
             rank = RANK.get(line["trace"]["status"], 0)
@@ -284,8 +325,13 @@ def trace_module(path: str, findings: list[Finding], request: WorkerRequest, opt
                 f.trace["evidence"] = {**(f.trace.get("evidence") or {}), "site": report}
 
 
-def run_recorded(command: str, requests: list[WorkerRequest], settings: Settings, options: TraceOptions,
-                 progress: Progress | None = None) -> tuple[dict[str, list[dict[str, Any]]], list[str], list[str] | None]:
+def run_recorded(
+    command: str,
+    requests: list[WorkerRequest],
+    settings: Settings,
+    options: TraceOptions,
+    progress: Progress | None = None,
+) -> tuple[dict[str, list[dict[str, Any]]], list[str], list[str] | None]:
     """--trace-run: the user's command, run from the configuration's folder with JAX's differentiation
     entry points recorded (recorder.py); the JSON lines it wrote per module path, what to warn
     about, and the calls it recorded (None: nothing came back). Its output is kept apart from remat-lint's."""
@@ -305,8 +351,16 @@ def run_recorded(command: str, requests: list[WorkerRequest], settings: Settings
         token = isolation.mark(env)
         limit = dataclasses.replace(options, timeout=options.timeout * RUN_TIMEOUT_FACTOR)
         with open(output_file, "wb") as output:
-            proc = subprocess.Popen(command, shell=True, cwd=settings.root, env=env, stdin=subprocess.DEVNULL,
-                                    stdout=output, stderr=subprocess.STDOUT, start_new_session=True)
+            proc = subprocess.Popen(
+                command,
+                shell=True,
+                cwd=settings.root,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=output,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
             try:
                 failure = _watch(proc, limit, lambda: progress and progress.show(f"--trace-run: running `{command}`"))
             finally:
@@ -330,11 +384,15 @@ def run_recorded(command: str, requests: list[WorkerRequest], settings: Settings
             shown = "".join(f"\n    {line[:300]}" for line in tail)
             warnings.append(f"--trace-run: `{command}` {why}" + (f"; its last output lines:{shown}" if tail else ""))
         if recorded is None:
-            warnings.append(f"--trace-run: `{command}` recorded nothing (no Python process of it exited normally "
-                            "with remat-lint importable)")
+            warnings.append(
+                f"--trace-run: `{command}` recorded nothing (no Python process of it exited normally "
+                "with remat-lint importable)"
+            )
         elif not recorded:
-            warnings.append(f"--trace-run: `{command}` never called jax.grad, jax.value_and_grad, jax.vjp or a checkpointed "
-                            "function of the project: no shapes recorded")
+            warnings.append(
+                f"--trace-run: `{command}` never called jax.grad, jax.value_and_grad, jax.vjp or a checkpointed "
+                "function of the project: no shapes recorded"
+            )
     return by_path, warnings, recorded
 
 
@@ -352,7 +410,11 @@ def run_worker(request: WorkerRequest, root: Path, options: TraceOptions) -> tup
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         proc = subprocess.Popen(
             [sys.executable, "-m", "remat_lint.trace.worker"],
-            stdin=subprocess.PIPE, stdout=out, stderr=err, cwd=root, env=env,
+            stdin=subprocess.PIPE,
+            stdout=out,
+            stderr=err,
+            cwd=root,
+            env=env,
             start_new_session=True,
         )
         assert proc.stdin is not None
@@ -378,7 +440,9 @@ def run_worker(request: WorkerRequest, root: Path, options: TraceOptions) -> tup
     return lines, failure
 
 
-def _watch(proc: subprocess.Popen[bytes], options: TraceOptions, waiting: Callable[[], object] = lambda: None) -> str | None:
+def _watch(
+    proc: subprocess.Popen[bytes], options: TraceOptions, waiting: Callable[[], object] = lambda: None
+) -> str | None:
     """Wait for ``proc`` within the options' time and memory; ``waiting`` is called at every poll."""
     deadline = time.monotonic() + options.timeout
     while True:
@@ -434,15 +498,22 @@ def describe_run(outcome: TraceOutcome, findings: list[Finding]) -> str:
     """One line for stderr: where it ran, and how the findings fared."""
     backends = ", ".join(sorted(outcome.backends)) or "no backend (no module was traced)"
     flags = f" with XLA_FLAGS={CPU_XLA_FLAGS}" if CPU_XLA_FLAGS in outcome.xla_flags else ""
-    counts = {s: sum(1 for f in findings if f.trace and f.trace.get("status") == s) for s in ("confirmed", "refuted", "unconfirmed")}
+    counts = {
+        s: sum(1 for f in findings if f.trace and f.trace.get("status") == s)
+        for s in ("confirmed", "refuted", "unconfirmed")
+    }
     tally = ", ".join(f"{n} {s}" for s, n in counts.items() if n) or "no findings traced"
     refuted = " (refuted findings do not count in the exit code)" if counts["refuted"] else ""
     line = f"--trace: traced on {backends}{flags}: {tally}{refuted}."
     if outcome.recorded:
         reached = sum(1 for f in findings if f.trace and (f.trace.get("evidence") or {}).get("shapes") == "recorded")
-        calls = ", ".join(outcome.recorded[:5]) + (f" and {len(outcome.recorded) - 5} more" if len(outcome.recorded) > 5 else "")
-        line += (f"\n--trace-run: recorded {len(outcome.recorded)} differentiated call{'s' if len(outcome.recorded) != 1 else ''}"
-                 f" ({calls}); {reached} of {len(findings)} finding{'s' if len(findings) != 1 else ''} judged on them.")
+        calls = ", ".join(outcome.recorded[:5]) + (
+            f" and {len(outcome.recorded) - 5} more" if len(outcome.recorded) > 5 else ""
+        )
+        line += (
+            f"\n--trace-run: recorded {len(outcome.recorded)} differentiated call{'s' if len(outcome.recorded) != 1 else ''}"
+            f" ({calls}); {reached} of {len(findings)} finding{'s' if len(findings) != 1 else ''} judged on them."
+        )
     return line
 
 
@@ -464,13 +535,18 @@ def format_sites(outcome: TraceOutcome) -> str:
         out.append(f"  residuals saved for the backward pass: {len(residuals)}")
         for r in residuals:
             source = _SOURCE_FILE.sub(lambda m: display_path(m.group("file")), str(r.get("source", "")))
-            out.append(f"    {r.get('shape', '')!s:<16} {r.get('dtype', '')!s:<9} {byte_size(r.get('bytes')):>10}  {source}")
+            out.append(
+                f"    {r.get('shape', '')!s:<16} {r.get('dtype', '')!s:<9} {byte_size(r.get('bytes')):>10}  {source}"
+            )
         policies = rep.get("policies") or []
         if policies:
             out.append(f"  {'policy':<34} {'residuals':>10} {'temp':>10} {'FLOPs':>12}")
             for p in policies:
-                measured = (f"{byte_size(p.get('temp_bytes')):>10} {flop_number(p.get('flops')):>12}" if p.get("compiled", True)
-                            else f"{'not compiled':>23}")
+                measured = (
+                    f"{byte_size(p.get('temp_bytes')):>10} {flop_number(p.get('flops')):>12}"
+                    if p.get("compiled", True)
+                    else f"{'not compiled':>23}"
+                )
                 out.append(f"  {p.get('policy')!s:<34} {byte_size(p.get('residual_bytes')):>10} {measured}")
         if rep.get("compile_note"):
             out.append(f"  {rep['compile_note']}")

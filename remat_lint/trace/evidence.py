@@ -200,8 +200,11 @@ class Run:
     def at_site(self, item: Item, code: str) -> bool:
         """This trace went through the checkpoint the finding is about: its line is a checkpoint
         equation of the forward jaxpr, or its lines ran inside a checkpoint wrapper."""
-        return (any(self.under[n] for n in item.span) or matches_site([*self.sites, *self.wrappers], code, item.line)
-                or bool(self.failure and self.failure.raised_at(item, code)))
+        return (
+            any(self.under[n] for n in item.span)
+            or matches_site([*self.sites, *self.wrappers], code, item.line)
+            or bool(self.failure and self.failure.raised_at(item, code))
+        )
 
     def never_reached(self, item: Item, code: str) -> str | None:
         """Why this trace is no evidence that the flagged code ran at the flagged site (None: it
@@ -249,7 +252,9 @@ class Run:
             return None
         from jax._src.ad_checkpoint import saved_residuals  # not public in jax 0.10
 
-        return [(aval.str_short(short_dtypes=True), str(src)) for aval, src in saved_residuals(p.fun, *p.args, **p.kwargs)]
+        return [
+            (aval.str_short(short_dtypes=True), str(src)) for aval, src in saved_residuals(p.fun, *p.args, **p.kwargs)
+        ]
 
 
 def _zeros(x: Any) -> Any:
@@ -309,8 +314,11 @@ def judge_error(item: Item, run: Run, code: str) -> dict[str, Any] | None:
         if not matches(fail.exc, expected_errors(item)):
             return verdict("unconfirmed", f"{where} fails first with another error: {fail.summary}", **evidence)
         if not fail.raised_at(item, code):
-            return verdict("unconfirmed", f"{where} raises {fail.summary}, but not from the checkpoint at line "
-                           f"{item.line}", **evidence)
+            return verdict(
+                "unconfirmed",
+                f"{where} raises {fail.summary}, but not from the checkpoint at line {item.line}",
+                **evidence,
+            )
         return verdict("confirmed", f"{fail.summary} ({fail.stage}: {where})", **evidence)
     if item.check is None or not item.check.refutes:
         return None
@@ -333,20 +341,31 @@ def judge_static_argnames(item: Item, run: Run) -> dict[str, Any]:
     """REM010 when nothing raised: the argument is traced because jax_remat3 is off."""
     if jax.config.jax_remat3:
         return verdict("refuted", "jax_remat3 is on: JAX honours static_argnames", target=run.name)
-    return verdict("confirmed", f"jax_remat3 is off, so static_argnames is ignored; {run.name} traced the argument "
-                   "(no error with these inputs)", target=run.name, jax_remat3=False)
+    return verdict(
+        "confirmed",
+        f"jax_remat3 is off, so static_argnames is ignored; {run.name} traced the argument "
+        "(no error with these inputs)",
+        target=run.name,
+        jax_remat3=False,
+    )
 
 
 def judge_side_effect(item: Item, run: Run) -> dict[str, Any]:
     """REM201: the statement runs while JAX traces, not when the compiled step runs."""
     hits = sum(run.under[n] for n in item.span)
     if not hits:
-        return verdict("unconfirmed", f"line {item.line} did not run inside a checkpoint while tracing {run.name}",
-                       target=run.name)
+        return verdict(
+            "unconfirmed", f"line {item.line} did not run inside a checkpoint while tracing {run.name}", target=run.name
+        )
     executed = run.compiled_executions
     during = None if executed is None else sum(executed[n] for n in item.span)
-    evidence = {"target": run.name, "traces": run.traces, "executions_while_tracing": hits,
-                "compiled_calls": 2 if during is not None else 0, "executions_in_compiled_calls": during}
+    evidence = {
+        "target": run.name,
+        "traces": run.traces,
+        "executions_while_tracing": hits,
+        "compiled_calls": 2 if during is not None else 0,
+        "executions_in_compiled_calls": during,
+    }
     traced = f"line {item.line} ran {times(hits)} while JAX traced {run.name} {times(run.traces)}"
     if during is None:
         return verdict("confirmed", f"{traced}: it runs at trace time", **evidence)
@@ -357,6 +376,7 @@ def judge_side_effect(item: Item, run: Run) -> dict[str, Any]:
 
 def judge_callback(item: Item, run: Run) -> dict[str, Any]:
     """REM203: a debug callback appears once in the forward jaxpr and twice under grad."""
+
     def count(stage: str) -> int:
         return sum(1 for _, lines in run.effects.get(stage, []) if set(lines) & set(item.span))
 
@@ -365,10 +385,15 @@ def judge_callback(item: Item, run: Run) -> dict[str, Any]:
     if not forward or "grad" not in run.effects:
         return verdict("unconfirmed", f"no callback from line {item.line} in the traced {run.name}", **evidence)
     if grad > forward:
-        return verdict("confirmed", f"the callback runs {times(grad)} per step under grad of {run.name} "
-                       f"({times(forward)} in the forward alone)", **evidence)
-    return verdict("refuted", f"the callback runs {times(grad)} under grad of {run.name}, as often as in the forward",
-                   **evidence)
+        return verdict(
+            "confirmed",
+            f"the callback runs {times(grad)} per step under grad of {run.name} "
+            f"({times(forward)} in the forward alone)",
+            **evidence,
+        )
+    return verdict(
+        "refuted", f"the callback runs {times(grad)} under grad of {run.name}, as often as in the forward", **evidence
+    )
 
 
 def checkpoint_name_of(item: Item) -> str | None:
@@ -386,7 +411,9 @@ def policy_names(policy: Any) -> set[str]:
             values.append(cell.cell_contents)
         except ValueError:  # an empty cell
             continue
-    return {v for value in values if isinstance(value, (set, frozenset, tuple, list)) for v in value if isinstance(v, str)}
+    return {
+        v for value in values if isinstance(value, (set, frozenset, tuple, list)) for v in value if isinstance(v, str)
+    }
 
 
 def name_policy_traced(item: Item, run: Run) -> bool:
@@ -402,9 +429,17 @@ def judge_name(item: Item, run: Run) -> dict[str, Any] | None:
     if residuals is None or name is None:
         return None
     named = sorted({m.group(1) for _, src in residuals for m in re.finditer(r"named '([^']+)'", src)})
-    evidence = {"target": run.name, "name": name, "saved_names": named,
-                "residuals": [{"aval": a, "source": s} for a, s in residuals[:20]]}
+    evidence = {
+        "target": run.name,
+        "name": name,
+        "saved_names": named,
+        "residuals": [{"aval": a, "source": s} for a, s in residuals[:20]],
+    }
     if name in named:
         return verdict("refuted", f"saved_residuals of grad of {run.name} has `named '{name}'`", **evidence)
-    return verdict("confirmed", f"saved_residuals of grad of {run.name}: no `named '{name}'` among "
-                   f"{len(residuals)} residuals (saved names: {', '.join(named) or 'none'})", **evidence)
+    return verdict(
+        "confirmed",
+        f"saved_residuals of grad of {run.name}: no `named '{name}'` among "
+        f"{len(residuals)} residuals (saved names: {', '.join(named) or 'none'})",
+        **evidence,
+    )

@@ -76,7 +76,9 @@ def parse_inline(text: str) -> CallSpec:
 
 
 def _unmark(value: Any) -> Any:
-    return map_leaves(lambda v: parse_shape(v[len(_MARK):]) if isinstance(v, str) and v.startswith(_MARK) else v, value)
+    return map_leaves(
+        lambda v: parse_shape(v[len(_MARK) :]) if isinstance(v, str) and v.startswith(_MARK) else v, value
+    )
 
 
 @dataclass
@@ -117,8 +119,16 @@ def inline_targets(source: str) -> list[InlineTarget]:
 # --- [[tool.remat-lint.trace.targets]] -----------------------------------------------------------
 
 TARGET_KEYS = {
-    "function", "args", "kwargs", "static", "argnums", "transform",
-    "module", "module_args", "init_args", "init_rngs",
+    "function",
+    "args",
+    "kwargs",
+    "static",
+    "argnums",
+    "transform",
+    "module",
+    "module_args",
+    "init_args",
+    "init_rngs",
 }
 TRANSFORMS = ("auto", "value_and_grad", "grad", "vjp", "none")
 
@@ -159,7 +169,7 @@ def resolve_module_file(reference: str, root: Path) -> Path | None:
 
 def _split_ref(ref: Any, key: str) -> tuple[str, str]:
     if not isinstance(ref, str) or ref.count(":") != 1 or not all(ref.split(":")):
-        raise InputError(f"`{key}` must look like \"pkg.module:name\", got {ref!r}")
+        raise InputError(f'`{key}` must look like "pkg.module:name", got {ref!r}')
     mod, attr = ref.split(":")
     return mod, attr
 
@@ -243,8 +253,22 @@ def check_target(entry: Any) -> TargetSpec:
 # Parameter names whose values the shape syntax cannot spell in reasonable time (a pytree of arrays,
 # a PRNG key): --trace-run records them from the project's own run instead. RNG_NAMES and FLAG_NAMES
 # also steer the worker's shape search.
-PYTREE_NAMES = frozenset({"params", "variables", "state", "opt_state", "train_state", "grads", "batch", "model",
-                          "optimizer", "carry", "cache", "weights"})
+PYTREE_NAMES = frozenset(
+    {
+        "params",
+        "variables",
+        "state",
+        "opt_state",
+        "train_state",
+        "grads",
+        "batch",
+        "model",
+        "optimizer",
+        "carry",
+        "cache",
+        "weights",
+    }
+)
 RNG_NAMES = frozenset({"key", "rng", "rngs", "prng", "prng_key", "rng_key", "dropout_rng"})
 FLAG_NAMES = frozenset({"train", "training", "is_training", "deterministic", "decode", "init_cache", "use_cache"})
 LABEL_NAMES = frozenset({"labels", "label", "targets", "target", "classes", "y_true"})
@@ -271,7 +295,9 @@ def parameter_examples(source: str, function: str) -> list[Example]:
         tree = ast.parse(source)
     except (SyntaxError, ValueError):
         return []
-    node = next((n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == function), None)
+    node = next(
+        (n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == function), None
+    )
     if node is None:
         return []
     positional = [*node.args.posonlyargs, *node.args.args]
@@ -306,7 +332,12 @@ def _annotated(annotation: ast.expr, sizes: dict[str, int]) -> str | None:
         return None
     kind = annotation.value.attr if isinstance(annotation.value, ast.Attribute) else getattr(annotation.value, "id", "")
     elts = annotation.slice.elts
-    if kind not in JAXTYPING_DTYPES or len(elts) != 2 or not isinstance(elts[1], ast.Constant) or not isinstance(elts[1].value, str):
+    if (
+        kind not in JAXTYPING_DTYPES
+        or len(elts) != 2
+        or not isinstance(elts[1], ast.Constant)
+        or not isinstance(elts[1].value, str)
+    ):
         return None
     dims = []
     for dim in elts[1].value.split():
@@ -323,19 +354,27 @@ def suggestion(module_ref: str, function: str, examples: list[Example]) -> str:
     """What to add: the project's own run first (it needs no shapes, and works for parameter dicts,
     optimizer state and Flax variables); a declaration only when every parameter's example could be
     inferred, so that pasting it traces."""
-    run = ('take the shapes from a run of the project: --trace-run "python -m pytest -q tests" (or a one-step '
-           "training script)")
+    run = (
+        'take the shapes from a run of the project: --trace-run "python -m pytest -q tests" (or a one-step '
+        "training script)"
+    )
     names = ", ".join(e.name for e in examples)
     unknown = [e for e in examples if e.text is None]
     if unknown:
         missing = "; ".join(f"`{e.name}`: {e.why}" for e in unknown)
-        return (f"{run}. No declaration is offered for `{function}({names})`, whose shapes cannot be inferred "
-                f"({missing}); a declaration spells each parameter as a shape string (f32[8,128]), a dict of them "
-                f'({{"w": "f32[8,128]"}}) or a Python value, in a `remat-lint: trace(...)` comment above `def {function}` '
-                "or in [[tool.remat-lint.trace.targets]]")
+        return (
+            f"{run}. No declaration is offered for `{function}({names})`, whose shapes cannot be inferred "
+            f"({missing}); a declaration spells each parameter as a shape string (f32[8,128]), a dict of them "
+            f'({{"w": "f32[8,128]"}}) or a Python value, in a `remat-lint: trace(...)` comment above `def {function}` '
+            "or in [[tool.remat-lint.trace.targets]]"
+        )
     shapes = ", ".join(str(e.text) for e in examples)
     listed = ", ".join(f'"{e.text}"' if "[" in str(e.text) else str(e.text).lower() for e in examples)
-    inferred = f" (inferred: {', '.join(f'`{e.name}` from {e.why}' for e in examples)}; edit the sizes to yours)" if examples else ""
+    inferred = (
+        f" (inferred: {', '.join(f'`{e.name}` from {e.why}' for e in examples)}; edit the sizes to yours)"
+        if examples
+        else ""
+    )
     return (
         f"{run}; or declare them for `{function}({names})`{inferred}, "
         f"either above `def {function}`:\n"

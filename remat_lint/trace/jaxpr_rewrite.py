@@ -72,8 +72,7 @@ class _Rewriter:
         key = id(jaxpr)
         if key not in self._contains:
             self._contains[key] = any(
-                self.edit_for(e) is not None or any(self.contains(s) for s in sub_jaxprs(e.params))
-                for e in jaxpr.eqns
+                self.edit_for(e) is not None or any(self.contains(s) for s in sub_jaxprs(e.params)) for e in jaxpr.eqns
             )
         return self._contains[key]
 

@@ -103,7 +103,12 @@ def find_sites(jaxpr: core.Jaxpr) -> list[Site]:
         definition = (m["file"], int(m["line"])) if m and is_user_file(m["file"]) else None
         calls = user_frames(eqn)
         body, body_function = (None, None) if definition else _body_frame(eqn, set(calls))
-        key = (info.func_src_info if definition else body, repr(eqn.params["policy"]), str(eqn.params["prevent_cse"]), path)
+        key = (
+            info.func_src_info if definition else body,
+            repr(eqn.params["policy"]),
+            str(eqn.params["prevent_cse"]),
+            path,
+        )
         site = groups.get(key)
         if site is None:
             name = body_function or (m["name"] if m else "?")
@@ -227,10 +232,14 @@ def calls_at(sites: Sequence[Site], code: str, span: tuple[int, int, int, int]) 
     """The sites restricted to the equations called by the expression at ``span`` (line, column,
     end line, end column; columns 0-based): ``rb(rb(x, w1), w2)`` flags the outer call only. Sites
     unchanged when no equation is called from exactly there (a decorator or a wrapped definition)."""
+
     def called_there(eqn: core.JaxprEqn) -> bool:
         frames = source_info_util.user_frames(eqn.source_info.traceback)
-        return any((f.start_line, f.start_column, f.end_line, f.end_column) == span and _in_file((f.file_name, f.start_line), code)
-                   for f in frames)
+        return any(
+            (f.start_line, f.start_column, f.end_line, f.end_column) == span
+            and _in_file((f.file_name, f.start_line), code)
+            for f in frames
+        )
 
     narrowed = [dataclasses.replace(s, eqns=[e for e in s.eqns if called_there(e)]) for s in sites]
     narrowed = [s for s in narrowed if s.eqns]

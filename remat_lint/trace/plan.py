@@ -73,13 +73,21 @@ def plan_module(source: str) -> ModulePlan:
                 positional = [*args.posonlyargs, *args.args]
                 required = positional[: len(positional) - len(args.defaults)]
                 definitions[node.name] = Definition(
-                    node.name, start, node.end_lineno or start, "function",
-                    params=[a.arg for a in required], refs=refs, differentiates=bool(refs & GRAD_NAMES),
+                    node.name,
+                    start,
+                    node.end_lineno or start,
+                    "function",
+                    params=[a.arg for a in required],
+                    refs=refs,
+                    differentiates=bool(refs & GRAD_NAMES),
                 )
         else:
             bound = frozenset(
-                t.id for sub in ast.walk(node) if isinstance(sub, (ast.Assign, ast.AnnAssign, ast.AugAssign))
-                for t in (sub.targets if isinstance(sub, ast.Assign) else [sub.target]) if isinstance(t, ast.Name)
+                t.id
+                for sub in ast.walk(node)
+                if isinstance(sub, (ast.Assign, ast.AnnAssign, ast.AugAssign))
+                for t in (sub.targets if isinstance(sub, ast.Assign) else [sub.target])
+                if isinstance(t, ast.Name)
             )
             statements.append((node.lineno, node.end_lineno or node.lineno, _names(node) - bound, bound))
     # A name bound by a module-level statement (``block = jax.checkpoint(_block)``) refers onwards to

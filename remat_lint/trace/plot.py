@@ -49,8 +49,16 @@ def write(plans: Sequence[Any], path: str) -> None:
 
 
 def _panel(ax: Any, target: str, rep: dict[str, Any]) -> None:
-    unit, scale = _unit(max([rep["no_checkpoint"]["temp_bytes"], rep["today"]["temp_bytes"], rep["budget_bytes"],
-                             *(t for t, _ in rep["considered"])]))
+    unit, scale = _unit(
+        max(
+            [
+                rep["no_checkpoint"]["temp_bytes"],
+                rep["today"]["temp_bytes"],
+                rep["budget_bytes"],
+                *(t for t, _ in rep["considered"]),
+            ]
+        )
+    )
     gflop = 1e9 if rep["today"]["flops"] >= 1e9 else 1e6
     flop_unit = "GFLOP" if gflop == 1e9 else "MFLOP"
 
@@ -60,7 +68,9 @@ def _panel(ax: Any, target: str, rep: dict[str, Any]) -> None:
     if rep["considered"]:
         xs = [t / scale for t, _ in rep["considered"]]
         ys = [f / gflop for _, f in rep["considered"]]
-        ax.scatter(xs, ys, s=14, color="0.7", label=f"assignments considered (predicted; {len(xs)} distinct points)", zorder=1)
+        ax.scatter(
+            xs, ys, s=14, color="0.7", label=f"assignments considered (predicted; {len(xs)} distinct points)", zorder=1
+        )
     front = [xy(p) for p in rep["front"]]
     if front:
         fx, fy = [x for x, _ in front], [y for _, y in front]
@@ -71,15 +81,39 @@ def _panel(ax: Any, target: str, rep: dict[str, Any]) -> None:
     picked = rep.get("chosen") or rep.get("smallest")
     label = "chosen (compiled)" if rep["fits"] else "smallest found (compiled): nothing fits"
     marked = [  # drawn small last over big first, and each named beside it: coinciding points stay visible
-        (rep["no_checkpoint"], {"marker": "s", "s": 150, "color": "0.3"}, "no checkpoint (compiled)", "no checkpoint", (8, -12)),
-        (rep["today"], {"marker": "o", "s": 90, "facecolor": "none", "edgecolor": "black", "lw": 1.8}, "today (compiled)",
-         "today", (8, 6)),
-        (picked, {"marker": "*", "s": 120, "color": "tab:green" if rep["fits"] else "tab:orange"}, label, "chosen", (-8, 10)),
+        (
+            rep["no_checkpoint"],
+            {"marker": "s", "s": 150, "color": "0.3"},
+            "no checkpoint (compiled)",
+            "no checkpoint",
+            (8, -12),
+        ),
+        (
+            rep["today"],
+            {"marker": "o", "s": 90, "facecolor": "none", "edgecolor": "black", "lw": 1.8},
+            "today (compiled)",
+            "today",
+            (8, 6),
+        ),
+        (
+            picked,
+            {"marker": "*", "s": 120, "color": "tab:green" if rep["fits"] else "tab:orange"},
+            label,
+            "chosen",
+            (-8, 10),
+        ),
     ]
     for zorder, (costs, style, legend, name, offset) in enumerate(marked, start=4):
         ax.scatter(*xy(costs), label=legend, zorder=zorder, **style)
-        ax.annotate(name, xy(costs), xytext=offset, textcoords="offset points", fontsize=7,
-                    ha="right" if offset[0] < 0 else "left", zorder=zorder)
+        ax.annotate(
+            name,
+            xy(costs),
+            xytext=offset,
+            textcoords="offset points",
+            fontsize=7,
+            ha="right" if offset[0] < 0 else "left",
+            zorder=zorder,
+        )
     ax.set_xlabel(f"peak temp memory ({unit})")
     ax.set_ylabel(f"FLOPs ({flop_unit}, value_and_grad)")
     ax.set_title(textwrap.fill(target, 80), fontsize=9)  # wrapped, never cut

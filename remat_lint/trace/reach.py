@@ -81,10 +81,15 @@ def frame_sites(frames: Sequence[tuple[FrameType, int]]) -> list[FrameSite]:
         if body is None and isinstance(traced, core.Jaxpr):
             body, _ = body_frame(traced, set(calls))
         prevent_cse = local.get("prevent_cse", True)
-        found.append(FrameSite(
-            _definition(local.get(_WRAPPERS[frame.f_code.co_name])), body, calls, policy_name(local.get("policy")),
-            any(prevent_cse) if isinstance(prevent_cse, tuple) else bool(prevent_cse),
-        ))
+        found.append(
+            FrameSite(
+                _definition(local.get(_WRAPPERS[frame.f_code.co_name])),
+                body,
+                calls,
+                policy_name(local.get("policy")),
+                any(prevent_cse) if isinstance(prevent_cse, tuple) else bool(prevent_cse),
+            )
+        )
     return found
 
 

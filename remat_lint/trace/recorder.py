@@ -99,7 +99,16 @@ class Recorder:
         @functools.wraps(checkpointed)
         def watched(*args: Any, **kwargs: Any) -> Any:
             if user_code and self.active and not self.in_nnx and len(self.calls) < MAX_CALLS:
-                self.record(checkpointed, args, kwargs, None, False, "checkpoint call", identity=id(checkpointed), into=self.calls)
+                self.record(
+                    checkpointed,
+                    args,
+                    kwargs,
+                    None,
+                    False,
+                    "checkpoint call",
+                    identity=id(checkpointed),
+                    into=self.calls,
+                )
             try:
                 return checkpointed(*args, **kwargs)
             except Exception as exc:
@@ -109,8 +118,17 @@ class Recorder:
 
         return watched
 
-    def record(self, fun: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], argnums: Any,
-               has_aux: bool, transform: str, identity: Any = None, into: list[Recorded] | None = None) -> None:
+    def record(
+        self,
+        fun: Callable[..., Any],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        argnums: Any,
+        has_aux: bool,
+        transform: str,
+        identity: Any = None,
+        into: list[Recorded] | None = None,
+    ) -> None:
         """Keep ``fun`` at the abstract signature of this call (once per signature); ``argnums`` None:
         every argument for ``vjp``, the floating-point ones for a checkpoint call."""
         import jax
@@ -118,8 +136,11 @@ class Recorder:
         try:
             abstract_args, abstract_kwargs = jax.tree_util.tree_map(_abstract, (args, kwargs))
             signature = str(jax.tree_util.tree_structure((abstract_args, abstract_kwargs))) + str(
-                [(getattr(x, "shape", None), str(getattr(x, "dtype", type(x).__name__)))
-                 for x in jax.tree_util.tree_leaves((abstract_args, abstract_kwargs))])
+                [
+                    (getattr(x, "shape", None), str(getattr(x, "dtype", type(x).__name__)))
+                    for x in jax.tree_util.tree_leaves((abstract_args, abstract_kwargs))
+                ]
+            )
         except Exception:  # a pytree JAX cannot flatten here: nothing to record
             return
         key = (identity or getattr(fun, "__code__", None) or id(fun), signature)
@@ -131,7 +152,9 @@ class Recorder:
         else:
             nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
         observed = os.environ.get("PYTEST_CURRENT_TEST", "").removesuffix(" (call)")
-        (self.records if into is None else into).append(Recorded(fun, abstract_args, abstract_kwargs, nums, has_aux, transform, observed))
+        (self.records if into is None else into).append(
+            Recorded(fun, abstract_args, abstract_kwargs, nums, has_aux, transform, observed)
+        )
 
 
 def _abstract(x: Any) -> Any:
@@ -180,7 +203,10 @@ def install() -> None:
     if importlib.util.find_spec("flax") is not None:
         from flax import nnx
 
-        nnx.grad, nnx.value_and_grad = _nnx_transform(nnx.grad, "grad"), _nnx_transform(nnx.value_and_grad, "value_and_grad")
+        nnx.grad, nnx.value_and_grad = (
+            _nnx_transform(nnx.grad, "grad"),
+            _nnx_transform(nnx.value_and_grad, "value_and_grad"),
+        )
     atexit.register(judge)
 
 
@@ -209,7 +235,9 @@ def _nnx_transform(original: Callable[..., Any], transform: str) -> Callable[...
     return wrapped
 
 
-def _record_nnx(f: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], options: dict[str, Any], transform: str) -> None:
+def _record_nnx(
+    f: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], options: dict[str, Any], transform: str
+) -> None:
     from flax import nnx
 
     graphdefs, states = [], []
@@ -224,8 +252,15 @@ def _record_nnx(f: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, 
     functional.__qualname__ = getattr(f, "__qualname__", "nnx_function")
     argnums = options.get("argnums", 0)
     nums = [getattr(a, "argnum", a) for a in (argnums if isinstance(argnums, (list, tuple)) else [argnums])]
-    RECORDER.record(functional, tuple(states), kwargs, tuple(nums), bool(options.get("has_aux")), transform,
-                    identity=getattr(f, "__code__", None) or id(f))
+    RECORDER.record(
+        functional,
+        tuple(states),
+        kwargs,
+        tuple(nums),
+        bool(options.get("has_aux")),
+        transform,
+        identity=getattr(f, "__code__", None) or id(f),
+    )
 
 
 def judge() -> None:
@@ -237,20 +272,29 @@ def judge() -> None:
 
     RECORDER.active = False
     with open(os.environ[OUT_ENV], "a", encoding="utf-8") as out:
-        out.write(json.dumps({"recorded": [f"{r.transform} of {r.name}" for r in [*RECORDER.records, *RECORDER.calls]],
-                              "errors": [f"{type(e).__name__}: {e}"[:300] for e in RECORDER.errors]}) + "\n")
+        out.write(
+            json.dumps(
+                {
+                    "recorded": [f"{r.transform} of {r.name}" for r in [*RECORDER.records, *RECORDER.calls]],
+                    "errors": [f"{type(e).__name__}: {e}"[:300] for e in RECORDER.errors],
+                }
+            )
+            + "\n"
+        )
         if not RECORDER.records and not RECORDER.errors and not RECORDER.calls:
             return  # a process of the command that differentiated nothing (a helper script): nothing to judge
         jax.clear_caches()  # the run traced these bodies already: a cached trace would not run their lines again
         with open(os.environ[REQUESTS_ENV], encoding="utf-8") as handle:
             requests = [WorkerRequest.from_json(json.dumps(r)) for r in json.load(handle)]
         for request in requests:
+
             def emit(obj: dict[str, Any], path: str = request.path) -> None:
                 out.write(json.dumps({**obj, "path": path}, default=str) + "\n")
                 out.flush()
 
             try:
-                Session(request, emit, recorded=RECORDER.records, calls=RECORDER.calls, errors=RECORDER.errors,
-                        search=False).run()
+                Session(
+                    request, emit, recorded=RECORDER.records, calls=RECORDER.calls, errors=RECORDER.errors, search=False
+                ).run()
             except Exception as exc:  # one module's failure must not hide the others'
                 emit({"note": f"judging against the recorded run failed: {type(exc).__name__}: {exc}"})

@@ -88,5 +88,12 @@ class WorkerRequest:
         for f in raw.get("findings", []):
             check = f.get("check")
             items.append(Item(**{**f, "check": TraceCheck(**check) if check else None}))
-        return cls(raw["path"], raw["root"], raw.get("config_root") or raw["root"], raw.get("trace") or {}, items,
-                   list(raw.get("sites", [])), raw.get("memory_budget", ""))
+        return cls(
+            raw["path"],
+            raw["root"],
+            raw.get("config_root") or raw["root"],
+            raw.get("trace") or {},
+            items,
+            list(raw.get("sites", [])),
+            raw.get("memory_budget", ""),
+        )

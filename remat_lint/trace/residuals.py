@@ -48,7 +48,10 @@ SMALL_PROGRAM = 1000
 LOOP_FLOPS = "the site runs in a scan/while loop: XLA's cost analysis counts the loop body once, not per iteration"
 _TAG = "remat_lint_site"
 _TAG_RE = re.compile(_TAG + r"(\d+)")
-VARIANTS: dict[str, Edit] = {"none": Edit(inline=True), **{name: Edit(params={"policy": p}) for name, p in POLICIES.items()}}
+VARIANTS: dict[str, Edit] = {
+    "none": Edit(inline=True),
+    **{name: Edit(params={"policy": p}) for name, p in POLICIES.items()},
+}
 
 
 def site_report(
@@ -75,8 +78,10 @@ def site_report(
     for i, site in enumerate(sites):
         file, line = display_path(site.location)
         if targets:
-            score, best = max(((match_score(site, code or "", t) if t.agrees(site) else 0, t.line) for t in targets),
-                              default=(0, None))
+            score, best = max(
+                ((match_score(site, code or "", t) if t.agrees(site) else 0, t.line) for t in targets),
+                default=(0, None),
+            )
             line = best if score else line
         policies = _policies(program, site)
         report.append(
@@ -95,8 +100,17 @@ def site_report(
             }
         )
     if by_site.get(None):
-        report.append({"line": None, "file": None, "function": "outside checkpoints", "outside": True, "residuals": by_site[None],
-                       "policies": [], "recommendation": ""})
+        report.append(
+            {
+                "line": None,
+                "file": None,
+                "function": "outside checkpoints",
+                "outside": True,
+                "residuals": by_site[None],
+                "policies": [],
+                "recommendation": "",
+            }
+        )
     return report
 
 
@@ -109,8 +123,12 @@ def with_shapes(report: dict[str, Any], source: str) -> dict[str, Any]:
     origin = SHAPE_ORIGINS.get(source, "guessed")
     if origin != "guessed":
         return {**report, "shapes": origin}
-    return {**report, "shapes": "guessed", "recommendation": f"none: the shapes were guessed ({source}); declare the "
-            "inputs in [[tool.remat-lint.trace.targets]] or record them with --trace-run to get one"}
+    return {
+        **report,
+        "shapes": "guessed",
+        "recommendation": f"none: the shapes were guessed ({source}); declare the "
+        "inputs in [[tool.remat-lint.trace.targets]] or record them with --trace-run to get one",
+    }
 
 
 def _policies(program: Program, site: Site) -> list[dict[str, Any]]:
@@ -153,15 +171,20 @@ def _recommend(site: Site, rows: list[dict[str, Any]]) -> str:
 
 def _not_compiled(rows: list[dict[str, Any]]) -> str:
     skipped = [r["policy"] for r in rows if not r["compiled"]]
-    return (f"{', '.join(skipped)}: not compiled (no temp or FLOPs measured): the residuals JAX saves for "
-            f"{'it' if len(skipped) == 1 else 'each'} exceed the lowest compiled temp by more than {MEMORY_SLACK:.0%}"
-            if skipped else "")
+    return (
+        f"{', '.join(skipped)}: not compiled (no temp or FLOPs measured): the residuals JAX saves for "
+        f"{'it' if len(skipped) == 1 else 'each'} exceed the lowest compiled temp by more than {MEMORY_SLACK:.0%}"
+        if skipped
+        else ""
+    )
 
 
 # --- residuals ------------------------------------------------------------------------------------
 
 
-def attributed_residuals(fun: Callable[..., Any], program: Program, sites: Sequence[Site]) -> list[tuple[dict[str, Any], int | None]]:
+def attributed_residuals(
+    fun: Callable[..., Any], program: Program, sites: Sequence[Site]
+) -> list[tuple[dict[str, Any], int | None]]:
     """``print_saved_residuals``'s entries for the target, each with the index of the site that
     computed it (None: outside checkpoints)."""
     tagged = {id(eqn): Edit(scope=f"{_TAG}{i}") for i, site in enumerate(sites) if not site.opaque for eqn in site.eqns}
@@ -199,7 +222,12 @@ def _arg_names(fun: Callable[..., Any], program: Program, n: int) -> list[str]:
 
 
 def _entry(aval: Any, source: str) -> dict[str, Any]:
-    return {"shape": aval.str_short(short_dtypes=True), "dtype": aval.dtype.name, "bytes": aval_bytes(aval), "source": source}
+    return {
+        "shape": aval.str_short(short_dtypes=True),
+        "dtype": aval.dtype.name,
+        "bytes": aval_bytes(aval),
+        "source": source,
+    }
 
 
 def _describe(eqn: core.JaxprEqn) -> str:

@@ -67,9 +67,16 @@ def _save_coverage() -> None:
 
 
 class Session:
-    def __init__(self, request: WorkerRequest, emit: Callable[[dict[str, Any]], Any], *,
-                 recorded: Sequence[Recorded] = (), calls: Sequence[Recorded] = (), errors: Sequence[BaseException] = (),
-                 search: bool = True) -> None:
+    def __init__(
+        self,
+        request: WorkerRequest,
+        emit: Callable[[dict[str, Any]], Any],
+        *,
+        recorded: Sequence[Recorded] = (),
+        calls: Sequence[Recorded] = (),
+        errors: Sequence[BaseException] = (),
+        search: bool = True,
+    ) -> None:
         self.request = request
         self.emit = emit
         self.recorded = recorded  # differentiated calls of a --trace-run (recorder.py)
@@ -107,8 +114,12 @@ class Session:
             self.judge_all(run)
             self.site_reports(run)
             self.discover(run)
-            if (not self.pending and not self.sites - self.reported_sites and not self.request.memory_budget  # a plan per target
-                    and run.source != "recorded"):  # discovery judges every recorded program
+            if (
+                not self.pending
+                and not self.sites - self.reported_sites
+                and not self.request.memory_budget  # a plan per target
+                and run.source != "recorded"
+            ):  # discovery judges every recorded program
                 break
         for item in list(self.pending.values()):
             self.decide(item, self.verdicts.get(item.id) or self.notes.get(item.id) or self.no_inputs(item))
@@ -127,29 +138,51 @@ class Session:
         for rec in self.calls:
             yield make(rec.name, lambda rec=rec: build.from_recorded(rec), "recorded call")
         for exc in self.errors:
-            yield Run("the --trace-run command", self.path, functools.partial(_reraise, exc), source="recorded", first_stage="run")
+            yield Run(
+                "the --trace-run command",
+                self.path,
+                functools.partial(_reraise, exc),
+                source="recorded",
+                first_stage="run",
+            )
         specs, _ = parse_targets(self.request.trace, Path(self.request.config_root))
         for spec in specs:  # every one: it may reach this module through a re-exporting package
-            text = self.source if Path(spec.path).resolve() == Path(self.path) else Path(spec.path).read_text(encoding="utf-8")
+            text = (
+                self.source
+                if Path(spec.path).resolve() == Path(self.path)
+                else Path(spec.path).read_text(encoding="utf-8")
+            )
             name = spec.ref.split(":")[-1].split(".")[0]
             d = self.plan.definitions.get(name) if text is self.source else _definition(text, name)
-            yield make(name, lambda spec=spec, d=d: build.from_spec(spec, module, bool(d and d.differentiates)), "pyproject")
+            yield make(
+                name, lambda spec=spec, d=d: build.from_spec(spec, module, bool(d and d.differentiates)), "pyproject"
+            )
         for target in inline_targets(self.source):
             d = self.plan.definitions.get(target.name)
             if target.spec is None:
                 self.note_all(target.name, f"unusable inline comment at line {target.comment_line}: {target.error}")
                 continue
-            yield make(target.name, lambda t=target, d=d: build.from_inline(t.name, t.spec, module, bool(d and d.differentiates)),
-                       "inline comment")
+            yield make(
+                target.name,
+                lambda t=target, d=d: build.from_inline(t.name, t.spec, module, bool(d and d.differentiates)),
+                "inline comment",
+            )
         for d in self.auto_candidates(tried)[:AUTO_TARGETS] if self.search else []:
-            yield make(d.name, lambda d=d: build.searched(d.name, d.params, module, d.differentiates, self.predicted),
-                       "shape search")
+            yield make(
+                d.name,
+                lambda d=d: build.searched(d.name, d.params, module, d.differentiates, self.predicted),
+                "shape search",
+            )
 
     def auto_candidates(self, tried: set[str]) -> list[Definition]:
         """Functions that own an undecided finding or a site, then the functions calling them."""
         owners: dict[str, Definition] = {}
-        open_items = [i for i in self.pending.values() if RANK[(self.verdicts.get(i.id) or {"status": "note"})["status"]] < 2]
-        for start, end in [(i.line, i.end_line) for i in open_items] + [(s, s) for s in self.sites - self.reported_sites]:
+        open_items = [
+            i for i in self.pending.values() if RANK[(self.verdicts.get(i.id) or {"status": "note"})["status"]] < 2
+        ]
+        for start, end in [(i.line, i.end_line) for i in open_items] + [
+            (s, s) for s in self.sites - self.reported_sites
+        ]:
             for d in self.plan.owners(start, end):
                 owners.setdefault(d.name, d)
         chain = [*sorted(owners.values(), key=lambda d: d.start), *self.plan.callers(set(owners))]
@@ -166,15 +199,23 @@ class Session:
         a refutation beats a target that says nothing about the finding."""
         if run.prepared is None and run.failure is not None and type(run.failure.exc).__name__ == "NoInputs":
             return  # nothing was traced: the search's own attempts say nothing about the findings
-        if run.prepared is None and run.failure is not None and run.source != "shape search" and run.first_stage == "build":
+        if (
+            run.prepared is None
+            and run.failure is not None
+            and run.source != "shape search"
+            and run.first_stage == "build"
+        ):
             self.emit({"note": f"target {run.name} failed at {run.failure.stage}: {run.failure.summary}"})
         for item in list(self.pending.values()):
             fail = run.failure
             if run.prepared is None and fail is not None and not fail.raised_at(item, self.source):
                 self.note(item, verdict("unconfirmed", f"target {run.name} could not be built: {fail.summary}"))
                 continue
-            if not (run.at_site(item, self.source) or self.wraps_target(item, run)
-                    or (self.evidence(item) == "saved-name" and ev.name_policy_traced(item, run))):
+            if not (
+                run.at_site(item, self.source)
+                or self.wraps_target(item, run)
+                or (self.evidence(item) == "saved-name" and ev.name_policy_traced(item, run))
+            ):
                 self.missed.setdefault(item.id, []).append(run.name)  # no evidence either way
                 continue
             result = self.judge(item, run)
@@ -213,8 +254,12 @@ class Session:
         except Exception as exc:  # a bug in an evidence check must not hide the other findings
             return verdict("unconfirmed", f"evidence check failed: {type(exc).__name__}: {exc}")
         if result is None:
-            return verdict("unconfirmed", f"{run.name} traced through the checkpoint without error; {item.code} "
-                           "describes a misuse that tracing does not always show", target=run.name)
+            return verdict(
+                "unconfirmed",
+                f"{run.name} traced through the checkpoint without error; {item.code} "
+                "describes a misuse that tracing does not always show",
+                target=run.name,
+            )
         return result
 
     def memory(self, item: Item, run: Run) -> dict[str, Any]:
@@ -224,27 +269,36 @@ class Session:
             return verdict("unconfirmed", "cost analysis unavailable")
         p = run.prepared
         if not p.differentiate:
-            return verdict("unconfirmed", f"{run.name} differentiates itself; compiled costs need the loss it differentiates "
-                           "as a target")
+            return verdict(
+                "unconfirmed",
+                f"{run.name} differentiates itself; compiled costs need the loss it differentiates as a target",
+            )
         argnums = tuple(range(len(p.args)))
-        return costs.memory_evidence(self.source, p.fun, p.args, p.kwargs, item.line, argnums, claim=item.check.cost,
-                                     span=item.position)
+        return costs.memory_evidence(
+            self.source, p.fun, p.args, p.kwargs, item.line, argnums, claim=item.check.cost, span=item.position
+        )
 
     def site_reports(self, run: Run) -> None:
         p = run.prepared
         if run.failure is not None or p is None or not p.differentiate:
             return
-        budgeted = (bool(self.request.memory_budget) and run.source in PLANNED_SOURCES
-                    and any(matches_site(run.sites, self.source, line) for line in self.sites))
-        if not budgeted and not any(matches_site(run.sites, self.source, line) for line in self.sites - self.reported_sites):
+        budgeted = (
+            bool(self.request.memory_budget)
+            and run.source in PLANNED_SOURCES
+            and any(matches_site(run.sites, self.source, line) for line in self.sites)
+        )
+        if not budgeted and not any(
+            matches_site(run.sites, self.source, line) for line in self.sites - self.reported_sites
+        ):
             return  # compiling a policy comparison is the expensive part: only for sites not yet reported
         try:
             from remat_lint.trace import residuals
         except ImportError:
             return
         try:
-            reports = residuals.site_report(p.fun, p.args, p.kwargs, tuple(range(len(p.args))),
-                                            code=self.source, site_lines=sorted(self.sites))
+            reports = residuals.site_report(
+                p.fun, p.args, p.kwargs, tuple(range(len(p.args))), code=self.source, site_lines=sorted(self.sites)
+            )
         except Exception as exc:
             self.emit({"note": f"residual report for {run.name} failed: {type(exc).__name__}: {exc}"})
             return
@@ -255,7 +309,9 @@ class Session:
                 self.emit({"site": residuals.with_shapes(report, p.source), "target": run.name})
         if budgeted:
             # a line is this module's site, or None (a site of another file, or not matched)
-            self.budget_plan(run, [r.get("line") if r.get("line") in self.sites else None for r in reports if not r.get("outside")])
+            self.budget_plan(
+                run, [r.get("line") if r.get("line") in self.sites else None for r in reports if not r.get("outside")]
+            )
 
     def discover(self, run: Run) -> None:
         """--trace-run: judge every checkpoint of this module that a recorded program applied (discovery.py)."""
@@ -275,8 +331,15 @@ class Session:
         try:
             argnums = tuple(range(len(p.args)))
             program = costs.traced(p.fun, p.args, p.kwargs, argnums)
-            seen = discovery.observe(program, self.source, sorted(self.sites), run.name, self.observed.get(id(run), ""),
-                                     measure=measured, scaled=lambda: scaling.scaled_program(p.fun, p.args, p.kwargs, argnums))
+            seen = discovery.observe(
+                program,
+                self.source,
+                sorted(self.sites),
+                run.name,
+                self.observed.get(id(run), ""),
+                measure=measured,
+                scaled=lambda: scaling.scaled_program(p.fun, p.args, p.kwargs, argnums),
+            )
         except Exception as exc:
             self.emit({"note": f"no discovery in {run.name}: {type(exc).__name__}: {exc}"})
             return
@@ -329,11 +392,18 @@ class Session:
         functions = [d for d in [*owners, *self.plan.callers({d.name for d in owners})] if d.kind == "function"]
         if not functions:
             where = owners[0].name if owners else f"line {item.line}"
-            return verdict("unconfirmed", f"{traced}no target reaches {where}: take one from a run of the project "
-                           '(--trace-run "python -m pytest -q tests"), or configure one in [[tool.remat-lint.trace.targets]] '
-                           "(for a Flax Module: module = \"pkg.mod:Class\", module_args, init_args)")
+            return verdict(
+                "unconfirmed",
+                f"{traced}no target reaches {where}: take one from a run of the project "
+                '(--trace-run "python -m pytest -q tests"), or configure one in [[tool.remat-lint.trace.targets]] '
+                '(for a Flax Module: module = "pkg.mod:Class", module_args, init_args)',
+            )
         d = functions[0]
-        return verdict("unconfirmed", f"{traced}no abstract inputs: " + suggestion(self.module_ref, d.name, parameter_examples(self.source, d.name)))
+        return verdict(
+            "unconfirmed",
+            f"{traced}no abstract inputs: "
+            + suggestion(self.module_ref, d.name, parameter_examples(self.source, d.name)),
+        )
 
 
 SHAPE_WORDS = {

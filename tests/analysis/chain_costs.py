@@ -62,12 +62,26 @@ def main():
     vag = jax.value_and_grad
     costs = {  # [without the checkpoint, with it (as train.py differentiates it)]
         "REM102 loss": [cost(vag(loss_without_checkpoint), params, batch), cost(train.step, params, batch)],
-        "REM102 readout_loss": [cost(vag(readout_loss_without_checkpoint), params, batch), cost(train.readout_step, params, batch)],
-        "REM101 objective": [cost(vag(losses.loss_fn.__wrapped__), params, batch), cost(train.wrapper_step, params, batch)],
-        "quiet accumulated": [cost(vag(accumulated_without_checkpoint), params, microbatches),
-                              cost(train.accumulated_step, params, microbatches)],
-        "quiet scan": [cost(jax.grad(scan_loss_without_checkpoint), stacked, batch), cost(train.scan_step, stacked, batch)],
-        "quiet stacked": [cost(vag(stacked_loss_without_checkpoint), stacked, batch), cost(train.stacked_step, stacked, batch)],
+        "REM102 readout_loss": [
+            cost(vag(readout_loss_without_checkpoint), params, batch),
+            cost(train.readout_step, params, batch),
+        ],
+        "REM101 objective": [
+            cost(vag(losses.loss_fn.__wrapped__), params, batch),
+            cost(train.wrapper_step, params, batch),
+        ],
+        "quiet accumulated": [
+            cost(vag(accumulated_without_checkpoint), params, microbatches),
+            cost(train.accumulated_step, params, microbatches),
+        ],
+        "quiet scan": [
+            cost(jax.grad(scan_loss_without_checkpoint), stacked, batch),
+            cost(train.scan_step, stacked, batch),
+        ],
+        "quiet stacked": [
+            cost(vag(stacked_loss_without_checkpoint), stacked, batch),
+            cost(train.stacked_step, stacked, batch),
+        ],
     }
     json.dump(costs, sys.stdout)
 

@@ -20,7 +20,9 @@ g = jax.checkpoint(f, policy=jax.checkpoint_policies.save_only_these_names(SAVED
 
 
 def _rem008(name: str, saved: str) -> list[str]:
-    return [f.message for f in lint(_CODE.replace("NAME", name).replace("SAVED", saved)) if f.code in ("REM008", "REM000")]
+    return [
+        f.message for f in lint(_CODE.replace("NAME", name).replace("SAVED", saved)) if f.code in ("REM008", "REM000")
+    ]
 
 
 @pytest.mark.parametrize(

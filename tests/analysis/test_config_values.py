@@ -63,7 +63,9 @@ class M(nn.Module):
 """
 
 
-@pytest.mark.parametrize("fields", ["    config: C", "    dtype: str\n    config: C", '    """A block."""\n    config: C'])
+@pytest.mark.parametrize(
+    "fields", ["    config: C", "    dtype: str\n    config: C", '    """A block."""\n    config: C']
+)
 def test_a_module_field_is_read_through_its_own_annotation_wherever_it_is_declared(fields):
     assert codes(PRELUDE + MODULE_FIELDS.format(fields=fields), select={"REM001"}) == ["REM001"]
 

@@ -45,4 +45,6 @@ def test_an_unannotated_parameter_handed_to_a_helper_that_orders_it_is_reported_
     )
     [finding] = lint(source)
     assert (finding.code, finding.start.row) == ("REM202", 12)
-    assert finding.message.startswith(f"Python `if` in `helper` on `n` fails: `jax.checkpoint` traces `n`. {TRACED_BOOL}")
+    assert finding.message.startswith(
+        f"Python `if` in `helper` on `n` fails: `jax.checkpoint` traces `n`. {TRACED_BOOL}"
+    )

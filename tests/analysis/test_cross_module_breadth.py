@@ -37,8 +37,9 @@ MaybeRemat = nn.remat(Block, static_argnums=(2,)) if REMAT else Block
 """
 
 
-def lint_project(tmp_path: Path, capsys: pytest.CaptureFixture[str], model: str, *, model_path: str = "pkg/model.py",
-                 init: str = "") -> list[tuple[str, int, str]]:
+def lint_project(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], model: str, *, model_path: str = "pkg/model.py", init: str = ""
+) -> list[tuple[str, int, str]]:
     (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
     (tmp_path / "pkg").mkdir()
     (tmp_path / "pkg" / "__init__.py").write_text(init)
@@ -71,8 +72,12 @@ class Model(nn.Module):
 def test_a_static_argument_left_to_its_default_through_setup_and_an_alias(tmp_path, capsys):
     rows = lint_project(tmp_path, capsys, SETUP_CALL)
     assert rows == [
-        ("pkg/model.py", 12, "REM012 `deterministic` is in `static_argnums` of `RematBlock` (layers.py:14) but not "
-                             "passed, so this call raises `ValueError`"),
+        (
+            "pkg/model.py",
+            12,
+            "REM012 `deterministic` is in `static_argnums` of `RematBlock` (layers.py:14) but not "
+            "passed, so this call raises `ValueError`",
+        ),
     ]
 
 
@@ -100,8 +105,12 @@ def test_instances_built_in_a_list_in_setup_and_called_in_a_loop(tmp_path, capsy
 def test_a_wrap_that_configuration_turns_on(tmp_path, capsys):
     model = "from pkg.layers import MaybeRemat\n\ny = MaybeRemat()(1.0, deterministic=True)\n"
     assert lint_project(tmp_path, capsys, model) == [
-        ("pkg/model.py", 3, "REM012 `deterministic` is in `static_argnums` of `MaybeRemat` (layers.py:19) but passed "
-                            "by keyword, so this call raises `ValueError` where the remat is enabled"),
+        (
+            "pkg/model.py",
+            3,
+            "REM012 `deterministic` is in `static_argnums` of `MaybeRemat` (layers.py:19) but passed "
+            "by keyword, so this call raises `ValueError` where the remat is enabled",
+        ),
     ]
 
 
@@ -117,39 +126,44 @@ def test_calls_through_a_reexport_and_a_module_import(tmp_path, capsys):
     """
     rows = lint_project(tmp_path, capsys, model, init="from .layers import double\n")
     assert [(path, row, message.split(" ", 1)[0]) for path, row, message in rows] == [
-        ("pkg/layers.py", 17, "REM003"), ("pkg/model.py", 7, "REM012"), ("pkg/model.py", 8, "REM016"),
+        ("pkg/layers.py", 17, "REM003"),
+        ("pkg/model.py", 7, "REM012"),
+        ("pkg/model.py", 8, "REM016"),
     ]
     assert "(`POLICIES[...]` at model.py:8)" in rows[0][2]
     assert "`static_argnums` of `double` (layers.py:16)" in rows[1][2]
     assert "`remat_block` is wrapped at layers.py:15" in rows[2][2]
 
 
-@pytest.mark.parametrize("model", [
-    # Positional static arguments, keywords forwarded as **kwargs, a table read and called at once.
-    """
+@pytest.mark.parametrize(
+    "model",
+    [
+        # Positional static arguments, keywords forwarded as **kwargs, a table read and called at once.
+        """
     from pkg.layers import POLICIES, RematBlock, double, remat_block
 
 
     def run(x, flag, name, **kwargs):
         return RematBlock()(x, flag), remat_block()(x, **kwargs), double(x, 3), POLICIES[name]()
     """,
-    # Keywords to the constructor, and ones that are no parameter of __call__, are not dropped arguments.
-    """
+        # Keywords to the constructor, and ones that are no parameter of __call__, are not dropped arguments.
+        """
     from pkg.layers import RematBlock, remat_block
 
 
     def run(x, flag):
         return RematBlock(name="b")(x, flag), remat_block(parent=None)(x, rngs=None)
     """,
-    # A local function of the same name: not the imported wrap.
-    """
+        # A local function of the same name: not the imported wrap.
+        """
     def double(x, n=2):
         return x * n
 
 
     y = double(1.0, n=3)
     """,
-])
+    ],
+)
 def test_quiet_forms(tmp_path, capsys, model):
     assert lint_project(tmp_path, capsys, model) == []
 

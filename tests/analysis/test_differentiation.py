@@ -37,25 +37,48 @@ def differentiated(code: str) -> list[tuple[str, str, list[str], str | None]]:
     ("code", "expected"),
     [
         ("import jax\ng = jax.grad(jax.checkpoint(loss))", ("jax.grad", "grad", ["jax.checkpoint(loss)"], None)),
-        ("import jax as j\ng = j.value_and_grad(fun=j.checkpoint(loss))", ("jax.value_and_grad", "value_and_grad", ["j.checkpoint(loss)"], None)),
+        (
+            "import jax as j\ng = j.value_and_grad(fun=j.checkpoint(loss))",
+            ("jax.value_and_grad", "value_and_grad", ["j.checkpoint(loss)"], None),
+        ),
         ("from jax import vjp, remat\nout = vjp(remat(f), x)", ("jax.vjp", "value_and_grad", ["remat(f)"], None)),
         ("import jax\nj = jax.jacfwd(f)", ("jax.jacfwd", "forward", [], None)),
-        ("import jax\n@jax.grad\n@jax.checkpoint\ndef f(x):\n    return x", ("jax.grad", "grad", ["@jax.checkpoint"], "f")),
+        (
+            "import jax\n@jax.grad\n@jax.checkpoint\ndef f(x):\n    return x",
+            ("jax.grad", "grad", ["@jax.checkpoint"], "f"),
+        ),
         ("import jax\n@jax.checkpoint\n@jax.grad\ndef f(x):\n    return x", ("jax.grad", "grad", [], "f")),
-        ("import functools, jax\n@functools.partial(jax.value_and_grad, has_aux=True)\ndef f(x):\n    return x, x",
-         ("jax.value_and_grad", "value_and_grad", [], "f")),
-        ("import functools, jax\ng = functools.partial(jax.grad, argnums=1)(jax.checkpoint(f))", ("jax.grad", "grad", ["jax.checkpoint(f)"], None)),
-        ("from functools import partial\nimport jax\nG = partial(jax.grad, argnums=1)\ndef f(x):\n    return x\n"
-         "g = G(f)", ("jax.grad", "grad", [], "f")),
+        (
+            "import functools, jax\n@functools.partial(jax.value_and_grad, has_aux=True)\ndef f(x):\n    return x, x",
+            ("jax.value_and_grad", "value_and_grad", [], "f"),
+        ),
+        (
+            "import functools, jax\ng = functools.partial(jax.grad, argnums=1)(jax.checkpoint(f))",
+            ("jax.grad", "grad", ["jax.checkpoint(f)"], None),
+        ),
+        (
+            "from functools import partial\nimport jax\nG = partial(jax.grad, argnums=1)\ndef f(x):\n    return x\n"
+            "g = G(f)",
+            ("jax.grad", "grad", [], "f"),
+        ),
         ("from flax import nnx\n@nnx.grad(argnums=1)\ndef f(m, x):\n    return x", ("flax.nnx.grad", "grad", [], "f")),
         (
             "from flax import nnx\ng = nnx.value_and_grad(argnums=1)(nnx.remat(f))",
             ("flax.nnx.value_and_grad", "value_and_grad", ["nnx.remat(f)"], None),
         ),
-        ("import equinox as eqx\ng = eqx.filter_grad(eqx.filter_checkpoint(f))", ("equinox.filter_grad", "grad", ["eqx.filter_checkpoint(f)"], None)),
+        (
+            "import equinox as eqx\ng = eqx.filter_grad(eqx.filter_checkpoint(f))",
+            ("equinox.filter_grad", "grad", ["eqx.filter_checkpoint(f)"], None),
+        ),
         ("import haiku as hk\ng = hk.grad(hk.remat(f))", ("haiku.grad", "grad", ["hk.remat(f)"], None)),
-        ("import flax.linen as nn\ny = nn.grad(lambda mdl, x: mdl(x), self, x)", ("flax.linen.grad", "grad", [], "lambda")),
-        ("import jax\ng = jax.hessian(jax.checkpoint(lambda x: x))", ("jax.hessian", "hessian", ["jax.checkpoint(lambda x: x)"], "lambda")),
+        (
+            "import flax.linen as nn\ny = nn.grad(lambda mdl, x: mdl(x), self, x)",
+            ("flax.linen.grad", "grad", [], "lambda"),
+        ),
+        (
+            "import jax\ng = jax.hessian(jax.checkpoint(lambda x: x))",
+            ("jax.hessian", "hessian", ["jax.checkpoint(lambda x: x)"], "lambda"),
+        ),
     ],
 )
 def test_every_form_of_differentiation(code, expected):
@@ -116,8 +139,14 @@ def test_the_binding_that_reaches_each_use():
     ("code", "conditional"),
     [
         ("import jax\ndef make(loss, remat):\n    loss = jax.checkpoint(loss)\n    return jax.grad(loss)", False),
-        ("import jax\ndef loss(p):\n    return p\nif remat:\n    loss = jax.checkpoint(loss)\ng = jax.grad(loss)", True),
-        ("import jax\ndef make(loss, remat):\n    if remat:\n        loss = jax.checkpoint(loss)\n    return jax.grad(loss)", True),
+        (
+            "import jax\ndef loss(p):\n    return p\nif remat:\n    loss = jax.checkpoint(loss)\ng = jax.grad(loss)",
+            True,
+        ),
+        (
+            "import jax\ndef make(loss, remat):\n    if remat:\n        loss = jax.checkpoint(loss)\n    return jax.grad(loss)",
+            True,
+        ),
         ("import jax\nif remat:\n    f = jax.checkpoint(loss)\nelse:\n    f = loss\ng = jax.grad(f)", True),
     ],
 )
@@ -200,10 +229,14 @@ def stages(body: str) -> list[tuple[str, list[str]]]:
     ("body", "expected"),
     [
         ("def f(p, x):\n    return ck(p, x)\n", [("ck(p, x)", [])]),
-        ("def f(p, x):\n    y = ck(p, body(x))\n    e = y - 1\n    return jnp.mean(e ** 2), {'e': e}\n",
-         [("ck(p, body(x))", ["-", "jnp.mean", "**"])]),
-        ("def f(p, x, t):\n    return optax.softmax_cross_entropy(ck(p, x), t).mean()\n",
-         [("ck(p, x)", [".mean()", "optax.softmax_cross_entropy"])]),
+        (
+            "def f(p, x):\n    y = ck(p, body(x))\n    e = y - 1\n    return jnp.mean(e ** 2), {'e': e}\n",
+            [("ck(p, body(x))", ["-", "jnp.mean", "**"])],
+        ),
+        (
+            "def f(p, x, t):\n    return optax.softmax_cross_entropy(ck(p, x), t).mean()\n",
+            [("ck(p, x)", [".mean()", "optax.softmax_cross_entropy"])],
+        ),
         ("def f(p, x):\n    y = ck(p, x)\n    y += 1\n    return y.sum()\n", [("ck(p, x)", ["+", ".sum()"])]),
     ],
 )
@@ -317,7 +350,9 @@ def test_a_gradient_of_an_energy_taken_in_a_training_step_is_first_order(word):
     assert [ctx.differentiations.first_order(d, ctx.bodies) for d in ctx.differentiations.all] == [True]
 
 
-@pytest.mark.parametrize("word", ["loss", "objective", "cost", "mse", "nll", "entropy", "train", "step", "update", "fit", "optimize"])
+@pytest.mark.parametrize(
+    "word", ["loss", "objective", "cost", "mse", "nll", "entropy", "train", "step", "update", "fit", "optimize"]
+)
 def test_a_gradient_named_for_training_is_first_order_even_of_an_energy(word):
     ctx = context(f"import jax\n{word}_grad = jax.grad(energy)\n")
     assert [ctx.differentiations.first_order(d, ctx.bodies) for d in ctx.differentiations.all] == [True]
@@ -333,14 +368,26 @@ def test_a_gradient_named_for_physics_or_an_inner_loop_is_judged_as_any_other(wo
     ("code", "expected"),
     [
         # grad with has_aux returns the primal's outputs too: its forward runs as value_and_grad's does
-        ("import jax\ng = jax.grad(jax.checkpoint(loss), has_aux=True)", [("jax.grad", "value_and_grad", ["jax.checkpoint(loss)"], None)]),
-        ("import jax\ng = jax.grad(jax.checkpoint(loss), has_aux=aux)", [("jax.grad", "value_and_grad", ["jax.checkpoint(loss)"], None)]),
-        ("import jax\ng = jax.grad(jax.checkpoint(loss), has_aux=False)", [("jax.grad", "grad", ["jax.checkpoint(loss)"], None)]),
+        (
+            "import jax\ng = jax.grad(jax.checkpoint(loss), has_aux=True)",
+            [("jax.grad", "value_and_grad", ["jax.checkpoint(loss)"], None)],
+        ),
+        (
+            "import jax\ng = jax.grad(jax.checkpoint(loss), has_aux=aux)",
+            [("jax.grad", "value_and_grad", ["jax.checkpoint(loss)"], None)],
+        ),
+        (
+            "import jax\ng = jax.grad(jax.checkpoint(loss), has_aux=False)",
+            [("jax.grad", "grad", ["jax.checkpoint(loss)"], None)],
+        ),
         (
             "import functools, jax\ng = functools.partial(jax.grad, has_aux=True)(jax.checkpoint(loss))",
             [("jax.grad", "value_and_grad", ["jax.checkpoint(loss)"], None)],
         ),
-        ("from flax import nnx\ng = nnx.grad(has_aux=True)(nnx.remat(loss))", [("flax.nnx.grad", "value_and_grad", ["nnx.remat(loss)"], None)]),
+        (
+            "from flax import nnx\ng = nnx.grad(has_aux=True)(nnx.remat(loss))",
+            [("flax.nnx.grad", "value_and_grad", ["nnx.remat(loss)"], None)],
+        ),
         ("import jax\nG = jax.grad\ng = G(loss)", [("jax.grad", "grad", [], None)]),
         (
             "import functools, jax\n@functools.partial(jax.grad, has_aux=True)\ndef f(x):\n    return x, x",
@@ -392,7 +439,9 @@ def test_rem101_reports_a_vjp_only_when_its_pullback_is_called_in_the_next_state
 
 
 def test_a_gradient_in_a_function_a_differentiated_one_calls_two_levels_down_is_not_first_order():
-    ctx = context("import jax\nouter_fn = jax.grad(a)\ndef a(p):\n    return b(p)\ndef b(p):\n    return jax.grad(g)(p).sum()\n")
+    ctx = context(
+        "import jax\nouter_fn = jax.grad(a)\ndef a(p):\n    return b(p)\ndef b(p):\n    return jax.grad(g)(p).sum()\n"
+    )
     assert [ctx.differentiations.first_order(d, ctx.bodies) for d in ctx.differentiations.all] == [True, False]
 
 
@@ -412,9 +461,15 @@ def test_a_recursive_differentiated_function_is_walked_once():
 @pytest.mark.parametrize(("renames", "expected"), [(3, [("jax.grad", "grad", [], None)]), (4, [])])
 def test_names_bound_to_partials_of_a_transform_count_toward_the_depth(renames, expected):
     """Each ``G{i} = functools.partial(G{i-1})`` is two steps (the name, the partial): three are followed."""
-    lines = ["import functools, jax", "G0 = functools.partial(jax.grad)", *(f"G{i} = functools.partial(G{i - 1})" for i in range(1, renames + 1))]
+    lines = [
+        "import functools, jax",
+        "G0 = functools.partial(jax.grad)",
+        *(f"G{i} = functools.partial(G{i - 1})" for i in range(1, renames + 1)),
+    ]
     assert differentiated("\n".join([*lines, f"g = G{renames}(loss)"])) == expected
 
 
 def test_a_lambda_before_a_decorated_gradient_does_not_hide_it():
-    assert differentiated("import jax\nh = lambda x: x\n@jax.grad\ndef f(x):\n    return x\n") == [("jax.grad", "grad", [], "f")]
+    assert differentiated("import jax\nh = lambda x: x\n@jax.grad\ndef f(x):\n    return x\n") == [
+        ("jax.grad", "grad", [], "f")
+    ]

@@ -42,6 +42,7 @@ def test_a_helper_in_the_body_writing_the_enclosing_functions_variable_is_report
 def test_a_helper_in_the_body_writing_the_bodys_own_variable_is_quiet():
     assert rem201("", "        count = 0") == []
 
+
 RUN = """\
 import jax
 

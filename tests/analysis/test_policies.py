@@ -42,7 +42,9 @@ g = jax.checkpoint(f, policy=policy)
 """
     [(rule, row, column, message)] = _found(code)
     assert (rule, row, column) == ("REM008", 8, 38)
-    assert message.startswith("`save_and_offload_only_these_names` is given 'tyop', but no `checkpoint_name(x, 'tyop')`")
+    assert message.startswith(
+        "`save_and_offload_only_these_names` is given 'tyop', but no `checkpoint_name(x, 'tyop')`"
+    )
     assert "did you mean 'typo'?" in message
 
 
@@ -73,10 +75,14 @@ h = jax.checkpoint(f, policy=jax.checkpoint_policies.save_and_offload_only_these
 
 def test_flax_linens_positional_policy_slot_is_read():
     """``nn.remat(target, variables, rngs, concrete, prevent_cse, static_argnums, policy)``."""
-    code = "from flax import linen as nn\nBlockR = nn.remat(Block, True, True, False, True, (), lambda *_, **__: False)\n"
+    code = (
+        "from flax import linen as nn\nBlockR = nn.remat(Block, True, True, False, True, (), lambda *_, **__: False)\n"
+    )
     [(rule, row, column, message)] = _found(code)
     assert (rule, row, column) == ("REM105", 2, 9)
-    assert message.startswith("`policy=lambda *_, **__: False` is a custom policy that always returns `False`, so it saves nothing.")
+    assert message.startswith(
+        "`policy=lambda *_, **__: False` is a custom policy that always returns `False`, so it saves nothing."
+    )
 
 
 @pytest.mark.parametrize(
@@ -121,10 +127,16 @@ def test_a_policy_is_followed_through_eight_renames_and_no_more(renames, found):
 @pytest.mark.parametrize(
     ("line", "unknown"),
     [
-        ("layer = Dense(4, tagger=checkpoint_name)", "`Dense(4, tagger=checkpoint_name)` in example.py"),  # the call passing it on
+        (
+            "layer = Dense(4, tagger=checkpoint_name)",
+            "`Dense(4, tagger=checkpoint_name)` in example.py",
+        ),  # the call passing it on
         ("tag = checkpoint_name", "`checkpoint_name` in example.py"),  # no call: the reference itself
         # a partial with a positional argument besides the function declares nothing certain
-        ("tag = functools.partial(checkpoint_name, x, name='other')", "`functools.partial(checkpoint_name, x, name='other')` in example.py"),
+        (
+            "tag = functools.partial(checkpoint_name, x, name='other')",
+            "`functools.partial(checkpoint_name, x, name='other')` in example.py",
+        ),
     ],
 )
 def test_rem008_names_the_checkpoint_name_uses_it_cannot_know(line, unknown):

@@ -39,7 +39,9 @@ IMPORT_FORMS = {
 }
 
 
-def make_project(root: Path, train: str, init: str = "from .losses import loss_fn as loss_fn\n", losses: str = LOSSES) -> None:
+def make_project(
+    root: Path, train: str, init: str = "from .losses import loss_fn as loss_fn\n", losses: str = LOSSES
+) -> None:
     (root / "pyproject.toml").write_text("[project]\nname = 'p'\n")
     (root / "pkg").mkdir()
     (root / "pkg" / "__init__.py").write_text(init)
@@ -82,12 +84,14 @@ def test_whole_project_flake8_and_warm_cache_agree(tmp_path, capsys, monkeypatch
     assert row == 6 and text == whole[0][2]
 
 
-
 def test_the_flake8_plugin_follows_each_working_directorys_configuration(tmp_path, monkeypatch):
     """One process (an editor's flake8) linting two projects: the second, which has no
     ``[tool.remat-lint]``, is not given the first's root (where its train.py is not)."""
     configured, plain = tmp_path / "configured", tmp_path / "plain"
-    for root, pyproject in ((configured, '[tool.remat-lint]\nignore = ["REM012"]\n'), (plain, "[project]\nname = 'p'\n")):
+    for root, pyproject in (
+        (configured, '[tool.remat-lint]\nignore = ["REM012"]\n'),
+        (plain, "[project]\nname = 'p'\n"),
+    ):
         root.mkdir()
         make_project(root, train_with("from .losses import loss_fn", "loss_fn"))
         (root / "pyproject.toml").write_text(pyproject)
@@ -98,6 +102,7 @@ def test_the_flake8_plugin_follows_each_working_directorys_configuration(tmp_pat
         return [row for row, *_ in Plugin(None, lines, os.path.join("pkg", "losses.py")).run()]  # type: ignore[arg-type]
 
     assert (flake8_rows(configured), flake8_rows(plain), flake8_rows(configured)) == ([6], [6], [6])
+
 
 QUIET_TRAIN = {
     "per example (vmap)": "import jax\nfrom .losses import loss_fn\ng = jax.vmap(jax.grad(loss_fn), in_axes=(None, 0))\n",
@@ -120,11 +125,15 @@ def test_quiet_where_the_checkpoint_saves_or_is_not_the_differentiated_one(tmp_p
     assert cli(capsys, "--no-cache", ".") == []
 
 
-@pytest.mark.parametrize("losses", [
-    LOSSES.replace("@jax.checkpoint", "@functools.partial(jax.checkpoint, policy=jax.checkpoint_policies.dots_saveable)")
-    .replace("import jax\n", "import functools\nimport jax\n"),
-    LOSSES.replace("@jax.checkpoint\n", "@jax.jit\n@jax.checkpoint\n"),  # not the outermost: another callable
-])
+@pytest.mark.parametrize(
+    "losses",
+    [
+        LOSSES.replace(
+            "@jax.checkpoint", "@functools.partial(jax.checkpoint, policy=jax.checkpoint_policies.dots_saveable)"
+        ).replace("import jax\n", "import functools\nimport jax\n"),
+        LOSSES.replace("@jax.checkpoint\n", "@jax.jit\n@jax.checkpoint\n"),  # not the outermost: another callable
+    ],
+)
 def test_quiet_when_the_checkpoint_itself_saves_or_is_wrapped(tmp_path, capsys, monkeypatch, losses):
     make_project(tmp_path, train_with("from .losses import loss_fn", "loss_fn"), losses=losses)
     monkeypatch.chdir(tmp_path)
@@ -140,8 +149,11 @@ def test_test_code_differentiating_a_checkpoint_is_not_a_use(tmp_path, capsys, m
 
 
 def test_noqa_at_the_checkpoint_suppresses_it(tmp_path, capsys, monkeypatch):
-    make_project(tmp_path, train_with("from .losses import loss_fn", "loss_fn"),
-                 losses=LOSSES.replace("@jax.checkpoint", "@jax.checkpoint  # noqa: REM101"))
+    make_project(
+        tmp_path,
+        train_with("from .losses import loss_fn", "loss_fn"),
+        losses=LOSSES.replace("@jax.checkpoint", "@jax.checkpoint  # noqa: REM101"),
+    )
     monkeypatch.chdir(tmp_path)
     assert cli(capsys, "--no-cache", ".") == []
 
@@ -160,13 +172,22 @@ class Block(nn.Module):
 """
 
 
-@pytest.mark.parametrize(("remat", "expected"), [
-    ("nn.remat(Block, static_argnums=(1,))", "index 1 selects `x`, not `train`"),  # measured: TracerBoolConversionError
-    ("nn.remat(Block, static_argnums=(3,))", "is out of range: `Block.__call__` takes 3 positional arguments counting"),
-    ("nn.remat(Block, static_argnums=(2,))", None),
-    ("nn_partitioning.remat(Block, static_argnums=(1,))", None),
-    ("nn_partitioning.remat(Block, static_argnums=(2,))", "(it does not count `self`: `train` is 1)"),
-])
+@pytest.mark.parametrize(
+    ("remat", "expected"),
+    [
+        (
+            "nn.remat(Block, static_argnums=(1,))",
+            "index 1 selects `x`, not `train`",
+        ),  # measured: TracerBoolConversionError
+        (
+            "nn.remat(Block, static_argnums=(3,))",
+            "is out of range: `Block.__call__` takes 3 positional arguments counting",
+        ),
+        ("nn.remat(Block, static_argnums=(2,))", None),
+        ("nn_partitioning.remat(Block, static_argnums=(1,))", None),
+        ("nn_partitioning.remat(Block, static_argnums=(2,))", "(it does not count `self`: `train` is 1)"),
+    ],
+)
 def test_static_argnums_of_an_imported_module_class(tmp_path, capsys, monkeypatch, remat, expected):
     model = (
         "import flax.linen as nn\nfrom flax.linen import partitioning as nn_partitioning\n"
@@ -186,17 +207,22 @@ def test_static_argnums_of_an_imported_module_class(tmp_path, capsys, monkeypatc
 
 
 def test_static_argnums_of_an_imported_class_with_star_args_is_not_judged(tmp_path, capsys, monkeypatch):
-    make_project(tmp_path, "import flax.linen as nn\nfrom .layers import Block\nRemat = nn.remat(Block, static_argnums=(1,))\n")
+    make_project(
+        tmp_path, "import flax.linen as nn\nfrom .layers import Block\nRemat = nn.remat(Block, static_argnums=(1,))\n"
+    )
     (tmp_path / "pkg" / "layers.py").write_text(LAYER.format(star=", *rest"))
     monkeypatch.chdir(tmp_path)
     assert cli(capsys, "--no-cache", ".") == []
 
 
-@pytest.mark.parametrize(("base", "reported"), [
-    ("nn.Module", True),
-    ("Base", True),  # a project class that is a Module, from yet another module
-    ("object", False),
-])
+@pytest.mark.parametrize(
+    ("base", "reported"),
+    [
+        ("nn.Module", True),
+        ("Base", True),  # a project class that is a Module, from yet another module
+        ("object", False),
+    ],
+)
 def test_remat_of_an_instance_of_an_imported_class(tmp_path, capsys, monkeypatch, base, reported):
     model = "import flax.linen as nn\nfrom pkg.layers import Block\n\nstack = nn.remat(Block(4))\n"
     make_project(tmp_path, model, init="")
@@ -229,7 +255,9 @@ def test_a_warm_project_phase_imports_no_libcst(tmp_path, monkeypatch):
         "import sys\nfrom remat_lint.cli import main\ncode = main(['--output-format', 'concise', 'pkg/names.py'])\n"
         "print(code, 'libcst' in sys.modules)\n"
     )
-    runs = [subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True) for _ in range(2)]
+    runs = [
+        subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True) for _ in range(2)
+    ]
     assert "REM008" in runs[0].stdout and runs[1].stdout.splitlines()[-1] == "1 False"
 
 
@@ -253,7 +281,10 @@ def test_a_failing_project_phase_keeps_the_findings_the_file_decided_alone(tmp_p
     def broken(cls, candidates, module, project):
         raise KeyError("boom")
 
-    local = LOSSES + "\n\ndef head(params, x):\n    return jnp.sum(x @ params)\n\n\nhead_grad = jax.grad(jax.checkpoint(head))\n"
+    local = (
+        LOSSES
+        + "\n\ndef head(params, x):\n    return jnp.sum(x @ params)\n\n\nhead_grad = jax.grad(jax.checkpoint(head))\n"
+    )
     make_project(tmp_path, train_with("from .losses import loss_fn", "loss_fn"), losses=local)
     monkeypatch.chdir(tmp_path)
     found = [(row, message.split(" ", 1)[0]) for _, row, message in cli(capsys, "--no-cache", ".")]
@@ -309,12 +340,17 @@ def loss_fn(params, x):
 """
 
 
-@pytest.mark.parametrize(("train", "expected"), [
-    (train_with("from .losses import loss_fn", "loss_fn"), "under `jax.value_and_grad` it recomputes the stage"),
-    ("import jax\nfrom .losses import loss_fn\ng = jax.vmap(jax.grad(loss_fn), in_axes=(None, 0))\n", None),
-    ("import jax\nfrom .losses import loss_fn\nf = jax.jacfwd(loss_fn)\n", None),
-])
-def test_a_checkpointed_last_stage_of_a_loss_differentiated_in_another_module(tmp_path, capsys, monkeypatch, train, expected):
+@pytest.mark.parametrize(
+    ("train", "expected"),
+    [
+        (train_with("from .losses import loss_fn", "loss_fn"), "under `jax.value_and_grad` it recomputes the stage"),
+        ("import jax\nfrom .losses import loss_fn\ng = jax.vmap(jax.grad(loss_fn), in_axes=(None, 0))\n", None),
+        ("import jax\nfrom .losses import loss_fn\nf = jax.jacfwd(loss_fn)\n", None),
+    ],
+)
+def test_a_checkpointed_last_stage_of_a_loss_differentiated_in_another_module(
+    tmp_path, capsys, monkeypatch, train, expected
+):
     make_project(tmp_path, train, losses=STAGED_LOSS)
     monkeypatch.chdir(tmp_path)
     found = cli(capsys, "--no-cache", ".")
@@ -353,10 +389,13 @@ def loss_fn(params, x):
 """
 
 
-@pytest.mark.parametrize("train", [
-    "import jax\nfrom .losses import loss_fn\ng = jax.value_and_grad(loss_fn)\n",  # another module
-    "",  # the same module: losses.py differentiates it itself (below)
-])
+@pytest.mark.parametrize(
+    "train",
+    [
+        "import jax\nfrom .losses import loss_fn\ng = jax.value_and_grad(loss_fn)\n",  # another module
+        "",  # the same module: losses.py differentiates it itself (below)
+    ],
+)
 def test_a_last_stage_two_calls_below_the_differentiated_function(tmp_path, capsys, monkeypatch, train):
     losses = TWO_CALLS_DOWN + ("" if train else "\ng = jax.value_and_grad(loss_fn)\n")
     make_project(tmp_path, train, losses=losses)
@@ -383,11 +422,14 @@ def forward(params, x):
 """
 
 
-@pytest.mark.parametrize(("tail", "expected"), [
-    ("return forward(params, x).mean()", "the last stage of `train_loss` (through `forward`)"),
-    ("return other(forward(params, x))", None),  # an unknown function after it: maybe expensive
-    ("y = forward(params, x)\n    return jnp.sum(model(params, y))", None),
-])
+@pytest.mark.parametrize(
+    ("tail", "expected"),
+    [
+        ("return forward(params, x).mean()", "the last stage of `train_loss` (through `forward`)"),
+        ("return other(forward(params, x))", None),  # an unknown function after it: maybe expensive
+        ("y = forward(params, x)\n    return jnp.sum(model(params, y))", None),
+    ],
+)
 def test_a_last_stage_in_a_module_that_the_differentiated_function_calls(tmp_path, capsys, monkeypatch, tail, expected):
     train = (
         "import jax\nimport jax.numpy as jnp\nfrom .losses import forward\n\n\n"
@@ -430,12 +472,15 @@ def test_a_policy_from_another_modules_config_follows_that_module(tmp_path, caps
     monkeypatch.chdir(tmp_path)
     layers = os.path.join("pkg", "layers.py")
     [(_, row, message)] = cli(capsys, layers)
-    assert row == 7 and message.startswith("REM001 `policy=cfg.remat_policy` (from config.py) is a string, not a policy")
+    assert row == 7 and message.startswith(
+        "REM001 `policy=cfg.remat_policy` (from config.py) is a string, not a policy"
+    )
     assert cli(capsys, layers) == [(layers, row, message)]  # warm
     lines = (tmp_path / layers).read_text().splitlines(keepends=True)
     assert [r for r, *_ in Plugin(None, lines, layers).run()] == [7]  # type: ignore[arg-type]
     (tmp_path / "pkg" / "config.py").write_text(
-        textwrap.dedent(CONFIG).replace('str = "dots_saveable"', "object = jax.checkpoint_policies.dots_saveable")
+        textwrap.dedent(CONFIG)
+        .replace('str = "dots_saveable"', "object = jax.checkpoint_policies.dots_saveable")
         .replace("import dataclasses", "import dataclasses\nimport jax")
     )
     assert cli(capsys, layers) == []
@@ -451,7 +496,9 @@ def test_a_warm_policy_from_another_module_imports_no_libcst(tmp_path, monkeypat
         "import sys\nfrom remat_lint.cli import main\ncode = main(['--output-format', 'concise', 'pkg/layers.py'])\n"
         "print(code, 'libcst' in sys.modules)\n"
     )
-    runs = [subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True) for _ in range(2)]
+    runs = [
+        subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True) for _ in range(2)
+    ]
     assert "REM001" in runs[1].stdout and runs[1].stdout.splitlines()[-1] == "1 False"
 
 
@@ -471,8 +518,10 @@ def make_block(f):
     return jax.checkpoint(f, prevent_cse=False)
 """
 USERS = {
-    "called per layer of a Python loop": ("def forward(ws, x):\n    block = make_block(f)\n"
-                                          "    for w in ws:\n        x = block(w, x)\n    return x\n", [6]),
+    "called per layer of a Python loop": (
+        "def forward(ws, x):\n    block = make_block(f)\n    for w in ws:\n        x = block(w, x)\n    return x\n",
+        [6],
+    ),
     "scanned": "import jax\ndef forward(ws, x):\n    return jax.lax.scan(make_block(f), x, ws)\n",
     "passed on": "def forward(ws, x):\n    return run(make_block(f), ws, x)\n",
     "never called (a library's public API)": "",
@@ -495,7 +544,9 @@ def test_prevent_cse_false_returned_by_a_helper_is_judged_by_its_callers(tmp_pat
 def test_a_helper_called_in_a_function_that_another_modules_lambda_scans_is_quiet(tmp_path, capsys, monkeypatch):
     make_project(tmp_path, "", losses="")
     (tmp_path / "pkg" / "helpers.py").write_text(textwrap.dedent(HELPERS))
-    (tmp_path / "pkg" / "model.py").write_text("from .helpers import make_block\ndef forward(w, x):\n    return make_block(f)(w, x)\n")
+    (tmp_path / "pkg" / "model.py").write_text(
+        "from .helpers import make_block\ndef forward(w, x):\n    return make_block(f)(w, x)\n"
+    )
     (tmp_path / "pkg" / "run.py").write_text(
         "import jax\nfrom .model import forward\ndef go(ws, x):\n    return jax.lax.scan(lambda c, w: (forward(w, c), None), x, ws)\n"
     )

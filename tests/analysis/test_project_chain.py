@@ -27,7 +27,11 @@ def staged(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, 
     """The (row, message) of the CLI's findings with only ``pkg/<name>`` linted, as flake8 finds them too."""
     monkeypatch.chdir(FIXTURE)
     main(["--no-cache", "--output-format", "concise", os.path.join("pkg", name)])
-    rows = [(int(line.split(":")[1]), line.split(": ", 1)[1]) for line in capsys.readouterr().out.splitlines() if ": REM" in line]
+    rows = [
+        (int(line.split(":")[1]), line.split(": ", 1)[1])
+        for line in capsys.readouterr().out.splitlines()
+        if ": REM" in line
+    ]
     source = (FIXTURE / "pkg" / name).read_text()
     found = Plugin(ast.parse(source), source.splitlines(keepends=True), os.path.join("pkg", name)).run()
     assert sorted((row, text) for row, _, text, _ in found) == rows  # flake8 sorts what plugins yield
@@ -37,24 +41,39 @@ def staged(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, 
 def test_a_grad_two_modules_away_reaches_the_last_stage(capsys, monkeypatch):
     # train.py names neither `head` nor `logits`: it is read because it names what calls them
     assert staged(capsys, monkeypatch, "layers.py") == [
-        (18, "REM102 `jax.checkpoint(_project)(...)` is the last stage of `loss` (through `head`): checkpointing it saves "
-             "little or no memory"),
-        (23, "REM102 `jax.checkpoint(_project)(...)` is the last stage of `loss_fn` (through `forward`, `logits`): "
-             "checkpointing it saves little or no memory"),
+        (
+            18,
+            "REM102 `jax.checkpoint(_project)(...)` is the last stage of `loss` (through `head`): checkpointing it saves "
+            "little or no memory",
+        ),
+        (
+            23,
+            "REM102 `jax.checkpoint(_project)(...)` is the last stage of `loss_fn` (through `forward`, `logits`): "
+            "checkpointing it saves little or no memory",
+        ),
         (36, "REM102 `readout(...)` is the last stage of `readout_loss`: checkpointing it saves little or no memory"),
         # a same-module hop in the middle module (model.chained_loss ends with model._tail_loss), and in the
         # differentiating one (train.scaled_loss ends with train._halved): +9.1 % FLOPs, temp unchanged, as `loss`
-        (50, "REM102 `jax.checkpoint(_project)(...)` is the last stage of `chained_loss` (through `_tail_loss`, `tail`): "
-             "checkpointing it saves little or no memory"),
-        (60, "REM102 `jax.checkpoint(_project)(...)` is the last stage of `scaled_loss` (through `_halved`, `final_loss`, "
-             "`final`): checkpointing it saves little or no memory"),
+        (
+            50,
+            "REM102 `jax.checkpoint(_project)(...)` is the last stage of `chained_loss` (through `_tail_loss`, `tail`): "
+            "checkpointing it saves little or no memory",
+        ),
+        (
+            60,
+            "REM102 `jax.checkpoint(_project)(...)` is the last stage of `scaled_loss` (through `_halved`, `final_loss`, "
+            "`final`): checkpointing it saves little or no memory",
+        ),
     ]
 
 
 def test_a_whole_loss_differentiated_through_a_one_line_wrapper_module(capsys, monkeypatch):
     assert staged(capsys, monkeypatch, "losses.py") == [
-        (14, "REM101 The whole function differentiated by `jax.value_and_grad` at train.py:25 through `objective` is "
-             "checkpointed"),
+        (
+            14,
+            "REM101 The whole function differentiated by `jax.value_and_grad` at train.py:25 through `objective` is "
+            "checkpointed",
+        ),
     ]
 
 
@@ -70,8 +89,15 @@ def test_the_place_of_the_differentiation_is_in_the_full_message(capsys, monkeyp
 def costs() -> dict[str, list[dict[str, float]]]:
     pytest.importorskip("jax")
     env = {**os.environ, "XLA_FLAGS": KEEP_BARRIERS, "JAX_PLATFORMS": "cpu", "PYTHONPATH": str(FIXTURE)}
-    proc = subprocess.run([sys.executable, str(ROOT / "tests" / "analysis" / "chain_costs.py")], capture_output=True, text=True,
-                          env=env, cwd=FIXTURE, timeout=600, check=False)
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "tests" / "analysis" / "chain_costs.py")],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=FIXTURE,
+        timeout=600,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)
 
@@ -110,11 +136,15 @@ LAYERS = "import jax\n\n\n@jax.checkpoint\ndef head(w, h):\n    return jax.nn.ge
     ("model", "expected"),
     [
         # the grad's module ends its loss with the imported checkpoint: its last stage
-        ("def loss(w, x):\n    return jnp.mean(head(w, x) ** 2)\n\n\ngrads = jax.value_and_grad(loss)\n",
-         "REM102 `head(...)` is the last stage of `loss`: checkpointing it saves little or no memory"),
+        (
+            "def loss(w, x):\n    return jnp.mean(head(w, x) ** 2)\n\n\ngrads = jax.value_and_grad(loss)\n",
+            "REM102 `head(...)` is the last stage of `loss`: checkpointing it saves little or no memory",
+        ),
         # differentiated whole: REM101's finding, and no REM102 beside it
-        ("grads = jax.value_and_grad(head)\n",
-         "REM101 The whole function differentiated by `jax.value_and_grad` at model.py:6 is checkpointed"),
+        (
+            "grads = jax.value_and_grad(head)\n",
+            "REM101 The whole function differentiated by `jax.value_and_grad` at model.py:6 is checkpointed",
+        ),
     ],
 )
 def test_an_imported_checkpoint_called_last_is_the_last_stage(tmp_path, capsys, monkeypatch, model, expected):

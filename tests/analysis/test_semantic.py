@@ -24,8 +24,13 @@ def model(code: str) -> SemanticModel:
 def sites(code: str) -> list[tuple[str, str, str | None]]:
     m = model(code)
     return [
-        (s.api.qname, s.form, None if s.target is None or isinstance(s.target, (cst.FunctionDef, cst.ClassDef))
-         else m.module.code_for_node(s.target))
+        (
+            s.api.qname,
+            s.form,
+            None
+            if s.target is None or isinstance(s.target, (cst.FunctionDef, cst.ClassDef))
+            else m.module.code_for_node(s.target),
+        )
         for s in find_sites(m)
     ]
 
@@ -57,7 +62,10 @@ RESOLVED = {
         """,
         "flax.linen.partitioning.remat",
     ),
-    "annotated-alias": ("import jax\nfrom typing import Callable\nckpt: Callable = jax.checkpoint\ng = ckpt(f)", "jax.checkpoint"),
+    "annotated-alias": (
+        "import jax\nfrom typing import Callable\nckpt: Callable = jax.checkpoint\ng = ckpt(f)",
+        "jax.checkpoint",
+    ),
     "dotted-import": ("import flax.linen\nB = flax.linen.remat(Block)", "flax.linen.remat"),
     "submodule-import-binds-top-package": ("import jax.numpy\ng = jax.checkpoint(f)", "jax.checkpoint"),
     "import-inside-function": ("def build():\n    import jax\n    return jax.checkpoint(f)", "jax.checkpoint"),
@@ -85,18 +93,36 @@ RESOLVED = {
     "equinox": ("import equinox as eqx\ng = eqx.filter_checkpoint(f)", "equinox.filter_checkpoint"),
     # Program order: a use sees the bindings that reach it, as Python runs the module.
     "import-used-above-a-later-def": (
-        "from jax import checkpoint\ng = checkpoint(f)\ndef checkpoint(fn):\n    return fn", "jax.checkpoint"
+        "from jax import checkpoint\ng = checkpoint(f)\ndef checkpoint(fn):\n    return fn",
+        "jax.checkpoint",
     ),
-    "alias-used-before-it-is-rebound": ("import jax\nckpt = jax.checkpoint\ng = ckpt(f)\nckpt = my_checkpoint", "jax.checkpoint"),
-    "tuple-unpacked-alias": ("import jax\nckpt, vg = jax.checkpoint, jax.value_and_grad\ng = ckpt(f)", "jax.checkpoint"),
-    "list-unpacked-alias": ("import jax\n[vg, ckpt] = [jax.value_and_grad, jax.checkpoint]\ng = ckpt(f)", "jax.checkpoint"),
-    "rebound-to-the-same-api": ("import jax\nckpt = jax.checkpoint\nif old:\n    ckpt = jax.checkpoint\ng = ckpt(f)", "jax.checkpoint"),
-    "swapped-in-one-statement": ("import jax\na, b = jax.checkpoint, jax.grad\na, b = b, a\ng = b(f)\nh = a(f)", "jax.checkpoint"),
+    "alias-used-before-it-is-rebound": (
+        "import jax\nckpt = jax.checkpoint\ng = ckpt(f)\nckpt = my_checkpoint",
+        "jax.checkpoint",
+    ),
+    "tuple-unpacked-alias": (
+        "import jax\nckpt, vg = jax.checkpoint, jax.value_and_grad\ng = ckpt(f)",
+        "jax.checkpoint",
+    ),
+    "list-unpacked-alias": (
+        "import jax\n[vg, ckpt] = [jax.value_and_grad, jax.checkpoint]\ng = ckpt(f)",
+        "jax.checkpoint",
+    ),
+    "rebound-to-the-same-api": (
+        "import jax\nckpt = jax.checkpoint\nif old:\n    ckpt = jax.checkpoint\ng = ckpt(f)",
+        "jax.checkpoint",
+    ),
+    "swapped-in-one-statement": (
+        "import jax\na, b = jax.checkpoint, jax.grad\na, b = b, a\ng = b(f)\nh = a(f)",
+        "jax.checkpoint",
+    ),
     "class-body-before-its-own-binding": (
-        "import jax\nclass Model:\n    g = jax.checkpoint(f)\n    jax = None", "jax.checkpoint"
+        "import jax\nclass Model:\n    g = jax.checkpoint(f)\n    jax = None",
+        "jax.checkpoint",
     ),
     "conditional-binding-after-an-unconditional-one-in-the-same-branch": (
-        "import jax\nif remat:\n    ckpt = my_checkpoint\n    ckpt = jax.checkpoint\n    g = ckpt(f)", "jax.checkpoint"
+        "import jax\nif remat:\n    ckpt = my_checkpoint\n    ckpt = jax.checkpoint\n    g = ckpt(f)",
+        "jax.checkpoint",
     ),
     "haiku": ("import haiku as hk\ng = hk.remat(f)", "haiku.remat"),
 }
@@ -268,7 +294,9 @@ def test_keywords_only_call_is_a_factory_not_a_site():
     # module (exported), the factory call is a site of its own, with no target, as is a partial.
     assert sites("from flax import nnx\nr = nnx.remat(policy=p)\ng = r(f)") == [("flax.nnx.remat", "call", "f")]
     assert sites("from flax import nnx\nr = nnx.remat(policy=p)") == [("flax.nnx.remat", "call", None)]
-    assert sites("import jax, functools\nr = functools.partial(jax.checkpoint, policy=p)") == [("jax.checkpoint", "call", None)]
+    assert sites("import jax, functools\nr = functools.partial(jax.checkpoint, policy=p)") == [
+        ("jax.checkpoint", "call", None)
+    ]
     assert sites("import jax\nr = jax.checkpoint(policy=p)") == []  # raises (REM006): not a decorator
 
 
@@ -350,7 +378,7 @@ MODULE_INSTANCES = {
     "instance-of-remat-class": "y = nn.remat(nn.remat(Block)())(x)",
     "instance-of-named-remat-class": "RematBlock = nn.remat(Block)\nlayer = RematBlock()\ny = nn.remat(layer)(x)",
     "setup-attribute": "class M(nn.Module):\n    def setup(self):\n        self.b = Block()\n"
-                       "    def __call__(self, x):\n        return nn.remat(self.b)(x)",
+    "    def __call__(self, x):\n        return nn.remat(self.b)(x)",
     "setup-inherited": (
         "class Base(nn.Module):\n    def setup(self):\n        self.b = Block()\n"
         "class M(Base):\n    def __call__(self, x):\n        return nn.remat(self.b)(x)"
@@ -360,7 +388,7 @@ MODULE_INSTANCES = {
         "    def __call__(self, x):\n        f = lambda y: nn.remat(self.b)(y)\n        return f(x)"
     ),
     "bound-compact-method": "class M(nn.Module):\n    @nn.compact\n    def __call__(self, x):\n        return x\n"
-                            "    def run(self, x):\n        return nn.remat(self.__call__)(x)",
+    "    def run(self, x):\n        return nn.remat(self.__call__)(x)",
 }
 
 
@@ -377,10 +405,10 @@ NOT_MODULE_INSTANCES = {
     "unresolvable-base": "class Mixed(Mixin):\n    pass\ny = nn.remat(Mixed())(x)",
     "plain-class": "class Plain:\n    pass\ny = nn.remat(Plain())(x)",
     "dataclass-field-holding-a-class": "class M(nn.Module):\n    block: type = Block\n    def __call__(self, x):\n"
-                                       "        return nn.remat(self.block)()(x)",
+    "        return nn.remat(self.block)()(x)",
     "attribute-not-assigned-in-setup": "class M(nn.Module):\n    def __call__(self, x):\n        return nn.remat(self.block_fn)(x)",
     "setup-assigns-a-class": "class M(nn.Module):\n    def setup(self):\n        self.b = Block\n"
-                             "    def __call__(self, x):\n        return nn.remat(self.b)()(x)",
+    "    def __call__(self, x):\n        return nn.remat(self.b)()(x)",
     "setup-attribute-also-a-field": (
         "class M(nn.Module):\n    b: object = None\n    def setup(self):\n        self.b = Block()\n"
         "    def __call__(self, x):\n        return nn.remat(self.b)(x)"
@@ -389,10 +417,10 @@ NOT_MODULE_INSTANCES = {
         "class M(Mixin, nn.Module):\n    def __call__(self, x):\n        return nn.remat(self.encode)(x)"
     ),
     "staticmethod": "class M(nn.Module):\n    @staticmethod\n    def body(module, x):\n        return x\n"
-                    "    def __call__(self, x):\n        return nn.remat(self.body)(self, x)",
+    "    def __call__(self, x):\n        return nn.remat(self.body)(self, x)",
     "self-of-a-plain-class": "class P:\n    def f(self, x):\n        return x\n    def g(self, x):\n        return nn.remat(self.f)(x)",
     "not-the-first-parameter": "class M(nn.Module):\n    def f(self, x):\n        return x\n    def g(self, other):\n"
-                               "        return nn.remat(other.f)(self)",
+    "        return nn.remat(other.f)(self)",
     "shadowed-nn": "def build(nn):\n    return nn.remat(Block())",
     "nnx-remat": "from flax import nnx\ny = nnx.remat(Block())(x)",
 }

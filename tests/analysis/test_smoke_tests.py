@@ -42,8 +42,12 @@ def test_a_main_block_is_reported_only_when_it_trains(main_block, reported):
 
 @pytest.mark.parametrize(
     ("context", "reported"),
-    [("mesh", True), ("jax.default_device(cpu)", True), ("mock.patch('train.log')", False),
-     ("unittest.mock.patch.object(jax, 'checkpoint', wraps=jax.checkpoint)", False)],
+    [
+        ("mesh", True),
+        ("jax.default_device(cpu)", True),
+        ("mock.patch('train.log')", False),
+        ("unittest.mock.patch.object(jax, 'checkpoint', wraps=jax.checkpoint)", False),
+    ],
 )
 def test_a_with_block_is_test_code_only_when_it_mocks(context, reported):
     source = "import unittest.mock\nfrom unittest import mock\n" + MODULE.split("if __name__")[0]

@@ -109,7 +109,8 @@ def test_linen_counts_the_module_as_zero(api):
 def test_linen_partitioning_does_not_count_the_module():
     assert found(LINEN.format(api="nn_partitioning.remat", args=", static_argnums=(1,)")) == []
     [(traced, row, flag), (code, row_of_remat, message)] = found(
-        LINEN.format(api="nn_partitioning.remat", args=", static_argnums=(2,)"))
+        LINEN.format(api="nn_partitioning.remat", args=", static_argnums=(2,)")
+    )
     assert (traced, row, code, row_of_remat) == ("REM202", 8, "REM011", 12)
     assert "static_argnums=(1,)" in flag
     assert "`static_argnums=(2,)`" in message and "`nn_partitioning.remat`" in message
@@ -121,7 +122,8 @@ def test_linen_partitioning_given_the_linen_index_selects_the_next_argument():
     source = LINEN.replace("deterministic: bool):", "deterministic: bool, mask):")
     assert found(source.format(api="nn_partitioning.remat", args=", static_argnums=(1,)")) == []
     [(traced, row, flag), (code, row_of_remat, message)] = found(
-        source.format(api="nn_partitioning.remat", args=", static_argnums=(2,)"))
+        source.format(api="nn_partitioning.remat", args=", static_argnums=(2,)")
+    )
     assert (traced, row, code, row_of_remat) == ("REM202", 8, "REM011", 12)
     assert "does not count `self`, so index 2 selects `mask`, not `deterministic`" in message
     assert "`deterministic` is index 1" in message and "static_argnums=(1,)" in flag
@@ -154,7 +156,9 @@ def test_nnx_method_counts_self():
 
 def test_module_class_from_another_module_uses_the_same_conventions(tmp_path, monkeypatch, capsys):
     """REM011 judges an imported Module class against its ``__call__`` in the other file."""
-    (tmp_path / "layers.py").write_text(LINEN.replace("deterministic: bool):", "deterministic: bool, mask):").split("\nR = ")[0])
+    (tmp_path / "layers.py").write_text(
+        LINEN.replace("deterministic: bool):", "deterministic: bool, mask):").split("\nR = ")[0]
+    )
     (tmp_path / "model.py").write_text(
         "import flax.linen as nn\nimport flax.linen.partitioning as nn_partitioning\nfrom layers import Block\n"
         "P_ok = nn_partitioning.remat(Block, static_argnums=(1,))\n"
@@ -164,8 +168,10 @@ def test_module_class_from_another_module_uses_the_same_conventions(tmp_path, mo
     )
     monkeypatch.chdir(tmp_path)
     assert cli.main(["--no-cache", "-j", "1", "--select", "REM011", "--output-format", "json", "."]) == 1
-    found = [(f["filename"], f["location"]["row"], f["message"] + " " + (f.get("detail") or ""))
-             for f in json.loads(capsys.readouterr().out)]
+    found = [
+        (f["filename"], f["location"]["row"], f["message"] + " " + (f.get("detail") or ""))
+        for f in json.loads(capsys.readouterr().out)
+    ]
     assert [(path, row) for path, row, _ in found] == [("model.py", 5), ("model.py", 7)]
     assert "index 2 selects `mask`, not `deterministic`" in found[0][2] and "`deterministic` is index 1" in found[0][2]
     assert "index 1 selects `x`, not `deterministic`" in found[1][2] and "`deterministic` is index 2" in found[1][2]

@@ -14,8 +14,9 @@ CLEAN = "import jax\ng = jax.checkpoint(lambda x: x)\n"
 
 
 def run(*args: str, cwd: Path, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "remat_lint", *args], cwd=cwd, input=stdin,
-                          capture_output=True, text=True)
+    return subprocess.run(
+        [sys.executable, "-m", "remat_lint", *args], cwd=cwd, input=stdin, capture_output=True, text=True
+    )
 
 
 @pytest.fixture
@@ -124,8 +125,12 @@ def test_noqa_on_multiline_statements_matches_flake8(project):
     )
     (project / "m.py").write_text(source)
     cli = run("--select", "REM001", "--output-format", "concise", "m.py", cwd=project).stdout
-    flake8 = subprocess.run([sys.executable, "-m", "flake8", "--isolated", "--select=REM001", "m.py"],
-                            cwd=project, capture_output=True, text=True).stdout
+    flake8 = subprocess.run(
+        [sys.executable, "-m", "flake8", "--isolated", "--select=REM001", "m.py"],
+        cwd=project,
+        capture_output=True,
+        text=True,
+    ).stdout
     assert [line.split(":")[1] for line in cli.splitlines()] == ["6"]
     assert [line.split(":")[:3] for line in flake8.splitlines()] == [line.split(":")[:3] for line in cli.splitlines()]
 
@@ -134,10 +139,15 @@ def test_noqa_codes_are_case_sensitive_as_in_flake8(project):
     # flake8 compares the codes as written: ``# NOQA: rem001`` suppresses nothing there, nor here.
     (project / "c.py").write_text("import jax\na = jax.checkpoint(f, policy='x')  # NOQA: rem001\n")
     cli = run("--select", "REM001", "--output-format", "concise", "c.py", cwd=project).stdout
-    flake8 = subprocess.run([sys.executable, "-m", "flake8", "--isolated", "--select=REM001", "c.py"],
-                            cwd=project, capture_output=True, text=True).stdout
+    flake8 = subprocess.run(
+        [sys.executable, "-m", "flake8", "--isolated", "--select=REM001", "c.py"],
+        cwd=project,
+        capture_output=True,
+        text=True,
+    ).stdout
     assert [line.split(":")[1] for line in cli.splitlines()] == ["2"]
     assert [line.split(":")[:3] for line in flake8.splitlines()] == [line.split(":")[:3] for line in cli.splitlines()]
+
 
 def test_flake8_file_noqa_skips_the_file_as_flake8_does(project):
     bad = "import jax\na = jax.checkpoint(f, policy='x')\n"
@@ -145,10 +155,15 @@ def test_flake8_file_noqa_skips_the_file_as_flake8_does(project):
     (project / "kept.py").write_text(bad + "b = 1  # flake8: noqa\n")  # only at the start of a line
     for name, rows in (("skipped.py", []), ("kept.py", ["2"])):
         cli = run("--select", "REM001", "--output-format", "concise", name, cwd=project).stdout
-        flake8 = subprocess.run([sys.executable, "-m", "flake8", "--isolated", "--select=REM001", name],
-                                cwd=project, capture_output=True, text=True).stdout
+        flake8 = subprocess.run(
+            [sys.executable, "-m", "flake8", "--isolated", "--select=REM001", name],
+            cwd=project,
+            capture_output=True,
+            text=True,
+        ).stdout
         assert [line.split(":")[1] for line in cli.splitlines() if line.startswith(name)] == rows
         assert [line.split(":")[1] for line in flake8.splitlines()] == rows
+
 
 def test_file_level_noqa(project):
     (project / "f.py").write_text("# remat-lint: noqa: REM001\n" + BAD)
@@ -183,7 +198,9 @@ def test_rule_command_prints_docs():
     every = subprocess.run([sys.executable, "-m", "remat_lint", "rule", "--all"], capture_output=True, text=True)
     assert every.returncode == 0 and every.stdout.count("## What it does") >= 1
     assert subprocess.run([sys.executable, "-m", "remat_lint", "rule", "REM999"], capture_output=True).returncode == 2
-    by_name = subprocess.run([sys.executable, "-m", "remat_lint", "rule", "policy-not-callable"], capture_output=True, text=True)
+    by_name = subprocess.run(
+        [sys.executable, "-m", "remat_lint", "rule", "policy-not-callable"], capture_output=True, text=True
+    )
     assert by_name.returncode == 0 and by_name.stdout == proc.stdout
 
 
@@ -195,8 +212,18 @@ def test_version():
 
 
 def test_output_file_and_extra_outputs_come_from_one_run(project):
-    proc = run("--output-format", "json", "--output-file", "out.json", "--extra-output", "sarif=out.sarif",
-               "--extra-output", "concise=out.txt", "bad.py", cwd=project)
+    proc = run(
+        "--output-format",
+        "json",
+        "--output-file",
+        "out.json",
+        "--extra-output",
+        "sarif=out.sarif",
+        "--extra-output",
+        "concise=out.txt",
+        "bad.py",
+        cwd=project,
+    )
     assert proc.returncode == 1 and proc.stdout == ""
     assert [f["code"] for f in json.loads((project / "out.json").read_text())] == ["REM001"]
     assert json.loads((project / "out.sarif").read_text())["runs"][0]["results"][0]["ruleId"] == "REM001"
@@ -207,8 +234,13 @@ def test_output_file_and_extra_outputs_come_from_one_run(project):
 
 @pytest.mark.parametrize(
     ("args", "env", "coloured"),
-    [((), {}, False), (("--color", "always"), {}, True), ((), {"FORCE_COLOR": "1"}, True),
-     ((), {"FORCE_COLOR": "1", "NO_COLOR": "1"}, False), (("--color", "never"), {"FORCE_COLOR": "1"}, False)],
+    [
+        ((), {}, False),
+        (("--color", "always"), {}, True),
+        ((), {"FORCE_COLOR": "1"}, True),
+        ((), {"FORCE_COLOR": "1", "NO_COLOR": "1"}, False),
+        (("--color", "never"), {"FORCE_COLOR": "1"}, False),
+    ],
 )
 def test_colour_follows_color_no_color_and_force_color(project, monkeypatch, args, env, coloured):
     for name in ("NO_COLOR", "FORCE_COLOR"):
@@ -217,14 +249,20 @@ def test_colour_follows_color_no_color_and_force_color(project, monkeypatch, arg
         monkeypatch.setenv(name, value)
     out = run("--output-format", "concise", *args, "bad.py", cwd=project).stdout  # a pipe, not a terminal
     assert ("\x1b[1;31mREM001\x1b[0m" in out) is coloured
-    assert out.replace("\x1b[1m", "").replace("\x1b[36m", "").replace("\x1b[1;31m", "").replace("\x1b[0m", "").startswith(
-        "bad.py:2:5: REM001 ")
+    assert (
+        out.replace("\x1b[1m", "")
+        .replace("\x1b[36m", "")
+        .replace("\x1b[1;31m", "")
+        .replace("\x1b[0m", "")
+        .startswith("bad.py:2:5: REM001 ")
+    )
 
 
 def test_cli_and_flake8_agree_on_a_latin1_file_without_coding_line(project):
     (project / "lat.py").write_bytes(b"import jax\n# caf\xe9\ng = jax.checkpoint(f, policy='dots_saveable')\n")
     cli = run("--output-format", "concise", "lat.py", cwd=project).stdout
-    flake8 = subprocess.run([sys.executable, "-m", "flake8", "--select=REM", "lat.py"], cwd=project,
-                            capture_output=True, text=True).stdout
+    flake8 = subprocess.run(
+        [sys.executable, "-m", "flake8", "--select=REM", "lat.py"], cwd=project, capture_output=True, text=True
+    ).stdout
     assert cli.startswith("lat.py:1:1: REM000 cannot decode file: 'utf-8' codec can't decode byte 0xe9")
     assert flake8 == cli  # Python rejects the file; flake8's Latin-1 fallback does not hide that

@@ -41,9 +41,14 @@ def main(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]
     [
         (["clean.py"], "All checks passed!\n"),
         (["safe.py"], "Found 1 error.\n[*] 1 fixable with the `--fix` option.\n"),
-        (["unsafe.py"], "Found 1 error.\nNo fixes available (1 hidden fix can be enabled with the `--unsafe-fixes` option).\n"),
-        (["safe.py", "unsafe.py"],
-         "Found 2 errors.\n[*] 1 fixable with the `--fix` option (1 hidden fix can be enabled with the `--unsafe-fixes` option).\n"),
+        (
+            ["unsafe.py"],
+            "Found 1 error.\nNo fixes available (1 hidden fix can be enabled with the `--unsafe-fixes` option).\n",
+        ),
+        (
+            ["safe.py", "unsafe.py"],
+            "Found 2 errors.\n[*] 1 fixable with the `--fix` option (1 hidden fix can be enabled with the `--unsafe-fixes` option).\n",
+        ),
     ],
 )
 def test_summary_lines_are_ruffs(project, capsys, files, summary):
@@ -55,8 +60,10 @@ def test_summary_after_fixing(project, capsys):
     (project / "twice.py").write_text(SAFE + UNSAFE.replace("import jax\n", ""))
     code, _, err = main(capsys, "--fix", "twice.py")
     assert code == 1
-    assert err == ("Found 2 errors (1 fixed, 1 remaining).\n"
-                   "No fixes available (1 hidden fix can be enabled with the `--unsafe-fixes` option).\n")
+    assert err == (
+        "Found 2 errors (1 fixed, 1 remaining).\n"
+        "No fixes available (1 hidden fix can be enabled with the `--unsafe-fixes` option).\n"
+    )
 
 
 def test_statistics(project, capsys):
@@ -67,8 +74,18 @@ def test_statistics(project, capsys):
 
 
 def test_output_file_and_extra_outputs(project, capsys):
-    code, out, _ = main(capsys, "--output-format", "json", "-o", "report.json", "--extra-output", "sarif=r.sarif",
-                        "--extra-output", "concise=r.txt", "safe.py")
+    code, out, _ = main(
+        capsys,
+        "--output-format",
+        "json",
+        "-o",
+        "report.json",
+        "--extra-output",
+        "sarif=r.sarif",
+        "--extra-output",
+        "concise=r.txt",
+        "safe.py",
+    )
     assert code == 1 and out == ""
     assert [f["code"] for f in json.loads((project / "report.json").read_text())] == ["REM001"]
     assert json.loads((project / "r.sarif").read_text())["runs"][0]["results"][0]["ruleId"] == "REM001"
@@ -83,8 +100,11 @@ def test_an_output_file_that_cannot_be_written_is_a_usage_error(project, capsys)
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--extra-output", "xml=a"], "expected FORMAT=PATH with FORMAT one of full, concise, json, json-lines, github, sarif, "
-                                      "gitlab, junit, pylint, rdjson, azure, grouped, got 'xml=a'"),
+        (
+            ["--extra-output", "xml=a"],
+            "expected FORMAT=PATH with FORMAT one of full, concise, json, json-lines, github, sarif, "
+            "gitlab, junit, pylint, rdjson, azure, grouped, got 'xml=a'",
+        ),
         (["--extra-output", "sarif"], "expected FORMAT=PATH"),
         (["--extra-output", "sarif="], "expected FORMAT=PATH"),
         (["--target-jax-version", "bogus"], "'bogus' is not a version"),
@@ -97,8 +117,9 @@ def test_option_values_are_checked(project, capsys, args, message):
 
 
 def test_show_settings(project, capsys):
-    (project / "pyproject.toml").write_text('[tool.remat-lint]\nper-file-ignores = {"gen_*.py" = ["REM001"]}\n'
-                                            'cache-dir = "build/cache"\n')
+    (project / "pyproject.toml").write_text(
+        '[tool.remat-lint]\nper-file-ignores = {"gen_*.py" = ["REM001"]}\ncache-dir = "build/cache"\n'
+    )
     code, out, _ = main(capsys, "--show-settings", "safe.py")
     rows = {line[:19].strip(): line[19:] for line in out.splitlines()}  # a name column 19 wide, then the value
     assert code == 0
@@ -125,10 +146,14 @@ def test_add_noqa(project, capsys):
 
 def test_colour(project, capsys, monkeypatch):
     coloured = main(capsys, "--color", "always", "--output-format", "concise", "safe.py")[1]
-    assert coloured.startswith("\x1b[1msafe.py\x1b[0m\x1b[36m:\x1b[0m2\x1b[36m:\x1b[0m5\x1b[36m:\x1b[0m \x1b[1;31mREM001\x1b[0m ")
+    assert coloured.startswith(
+        "\x1b[1msafe.py\x1b[0m\x1b[36m:\x1b[0m2\x1b[36m:\x1b[0m5\x1b[36m:\x1b[0m \x1b[1;31mREM001\x1b[0m "
+    )
     plain = main(capsys, "--color", "never", "--output-format", "concise", "safe.py")[1]
     assert plain.startswith("safe.py:2:5: REM001 ") and "\x1b[" not in plain
-    assert "\x1b[" not in main(capsys, "--output-format", "concise", "safe.py")[1]  # auto: captured output is no terminal
+    assert (
+        "\x1b[" not in main(capsys, "--output-format", "concise", "safe.py")[1]
+    )  # auto: captured output is no terminal
     monkeypatch.setenv("FORCE_COLOR", "1")
     assert "\x1b[" in main(capsys, "--output-format", "concise", "safe.py")[1]
     monkeypatch.setenv("NO_COLOR", "1")
@@ -155,4 +180,6 @@ def test_help_matches_snapshot(capsys, monkeypatch):
     text = help_text(capsys, monkeypatch)
     if os.environ.get("UPDATE_SNAPSHOTS") == "1":
         HELP.write_text(text)
-    assert text == HELP.read_text(), "after a deliberate change: UPDATE_SNAPSHOTS=1 python -m pytest -q tests/cli/test_cli_output.py"
+    assert text == HELP.read_text(), (
+        "after a deliberate change: UPDATE_SNAPSHOTS=1 python -m pytest -q tests/cli/test_cli_output.py"
+    )

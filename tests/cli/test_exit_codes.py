@@ -18,7 +18,13 @@ UNSAFE = "import jax\ndef f(x, training):\n    return x\ng = jax.checkpoint(f, s
 UNSAFE_FIXED = "import jax\ndef f(x, training):\n    return x\ng = jax.checkpoint(f, static_argnums=(1,))\n"
 NO_FIX = "import jax\ndef f(x):\n    return x\njax.checkpoint(f)\n"
 CLEAN = "import jax\ng = jax.checkpoint(lambda x: x)\n"
-FILES = {"safe.py": SAFE, "unsafe.py": UNSAFE, "nofix.py": NO_FIX, "clean.py": CLEAN, "broken.py": "import jax\njax.checkpoint(f\n"}
+FILES = {
+    "safe.py": SAFE,
+    "unsafe.py": UNSAFE,
+    "nofix.py": NO_FIX,
+    "clean.py": CLEAN,
+    "broken.py": "import jax\njax.checkpoint(f\n",
+}
 
 
 @pytest.fixture

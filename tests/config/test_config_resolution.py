@@ -15,7 +15,9 @@ DISCARDED = "import jax\njax.checkpoint(f)\n"  # REM007, quiet in test files
 
 
 def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "remat_lint", "--no-cache", *args], cwd=cwd, capture_output=True, text=True)
+    return subprocess.run(
+        [sys.executable, "-m", "remat_lint", "--no-cache", *args], cwd=cwd, capture_output=True, text=True
+    )
 
 
 def found(*args: str, cwd: Path) -> list[tuple[str, str]]:
@@ -53,7 +55,9 @@ def test_a_remat_lint_toml_is_a_configuration_too(nested):
 
 def test_extend_inherits_and_the_extending_file_wins(nested):
     (nested / "pyproject.toml").write_text('[tool.remat-lint]\nignore = ["REM001"]\ntest-paths = ["checks/"]\n')
-    (nested / "sub" / "pyproject.toml").write_text('[tool.remat-lint]\nextend = "../pyproject.toml"\nextend-select = ["REM302"]\n')
+    (nested / "sub" / "pyproject.toml").write_text(
+        '[tool.remat-lint]\nextend = "../pyproject.toml"\nextend-select = ["REM302"]\n'
+    )
     (nested / "sub" / "alias.py").write_text("import jax\ng = jax.remat(lambda x: x)\n")
     (nested / "sub" / "checks").mkdir()
     (nested / "sub" / "checks" / "c.py").write_text(DISCARDED)
@@ -68,7 +72,10 @@ def test_command_line_selection_applies_on_top_of_every_configuration(nested):
 
 
 def test_config_option_governs_every_file(nested):
-    assert found("--config", "sub/pyproject.toml", ".", cwd=nested) == [("sub/inner.py", "REM001"), ("top.py", "REM001")]
+    assert found("--config", "sub/pyproject.toml", ".", cwd=nested) == [
+        ("sub/inner.py", "REM001"),
+        ("top.py", "REM001"),
+    ]
 
 
 @pytest.mark.parametrize(
@@ -111,13 +118,17 @@ def test_flake8_reads_the_configuration_of_each_file(tmp_path):
     (tmp_path / "checks" / "c.py").write_text(DISCARDED)
     (tmp_path / "gen_model.py").write_text(BAD)
     (tmp_path / "model.py").write_text(DISCARDED)
-    flake8 = subprocess.run([sys.executable, "-m", "flake8", "--select=REM", "."], cwd=tmp_path, capture_output=True, text=True)
+    flake8 = subprocess.run(
+        [sys.executable, "-m", "flake8", "--select=REM", "."], cwd=tmp_path, capture_output=True, text=True
+    )
     assert [line.split(":")[0] + ":" + line.split()[1] for line in flake8.stdout.splitlines()] == ["./model.py:REM007"]
     assert found(".", cwd=tmp_path) == [("model.py", "REM007")]
 
 
 def test_show_files_and_show_settings_follow_each_folders_configuration(nested):
-    (nested / "sub" / "pyproject.toml").write_text('[tool.remat-lint]\nextend-exclude = ["skip"]\nselect = ["REM001"]\n')
+    (nested / "sub" / "pyproject.toml").write_text(
+        '[tool.remat-lint]\nextend-exclude = ["skip"]\nselect = ["REM001"]\n'
+    )
     (nested / "sub" / "skip").mkdir()
     (nested / "sub" / "skip" / "x.py").write_text("")
     (nested / "nb.ipynb").write_text('{"cells": []}')

@@ -19,8 +19,12 @@ SOURCE = (
 
 
 def messages(*args: str, cwd: Path) -> list[str]:
-    proc = subprocess.run([sys.executable, "-m", "remat_lint", "--no-cache", "--output-format", "json", *args, "m.py"],
-                          cwd=cwd, capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "remat_lint", "--no-cache", "--output-format", "json", *args, "m.py"],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 1, proc.stderr
     return [item["message"] for item in json.loads(proc.stdout)]
 
@@ -40,8 +44,10 @@ def test_the_newest_jax_says_removed(project):
 def test_an_older_target_says_what_breaks_on_upgrade(project):
     removed, policy = messages("--target-jax-version", "0.8", cwd=project)
     assert removed.startswith("`jax.ad_checkpoint.checkpoint` is deprecated, removed in JAX 0.10.0 — breaks on upgrade")
-    assert policy.startswith("`jax.checkpoint_policies.save_anything_except_these_names(...)` saves everything from JAX "
-                             "0.10.2 — breaks on upgrade")
+    assert policy.startswith(
+        "`jax.checkpoint_policies.save_anything_except_these_names(...)` saves everything from JAX "
+        "0.10.2 — breaks on upgrade"
+    )
     removed, policy = messages("--target-jax-version", "0.10.1", cwd=project)
     assert "was removed in JAX 0.10.0" in removed and "breaks on upgrade" in policy
 
@@ -58,8 +64,9 @@ def test_an_older_target_says_what_breaks_on_upgrade(project):
 def test_the_default_target_is_the_projects_pin(project, name, text):
     (project / name).write_text(text)
     assert "breaks on upgrade" in messages(cwd=project)[0]
-    settings = subprocess.run([sys.executable, "-m", "remat_lint", "--show-settings", "m.py"], cwd=project,
-                              capture_output=True, text=True).stdout
+    settings = subprocess.run(
+        [sys.executable, "-m", "remat_lint", "--show-settings", "m.py"], cwd=project, capture_output=True, text=True
+    ).stdout
     assert "target-jax-version 0.8.3 (" in settings and name in settings
 
 
@@ -71,6 +78,7 @@ def test_an_invalid_target_is_an_error(project):
 
 def test_flake8_words_findings_for_the_pin(project):
     (project / "requirements.txt").write_text("jax==0.8.3\n")
-    out = subprocess.run([sys.executable, "-m", "flake8", "--select=REM005", "m.py"], cwd=project,
-                         capture_output=True, text=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-m", "flake8", "--select=REM005", "m.py"], cwd=project, capture_output=True, text=True
+    ).stdout
     assert "breaks on upgrade" in out

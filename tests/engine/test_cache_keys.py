@@ -59,7 +59,9 @@ def test_a_warm_run_is_served_from_the_cache(project, capsys):
     assert lint(capsys, "m.py") == []  # the (poisoned) entry was read: the tests below can trust a miss
 
 
-@pytest.mark.parametrize(("first", "second"), [("src/model.py", "tests/test_model.py"), ("tests/test_model.py", "src/model.py")])
+@pytest.mark.parametrize(
+    ("first", "second"), [("src/model.py", "tests/test_model.py"), ("tests/test_model.py", "src/model.py")]
+)
 def test_same_bytes_as_test_code_and_as_library_code_do_not_share_entries(project, capsys, first, second):
     for name in (first, second):
         (project / name).parent.mkdir(exist_ok=True)
@@ -112,7 +114,12 @@ def test_another_version_never_reads_the_entries(project, capsys, monkeypatch):
 
 def test_every_input_of_the_key_changes_it(tmp_path):
     cache = Cache(tmp_path)
-    base = {"data": b"import jax\n", "codes": frozenset({"REM001"}), "is_test_file": False, "facts": frozenset({"REM008"})}
+    base = {
+        "data": b"import jax\n",
+        "codes": frozenset({"REM001"}),
+        "is_test_file": False,
+        "facts": frozenset({"REM008"}),
+    }
     changed = [
         {"data": b"import jax \n"},
         {"codes": frozenset({"REM001", "REM002"})},
@@ -139,7 +146,9 @@ def test_an_entry_is_read_back_under_the_new_path(tmp_path):
     from remat_lint.findings import Finding, Position, Severity
 
     cache = Cache(tmp_path / "cache")
-    finding = Finding("REM007", "discarded-checkpoint", Severity.ERROR, "msg", "old/m.py", Position(4, 0), Position(4, 17))
+    finding = Finding(
+        "REM007", "discarded-checkpoint", Severity.ERROR, "msg", "old/m.py", Position(4, 0), Position(4, 17)
+    )
     key = cache.key(b"x", frozenset({"REM007"}), False)
     cache.put(key, FileResult("old/m.py", [finding], parsed=True))
     result = cache.get(key, "new/m.py")
@@ -190,7 +199,6 @@ def test_unreadable_or_foreign_entries_are_misses(tmp_path):
     assert cache.get(key, "m.py") is None
     entry.write_bytes(pickle.dumps({"not": "a result"}))
     assert cache.get(key, "m.py") is None
-
 
 
 def test_a_nested_cache_dir_is_created_and_entries_share_folders(tmp_path):

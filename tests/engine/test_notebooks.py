@@ -12,23 +12,45 @@ import pytest
 
 CELLS = [
     {"cell_type": "markdown", "metadata": {}, "source": ["# Training\n", "notes"]},
-    {"cell_type": "code", "execution_count": 1, "metadata": {"scrolled": True},
-     "outputs": [{"name": "stdout", "output_type": "stream", "text": ["done\n"]}],
-     "source": ["%matplotlib inline\n", "!pip install jax\n", "files = !ls\n", "import jax\n", "jax.checkpoint?"]},
-    {"cell_type": "code", "execution_count": 2, "metadata": {}, "outputs": [],
-     "source": ["def f(x):\n", "    return x\n", "g = jax.checkpoint(f, policy=\"dots_saveable\")"]},
+    {
+        "cell_type": "code",
+        "execution_count": 1,
+        "metadata": {"scrolled": True},
+        "outputs": [{"name": "stdout", "output_type": "stream", "text": ["done\n"]}],
+        "source": ["%matplotlib inline\n", "!pip install jax\n", "files = !ls\n", "import jax\n", "jax.checkpoint?"],
+    },
+    {
+        "cell_type": "code",
+        "execution_count": 2,
+        "metadata": {},
+        "outputs": [],
+        "source": ["def f(x):\n", "    return x\n", 'g = jax.checkpoint(f, policy="dots_saveable")'],
+    },
     {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [], "source": ["%%bash\n", "echo $HOME"]},
-    {"cell_type": "code", "execution_count": 3, "metadata": {}, "outputs": [],
-     "source": ["h = jax.checkpoint(f, policy='nothing_saveable')  # noqa: REM001\n",
-                "k = jax.checkpoint(f, policy='nothing_saveable')\n"]},
+    {
+        "cell_type": "code",
+        "execution_count": 3,
+        "metadata": {},
+        "outputs": [],
+        "source": [
+            "h = jax.checkpoint(f, policy='nothing_saveable')  # noqa: REM001\n",
+            "k = jax.checkpoint(f, policy='nothing_saveable')\n",
+        ],
+    },
 ]
-NOTEBOOK = {"cells": CELLS, "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"}},
-            "nbformat": 4, "nbformat_minor": 5}
+NOTEBOOK = {
+    "cells": CELLS,
+    "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"}},
+    "nbformat": 4,
+    "nbformat_minor": 5,
+}
 MESSAGE = "is a string, not a policy"
 
 
 def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "remat_lint", "--no-cache", *args], cwd=cwd, capture_output=True, text=True)
+    return subprocess.run(
+        [sys.executable, "-m", "remat_lint", "--no-cache", *args], cwd=cwd, capture_output=True, text=True
+    )
 
 
 @pytest.fixture
@@ -50,16 +72,23 @@ def test_findings_are_reported_at_cell_positions(notebook):
 
 def test_full_output_shows_the_cell_line(notebook):
     out = cli("train.ipynb", cwd=notebook.parent).stdout
-    assert "3 | g = jax.checkpoint(f, policy=\"dots_saveable\")" in out
+    assert '3 | g = jax.checkpoint(f, policy="dots_saveable")' in out
     assert "2 | k = jax.checkpoint(f, policy='nothing_saveable')" in out
 
 
 def test_json_sarif_and_github_carry_cell_and_line(notebook):
     items = json.loads(cli("--output-format", "json", "train.ipynb", cwd=notebook.parent).stdout)
-    assert [(i["filename"], i["cell"], i["location"]["row"]) for i in items] == [("train.ipynb", 3, 3), ("train.ipynb", 5, 2)]
+    assert [(i["filename"], i["cell"], i["location"]["row"]) for i in items] == [
+        ("train.ipynb", 3, 3),
+        ("train.ipynb", 5, 2),
+    ]
     assert items[0]["fix"]["edits"][0]["location"] == {"row": 3, "column": 30}
-    results = json.loads(cli("--output-format", "sarif", "train.ipynb", cwd=notebook.parent).stdout)["runs"][0]["results"]
-    assert [(r["properties"]["cell"], r["locations"][0]["physicalLocation"]["region"]["startLine"]) for r in results] == [(3, 3), (5, 2)]
+    results = json.loads(cli("--output-format", "sarif", "train.ipynb", cwd=notebook.parent).stdout)["runs"][0][
+        "results"
+    ]
+    assert [
+        (r["properties"]["cell"], r["locations"][0]["physicalLocation"]["region"]["startLine"]) for r in results
+    ] == [(3, 3), (5, 2)]
     assert results[0]["message"]["text"].startswith("cell 3: ")
     github = cli("--output-format", "github", "train.ipynb", cwd=notebook.parent).stdout.splitlines()
     assert github[0].startswith("::error file=train.ipynb,line=3,col=5,endLine=3,endColumn=46,")
@@ -80,7 +109,11 @@ def test_fix_rewrites_only_the_cells_and_keeps_the_rest_of_the_json(notebook):
     expected["cells"][4]["source"][1] = "k = jax.checkpoint(f, policy=jax.checkpoint_policies.nothing_saveable)\n"
     assert after == expected  # outputs, metadata, magics and other cells untouched
     # Formatting kept: only the two fixed lines of the file differ.
-    changed = [(a, b) for a, b in zip(before.splitlines(), notebook.read_text(encoding="utf-8").splitlines(), strict=False) if a != b]
+    changed = [
+        (a, b)
+        for a, b in zip(before.splitlines(), notebook.read_text(encoding="utf-8").splitlines(), strict=False)
+        if a != b
+    ]
     assert len(changed) == 2 and len(before.splitlines()) == len(notebook.read_text(encoding="utf-8").splitlines())
     assert cli("--select", "REM001", "train.ipynb", cwd=notebook.parent).returncode == 0
 
@@ -99,7 +132,10 @@ def test_trace_says_notebooks_are_not_traced(notebook):
 
 @pytest.mark.parametrize("escaped", [True, False])
 def test_non_ascii_text_is_written_back_as_it_was(tmp_path, escaped):
-    notebook = {**NOTEBOOK, "cells": [{"cell_type": "markdown", "metadata": {}, "source": ["Modèle — résumé"]}, *CELLS[1:3]]}
+    notebook = {
+        **NOTEBOOK,
+        "cells": [{"cell_type": "markdown", "metadata": {}, "source": ["Modèle — résumé"]}, *CELLS[1:3]],
+    }
     path = tmp_path / "nb.ipynb"
     before = json.dumps(notebook, indent=2, ensure_ascii=escaped)  # another indent, no final newline
     path.write_text(before, encoding="utf-8")

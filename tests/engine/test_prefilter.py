@@ -50,7 +50,11 @@ def test_keeps_every_fixture_with_findings(fixture):
 
 def _dotted_literals() -> set[str]:
     found = set()
-    for path in [*(ROOT / "rules").glob("*.py"), *(ROOT / "remat_lint" / "analysis").glob("*.py"), *(ROOT / "remat_lint" / "apis").glob("*.py")]:
+    for path in [
+        *(ROOT / "rules").glob("*.py"),
+        *(ROOT / "remat_lint" / "analysis").glob("*.py"),
+        *(ROOT / "remat_lint" / "apis").glob("*.py"),
+    ]:
         for name in re.findall(r"[\"']((?:jax|flax|haiku|equinox)(?:\.\w+)+)[\"']", path.read_text(encoding="utf-8")):
             if re.search(r"remat|checkpoint", name):
                 found.add(name)
@@ -63,8 +67,11 @@ def test_keeps_every_api_name_the_rules_resolve(qname):
     (add it to remat_lint/apis/, or to prefilter.EXTRA_QNAMES)."""
     module, _, attr = qname.rpartition(".")
     assert qname in api_qnames() or any(q.startswith(qname + ".") for q in api_qnames()), qname
-    for source in (f"import {module}\n{qname}(f)\n", f"from {module} import {attr}\n{attr}(f)\n",
-                   f"import {module} as m\nm.{attr}(f)\n"):
+    for source in (
+        f"import {module}\n{qname}(f)\n",
+        f"from {module} import {attr}\n{attr}(f)\n",
+        f"import {module} as m\nm.{attr}(f)\n",
+    ):
         assert Prefilter().keeps(source), source
 
 
@@ -139,22 +146,24 @@ SCAN_KEPT = [
     "from jax import *\ndef f(ps, x):\n    return lax.scan(layer, x, ps['layers'])[0].sum()\ng = grad(f)\n",
     "from flax import linen as nn\nclass S(nn.Module):\n    @nn.compact\n    def __call__(self, x):\n"
     "        return nn.scan(Block, variable_axes={'params': 0}, split_rngs={'params': True}, length=4)()(x, None)\n",
-    *(FIRES := [  # REM301 fires here: files without a remat API that only its own prefilter keeps
-        "import jax\ndef layer(c, p):\n    return c @ p, None\n"
-        "def f(ps, x):\n    return jax.lax.scan(layer, x, ps['layers'])[0].sum()\ng = jax.grad(f)\n",
-        "from jax import lax, value_and_grad as vg\ndef block(c, w):\n    return c * w, None\n"
-        "def loss(ws, x):\n    return lax.scan(block, x, ws)[0].sum()\nstep = vg(loss)\n",
-        # The layer word only in a comment inside the brackets around xs (libcst's code of xs holds it).
-        "import jax\ndef step(c, p):\n    return c @ p, None\n"
-        "def f(ps, x):\n    return jax.lax.scan(step, x, (  # the layers\n        ps))[0].sum()\ng = jax.grad(f)\n",
-        # The body's def named through an assignment, an alias of the scan, a decorator.
-        "import functools, jax\ndef block_fn(cfg, c, p):\n    return c @ p, None\ndef f(ps, x, cfg):\n"
-        "    body = functools.partial(block_fn, cfg)\n    return jax.lax.scan(body, x, ps)[0].sum()\ng = jax.grad(f)\n",
-        "import jax\nS = jax.lax.scan\ndef layer(c, p):\n    return c @ p, None\n"
-        "def f(ps, x):\n    return S(layer, x, ps)[0].sum()\ng = jax.grad(f)\n",
-        "from flax import nnx\nimport jax\n@nnx.scan(in_axes=(nnx.Carry, 0))\ndef layer_step(x, w):\n    return x @ w, None\n"
-        "def f(ws, x):\n    return layer_step(x, ws)[0].sum()\ng = jax.grad(f)\n",
-    ]),
+    *(
+        FIRES := [  # REM301 fires here: files without a remat API that only its own prefilter keeps
+            "import jax\ndef layer(c, p):\n    return c @ p, None\n"
+            "def f(ps, x):\n    return jax.lax.scan(layer, x, ps['layers'])[0].sum()\ng = jax.grad(f)\n",
+            "from jax import lax, value_and_grad as vg\ndef block(c, w):\n    return c * w, None\n"
+            "def loss(ws, x):\n    return lax.scan(block, x, ws)[0].sum()\nstep = vg(loss)\n",
+            # The layer word only in a comment inside the brackets around xs (libcst's code of xs holds it).
+            "import jax\ndef step(c, p):\n    return c @ p, None\n"
+            "def f(ps, x):\n    return jax.lax.scan(step, x, (  # the layers\n        ps))[0].sum()\ng = jax.grad(f)\n",
+            # The body's def named through an assignment, an alias of the scan, a decorator.
+            "import functools, jax\ndef block_fn(cfg, c, p):\n    return c @ p, None\ndef f(ps, x, cfg):\n"
+            "    body = functools.partial(block_fn, cfg)\n    return jax.lax.scan(body, x, ps)[0].sum()\ng = jax.grad(f)\n",
+            "import jax\nS = jax.lax.scan\ndef layer(c, p):\n    return c @ p, None\n"
+            "def f(ps, x):\n    return S(layer, x, ps)[0].sum()\ng = jax.grad(f)\n",
+            "from flax import nnx\nimport jax\n@nnx.scan(in_axes=(nnx.Carry, 0))\ndef layer_step(x, w):\n    return x @ w, None\n"
+            "def f(ws, x):\n    return layer_step(x, ws)[0].sum()\ng = jax.grad(f)\n",
+        ]
+    ),
 ]
 
 

@@ -23,8 +23,13 @@ HEADER = "import jax\nfrom flax import linen as nn\nckpt = jax.checkpoint\n"
 
 
 def cli(*args: str, cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "remat_lint", "--no-cache", "--output-format", "json", *args],
-                          cwd=cwd, capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "remat_lint", "--no-cache", "--output-format", "json", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def findings(proc: subprocess.CompletedProcess[str]) -> list[tuple[str, int, str]]:
@@ -35,7 +40,11 @@ def findings(proc: subprocess.CompletedProcess[str]) -> list[tuple[str, int, str
 @settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
 @given(hypothesmith.from_grammar())
 def test_generated_programs_never_crash_the_engine(source):
-    for text in (source, HEADER + source, HEADER + "def f(x):\n" + "".join(f"    {line}\n" for line in source.splitlines())):
+    for text in (
+        source,
+        HEADER + source,
+        HEADER + "def f(x):\n" + "".join(f"    {line}\n" for line in source.splitlines()),
+    ):
         result = lint_source("generated.py", text, ALL)
         assert all(f.code != "REM000" or "internal error" not in f.message for f in result.findings), result.findings
 

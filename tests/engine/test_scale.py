@@ -89,8 +89,11 @@ def test_warm_run_with_a_project_wide_finding_imports_no_libcst(tmp_path):
     assert "libcst" in cold and "REM101" in cold_out
     warm_out, warm = _modules_after(args, tmp_path)
     assert warm_out == cold_out
-    assert warm == ["remat_lint.rules.rem101_checkpoint_whole_loss", "remat_lint.rules.rem102_checkpoint_last_stage",
-                    "remat_lint.reporters.text"]
+    assert warm == [
+        "remat_lint.rules.rem101_checkpoint_whole_loss",
+        "remat_lint.rules.rem102_checkpoint_last_stage",
+        "remat_lint.reporters.text",
+    ]
 
 
 def test_warm_run_confirming_rem003_and_rem011_imports_no_libcst(tmp_path):

@@ -31,7 +31,9 @@ def _groups() -> list[tuple[frozenset[str], frozenset[str]]]:
 
 def by_text(source: str, tokens: frozenset[str], apis: frozenset[str]) -> bool | None:
     refs = TextReferences(source)
-    return refs.may_reference(tokens, lambda q: _has_token(q, tokens) and _related(q, apis), lambda q: _related(q, apis))
+    return refs.may_reference(
+        tokens, lambda q: _has_token(q, tokens) and _related(q, apis), lambda q: _related(q, apis)
+    )
 
 
 def by_ast(source: str, tokens: frozenset[str], apis: frozenset[str]) -> bool:
@@ -48,7 +50,7 @@ REJECTED = [
     "import torch.utils.checkpoint\ntorch.utils.checkpoint.checkpoint(f, x)\n",
     "import orbax.checkpoint as ocp  # Windows line ends\r\nocp.save(1)\r\n",
     "def f(x):\n    return g(x).checkpoint\n",  # a call's attribute: the semantic model resolves no call results
-    "s = r'a\\'' + \"\"\"jax.checkpoint\n\"\"\"\nimport jax\n",
+    's = r\'a\\\'\' + """jax.checkpoint\n"""\nimport jax\n',
     "import jax\nprint(f'saved the checkpoint at step {step:>{width}} ({{remat}})')\n",  # an f-string's text
 ]
 
@@ -86,8 +88,12 @@ def _installed_and_fixture_sources() -> list[tuple[Path, bool]]:
     """(path, whether to check REM301's API groups too: on the fixtures, where they are few)."""
     from importlib.util import find_spec  # importing jax would cost more than the test
 
-    installed = [p for name in ("jax", "flax") for root in find_spec(name).submodule_search_locations
-                 for p in Path(root).rglob("*.py")]
+    installed = [
+        p
+        for name in ("jax", "flax")
+        for root in find_spec(name).submodule_search_locations
+        for p in Path(root).rglob("*.py")
+    ]
     return sorted([*((p, False) for p in installed), *((p, True) for p in FIXTURES.rglob("*.py"))])
 
 
@@ -98,7 +104,11 @@ def test_sound_and_effective_on_the_installed_jax_flax_and_the_fixtures():
     rejected_by_ast = rejected_by_text = 0
     for path, all_groups in _installed_and_fixture_sources():
         source = path.read_text(encoding="utf-8", errors="replace")
-        groups = [(t, a) for t, a in _groups()[: None if all_groups else 1] if _has_word(source, _SUBSTRINGS if t is API_TOKENS else t, t)]
+        groups = [
+            (t, a)
+            for t, a in _groups()[: None if all_groups else 1]
+            if _has_word(source, _SUBSTRINGS if t is API_TOKENS else t, t)
+        ]
         if not groups:
             continue
         try:
@@ -108,8 +118,11 @@ def test_sound_and_effective_on_the_installed_jax_flax_and_the_fixtures():
         text = TextReferences(source)
         for tokens, apis in groups:
             kept = refs is None or refs.may_reference(apis, tokens)
-            by_text = text.may_reference(tokens, lambda q, t=tokens, a=apis: _has_token(q, t) and _related(q, a),
-                                         lambda q, a=apis: _related(q, a))
+            by_text = text.may_reference(
+                tokens,
+                lambda q, t=tokens, a=apis: _has_token(q, t) and _related(q, a),
+                lambda q, a=apis: _related(q, a),
+            )
             assert not (kept and by_text is False), (path, sorted(tokens))
             rejected_by_ast += not kept
             rejected_by_text += by_text is False

@@ -42,7 +42,11 @@ def test_workers_started_while_reading_report_what_one_process_does(tmp_path, mo
     monkeypatch.setattr(runner._Workers, "__init__", lambda self, jobs: started.append(jobs) or init(self, jobs))
     pooled = runner.run(paths, resolver, jobs=2)
     assert started == [2]
-    assert _found(pooled) == _found(serial) == [("m000.py", 2, "REM001"), ("m007.py", 2, "REM001"), ("m110.py", 2, "REM001")]
+    assert (
+        _found(pooled)
+        == _found(serial)
+        == [("m000.py", 2, "REM001"), ("m007.py", 2, "REM001"), ("m110.py", 2, "REM001")]
+    )
     assert set(pooled.sources) == {paths[0], paths[7], paths[110]}
 
 

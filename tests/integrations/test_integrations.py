@@ -26,7 +26,8 @@ EXPRESSION = re.compile(r"\$\{\{\s*([\w.-]+)\s*\}\}")
 def test_pre_commit_manifest_is_valid_and_declares_the_hook():
     done = subprocess.run(
         [sys.executable, "-m", "pre_commit", "validate-manifest", str(ROOT / ".pre-commit-hooks.yaml")],
-        capture_output=True, text=True,
+        capture_output=True,
+        text=True,
     )
     assert done.returncode == 0, done.stdout + done.stderr
     [hook] = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())
@@ -77,22 +78,35 @@ def test_action_is_composite_and_never_splices_inputs_into_scripts(action):
 Step = tuple[subprocess.CompletedProcess[str], dict[str, str], str]
 
 
-def run_step(action: dict, name: str, inputs: dict[str, str], cwd: Path, path: str | None = None,
-             executable: str = str(BIN / "remat-lint")) -> Step:
+def run_step(
+    action: dict,
+    name: str,
+    inputs: dict[str, str],
+    cwd: Path,
+    path: str | None = None,
+    executable: str = str(BIN / "remat-lint"),
+) -> Step:
     """Run one step's script as the runner would; returns the process, its outputs and GITHUB_PATH.
     ``executable``: what the install step said remat-lint is."""
     [step] = [s for s in action["runs"]["steps"] if s["name"] == name]
     values = {f"inputs.{key}": spec.get("default", "") for key, spec in action["inputs"].items()}
     values.update({f"inputs.{key}": value for key, value in inputs.items()})
-    values.update({"github.action_path": str(ROOT), "runner.temp": str(cwd / "runner-temp"),
-                   "steps.install.outputs.executable": executable})
+    values.update(
+        {
+            "github.action_path": str(ROOT),
+            "runner.temp": str(cwd / "runner-temp"),
+            "steps.install.outputs.executable": executable,
+        }
+    )
     env = {key: EXPRESSION.sub(lambda m: values[m.group(1)], str(value)) for key, value in step.get("env", {}).items()}
     output, github_path = cwd / "github-output", cwd / "github-path"
     output.write_text("")
     github_path.write_text("")
     env.update(
-        PATH=path or os.environ["PATH"], HOME=str(cwd),
-        GITHUB_OUTPUT=str(output), GITHUB_PATH=str(github_path),
+        PATH=path or os.environ["PATH"],
+        HOME=str(cwd),
+        GITHUB_OUTPUT=str(output),
+        GITHUB_PATH=str(github_path),
     )
     shell = ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c"]  # the runner's `shell: bash`
     done = subprocess.run([*shell, step["run"]], env=env, cwd=cwd, capture_output=True, text=True)
@@ -120,7 +134,9 @@ def test_action_lints_once_for_annotations_and_sarif(action, workspace):
     wrapper = workspace / "remat-lint-logged"
     wrapper.write_text(f'#!/bin/sh\necho "$*" >> "{log}"\nexec "{BIN / "remat-lint"}" "$@"\n')
     wrapper.chmod(0o755)
-    done, outputs, _ = run_step(action, "Run remat-lint", {"paths": "src", "sarif": "true"}, workspace, executable=str(wrapper))
+    done, outputs, _ = run_step(
+        action, "Run remat-lint", {"paths": "src", "sarif": "true"}, workspace, executable=str(wrapper)
+    )
     assert done.returncode == 1 and done.stdout.startswith("::error file=src/model.py,line=2,col=5,")
     assert len(log.read_text().splitlines()) == 1
     assert outputs == {"sarif-file": "remat-lint.sarif"}
@@ -136,7 +152,9 @@ def test_action_passes_on_clean_code_and_extra_args(action, workspace):
 
 
 def test_action_writes_sarif_and_outputs_its_path(action, workspace):
-    done, outputs, _ = run_step(action, "Run remat-lint", {"paths": "src", "sarif": "true", "sarif-file": "out.sarif"}, workspace)
+    done, outputs, _ = run_step(
+        action, "Run remat-lint", {"paths": "src", "sarif": "true", "sarif-file": "out.sarif"}, workspace
+    )
     assert done.returncode == 1  # the exit code of the annotating run, not of the SARIF run
     assert outputs == {"sarif-file": "out.sarif"}
     [result] = json.loads((workspace / "out.sarif").read_text())["runs"][0]["results"]
@@ -156,16 +174,22 @@ def fake_python(tmp_path: Path) -> tuple[str, Path]:
     fake = tmp_path / "fake-bin"
     fake.mkdir()
     logger = f'#!/bin/sh\necho "$0 $*" >> "{log}"\n'
-    (fake / "python3").write_text(logger + 'if [ "$1" = "-m" ] && [ "$2" = "venv" ]; then mkdir -p "$3/bin"; '
-                                  f'printf \'%s\' \'{logger}\' > "$3/bin/python"; chmod +x "$3/bin/python"; fi\n')
+    (fake / "python3").write_text(
+        logger + 'if [ "$1" = "-m" ] && [ "$2" = "venv" ]; then mkdir -p "$3/bin"; '
+        f"printf '%s' '{logger}' > \"$3/bin/python\"; chmod +x \"$3/bin/python\"; fi\n"
+    )
     (fake / "python3").chmod(0o755)
     return f"{fake}{os.pathsep}/usr/bin{os.pathsep}/bin", log
 
 
 @pytest.mark.parametrize(
     "version, requirement",
-    [("", str(ROOT)), ("0.1.0", "remat-lint==0.1.0"), (">=0.1,<0.2", "remat-lint>=0.1,<0.2"),
-     ("remat-lint[trace]==0.1.0", "remat-lint[trace]==0.1.0")],
+    [
+        ("", str(ROOT)),
+        ("0.1.0", "remat-lint==0.1.0"),
+        (">=0.1,<0.2", "remat-lint>=0.1,<0.2"),
+        ("remat-lint[trace]==0.1.0", "remat-lint[trace]==0.1.0"),
+    ],
 )
 def test_action_installs_with_pip_in_a_virtual_environment(action, workspace, fake_python, version, requirement):
     path, log = fake_python
@@ -181,7 +205,8 @@ def test_action_installs_with_pip_in_a_virtual_environment(action, workspace, fa
 
 def test_action_version_none_uses_what_is_installed(action, workspace, fake_python):
     _, log = fake_python
-    done, outputs, github_path = run_step(action, "Install remat-lint", {"version": "none"}, workspace,
-                                          path=f"{BIN}{os.pathsep}{os.environ['PATH']}")
+    done, outputs, github_path = run_step(
+        action, "Install remat-lint", {"version": "none"}, workspace, path=f"{BIN}{os.pathsep}{os.environ['PATH']}"
+    )
     assert done.returncode == 0 and "remat-lint" in done.stdout
     assert not log.exists() and github_path == "" and outputs == {"executable": "remat-lint"}

@@ -280,7 +280,9 @@ async def test_a_file_deleted_under_the_server(client: LanguageClient, project: 
 
 
 async def test_a_rule_that_raises_loses_only_its_own_findings(broken_client: LanguageClient, project: Path) -> None:
-    text = MISUSE + "jax.checkpoint(f)\n"  # REM001 raises (tests/integrations/server_with_broken_rule.py); REM007 still reports
+    text = (
+        MISUSE + "jax.checkpoint(f)\n"
+    )  # REM001 raises (tests/integrations/server_with_broken_rule.py); REM007 still reports
     uri = open_file(broken_client, project / "model.py", text)
     found = await diagnostics(broken_client, uri)
     assert sorted(d.code for d in found) == ["REM000", "REM007"]
@@ -289,7 +291,9 @@ async def test_a_rule_that_raises_loses_only_its_own_findings(broken_client: Lan
     assert await diagnostics(broken_client, uri) == []
 
 
-LOSS = "import jax\nimport jax.numpy as jnp\n\n\n@jax.checkpoint\ndef loss(w, x):\n    return jnp.sum(jnp.tanh(x @ w))\n"
+LOSS = (
+    "import jax\nimport jax.numpy as jnp\n\n\n@jax.checkpoint\ndef loss(w, x):\n    return jnp.sum(jnp.tanh(x @ w))\n"
+)
 STEP_GRAD = "import jax\n\nfrom .layers import loss\n\n\ndef step(w, x):\n    return jax.grad(loss)(w, x)\n"
 STEP_PLAIN = "import jax\n\nfrom .layers import loss\n\n\ndef step(w, x):\n    return loss(w, x)\n"
 

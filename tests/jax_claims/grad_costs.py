@@ -88,7 +88,10 @@ def main():
         "grad": [grad, cost(jax.grad(ck(loss)), ps, x)],
         "value_and_grad": [vag, cost(jax.value_and_grad(ck(loss)), ps, x)],
         "vjp": [cost(vjp_of(loss), ps, x), cost(vjp_of(ck(loss)), ps, x)],
-        "grad has_aux": [cost(jax.grad(with_aux, has_aux=True), ps, x), cost(jax.grad(ck(with_aux), has_aux=True), ps, x)],
+        "grad has_aux": [
+            cost(jax.grad(with_aux, has_aux=True), ps, x),
+            cost(jax.grad(ck(with_aux), has_aux=True), ps, x),
+        ],
         "jacrev": [cost(jax.jacrev(loss), ps, x), cost(jax.jacrev(ck(loss)), ps, x)],
         "jacfwd": [cost(jax.jacfwd(loss, 1), tiny_ps, tiny_x), cost(jax.jacfwd(ck(loss), 1), tiny_ps, tiny_x)],
         "hessian": [cost(jax.hessian(loss, 1), tiny_ps, tiny_x), cost(jax.hessian(ck(loss), 1), tiny_ps, tiny_x)],
@@ -96,9 +99,13 @@ def main():
         "last stage grad": [grad, cost(jax.grad(with_last_stage(ck(loss))), ps, x)],
         "last stage value_and_grad": [vag, cost(jax.value_and_grad(with_last_stage(ck(loss))), ps, x)],
         # the same, with the squared mean outside the checkpoint: its gradient needs the stage's output
-        "last stage grad, tail outside": [grad, cost(jax.grad(with_last_stage(lambda ps, x: jnp.mean(ck(stack)(ps, x) ** 2))), ps, x)],
+        "last stage grad, tail outside": [
+            grad,
+            cost(jax.grad(with_last_stage(lambda ps, x: jnp.mean(ck(stack)(ps, x) ** 2))), ps, x),
+        ],
         "last stage value_and_grad, tail outside": [
-            vag, cost(jax.value_and_grad(with_last_stage(lambda ps, x: jnp.mean(ck(stack)(ps, x) ** 2))), ps, x)
+            vag,
+            cost(jax.value_and_grad(with_last_stage(lambda ps, x: jnp.mean(ck(stack)(ps, x) ** 2))), ps, x),
         ],
         # only a mean after the stage: value_and_grad keeps both the stage's output and its recomputation
         "last stage value_and_grad, mean outside": [
@@ -110,7 +117,10 @@ def main():
             cost(jax.grad(loss), ps[3:], x),
             cost(jax.grad(lambda ps, x: jnp.mean(ck(stack)(ps[1:], block(ps[0], x)) ** 2)), ps[3:], x),
         ],
-        "whole stage grad, tail outside": [cost(jax.grad(loss), ps[4:], x), cost(jax.grad(lambda ps, x: jnp.mean(ck(stack)(ps, x) ** 2)), ps[4:], x)],
+        "whole stage grad, tail outside": [
+            cost(jax.grad(loss), ps[4:], x),
+            cost(jax.grad(lambda ps, x: jnp.mean(ck(stack)(ps, x) ** 2)), ps[4:], x),
+        ],
         "whole stage value_and_grad, mean outside": [
             cost(jax.value_and_grad(lambda ps, x: jnp.mean(stack(ps, x))), ps[4:], x),
             cost(jax.value_and_grad(lambda ps, x: jnp.mean(ck(stack)(ps, x))), ps[4:], x),

@@ -49,7 +49,13 @@ def apis_under_test() -> dict[str, object]:
         import flax.linen.partitioning as nn_partitioning
         from flax import nnx
 
-        found.update({"flax.linen.remat": nn.remat, "flax.linen.partitioning.remat": nn_partitioning.remat, "flax.nnx.remat": nnx.remat})
+        found.update(
+            {
+                "flax.linen.remat": nn.remat,
+                "flax.linen.partitioning.remat": nn_partitioning.remat,
+                "flax.nnx.remat": nnx.remat,
+            }
+        )
     except ImportError:
         pass
     try:
@@ -103,27 +109,45 @@ def _wrap_in_haiku(kwargs: dict, *args: object) -> None:
     [
         ("import jax\ng = jax.remat(f, static_argnames='n')", lambda: jax.remat(f, static_argnames="n")),
         ("import haiku as hk\ng = hk.remat(f, static_argnames='n')", lambda: _wrap_in_haiku({"static_argnames": "n"})),
-        ("from flax import nnx\ng = nnx.remat(f, concrete=False)", lambda: pytest.importorskip("flax.nnx").remat(f, concrete=False)),
-        ("from flax import nnx\ng = nnx.remat(f, static_argnames='n')", lambda: pytest.importorskip("flax.nnx").remat(f, static_argnames="n")),
+        (
+            "from flax import nnx\ng = nnx.remat(f, concrete=False)",
+            lambda: pytest.importorskip("flax.nnx").remat(f, concrete=False),
+        ),
+        (
+            "from flax import nnx\ng = nnx.remat(f, static_argnames='n')",
+            lambda: pytest.importorskip("flax.nnx").remat(f, static_argnames="n"),
+        ),
         (
             "import flax.linen as nn\ng = nn.remat(Block, static_argnames='n')",
-            lambda: pytest.importorskip("flax.linen").remat(pytest.importorskip("flax.linen").Dense, static_argnames="n"),
+            lambda: pytest.importorskip("flax.linen").remat(
+                pytest.importorskip("flax.linen").Dense, static_argnames="n"
+            ),
         ),
         (
             "import flax.linen.partitioning as nnp\ng = nnp.remat(Block, static_argnames='n')",
-            lambda: pytest.importorskip("flax.linen.partitioning").remat(pytest.importorskip("flax.linen").Dense, static_argnames="n"),
+            lambda: pytest.importorskip("flax.linen.partitioning").remat(
+                pytest.importorskip("flax.linen").Dense, static_argnames="n"
+            ),
         ),
         (
             "import equinox as eqx\ng = eqx.filter_checkpoint(f, concrete=True)",
             lambda: pytest.importorskip("equinox").filter_checkpoint(f, concrete=True),
         ),
-        ("import jax\ng = jax.checkpoint(f, jax.checkpoint_policies.dots_saveable)", lambda: jax.checkpoint(f, cp.dots_saveable)),
+        (
+            "import jax\ng = jax.checkpoint(f, jax.checkpoint_policies.dots_saveable)",
+            lambda: jax.checkpoint(f, cp.dots_saveable),
+        ),
         ("import haiku as hk\ng = hk.remat(f, p)", lambda: _wrap_in_haiku({}, cp.dots_saveable)),
         ("from flax import nnx\ng = nnx.remat(f, True)", lambda: pytest.importorskip("flax.nnx").remat(f, True)),
-        ("import equinox as eqx\ng = eqx.filter_checkpoint(f, p)", lambda: pytest.importorskip("equinox").filter_checkpoint(f, cp.dots_saveable)),
+        (
+            "import equinox as eqx\ng = eqx.filter_checkpoint(f, p)",
+            lambda: pytest.importorskip("equinox").filter_checkpoint(f, cp.dots_saveable),
+        ),
         (
             "import flax.linen as nn\nB = nn.remat(Block, True, True, False, True, (), None, None, 1)",
-            lambda: pytest.importorskip("flax.linen").remat(pytest.importorskip("flax.linen").Dense, True, True, False, True, (), None, None, 1),
+            lambda: pytest.importorskip("flax.linen").remat(
+                pytest.importorskip("flax.linen").Dense, True, True, False, True, (), None, None, 1
+            ),
         ),
     ],
 )
@@ -200,7 +224,10 @@ def run_fixed(code: str, rule: str) -> dict:
     return scope
 
 
-@pytest.mark.parametrize("name", ["dots_saveable", "checkpoint_dots", "dots_with_no_batch_dims_saveable", "checkpoint_dots_with_no_batch_dims"])
+@pytest.mark.parametrize(
+    "name",
+    ["dots_saveable", "checkpoint_dots", "dots_with_no_batch_dims_saveable", "checkpoint_dots_with_no_batch_dims"],
+)
 def test_calling_a_dots_policy_raises_what_the_message_says(name):
     (message,) = messages(f"{CP}p = cp.{name}()", "REM003")
     kind, text = quoted_error(message)
@@ -222,8 +249,15 @@ def test_calling_everything_or_nothing_saveable():
 
 
 @pytest.mark.parametrize(
-    "name", ["save_only_these_names", "save_any_names_but_these", "save_anything_except_these_names", "save_from_both_policies",
-             "offload_dot_with_no_batch_dims", "save_and_offload_only_these_names"]
+    "name",
+    [
+        "save_only_these_names",
+        "save_any_names_but_these",
+        "save_anything_except_these_names",
+        "save_from_both_policies",
+        "offload_dot_with_no_batch_dims",
+        "save_and_offload_only_these_names",
+    ],
 )
 def test_uncalled_factory_is_accepted_and_fails_at_first_grad(name):
     (message,) = messages(f"import jax\ng = jax.checkpoint(f, policy=jax.checkpoint_policies.{name})", "REM003")
@@ -320,7 +354,10 @@ def test_offloading_policy_inside_save_from_both_policies_fails_at_first_grad(fi
 
 
 def test_unknown_policy_attribute_and_getattr():
-    for code in ("import jax\np = jax.checkpoint_policies.dots_savable", "import jax\np = getattr(jax.checkpoint_policies, 'dots_savable')"):
+    for code in (
+        "import jax\np = jax.checkpoint_policies.dots_savable",
+        "import jax\np = getattr(jax.checkpoint_policies, 'dots_savable')",
+    ):
         (message,) = messages(code, "REM003")
         _, text = quoted_error(message)
         with pytest.raises(AttributeError) as info:
@@ -376,8 +413,13 @@ def test_removed_ad_checkpoint_names():
 
 
 @pytest.mark.parametrize(
-    "code", ["import jax.checkpoint_policies", "import jax.checkpoint_policies as cp", "from jax.checkpoint_policies import dots_saveable",
-             "import jax.ad_checkpoint.checkpoint_policies as cp"]
+    "code",
+    [
+        "import jax.checkpoint_policies",
+        "import jax.checkpoint_policies as cp",
+        "from jax.checkpoint_policies import dots_saveable",
+        "import jax.ad_checkpoint.checkpoint_policies as cp",
+    ],
 )
 def test_checkpoint_policies_is_not_a_module(code):
     (message,) = messages(code, "REM005")
@@ -420,10 +462,16 @@ def _in_haiku(build) -> None:
 @pytest.mark.parametrize(
     ("code", "call"),
     [
-        ("import jax\n@jax.checkpoint(policy=p)\ndef g(x):\n    return x", lambda: jax.checkpoint(policy=cp.dots_saveable)),
+        (
+            "import jax\n@jax.checkpoint(policy=p)\ndef g(x):\n    return x",
+            lambda: jax.checkpoint(policy=cp.dots_saveable),
+        ),
         ("import jax\ng = jax.remat(prevent_cse=False)(f)", lambda: jax.remat(prevent_cse=False)),
         ("import jax\n@jax.checkpoint()\ndef g(x):\n    return x", lambda: jax.checkpoint()),
-        ("import haiku as hk\n@hk.remat(policy=p)\ndef g(x):\n    return x", lambda: _in_haiku(lambda hk: hk.remat(policy=cp.dots_saveable))),
+        (
+            "import haiku as hk\n@hk.remat(policy=p)\ndef g(x):\n    return x",
+            lambda: _in_haiku(lambda hk: hk.remat(policy=cp.dots_saveable)),
+        ),
         (
             "import flax.linen as nn\n@nn.remat(static_argnums=(2,))\ndef g(m, x, t):\n    return x",
             lambda: pytest.importorskip("flax.linen").remat(static_argnums=(2,)),
@@ -451,7 +499,10 @@ def test_nnx_and_equinox_return_a_decorator_and_are_not_flagged():
     eqx = pytest.importorskip("equinox")
     for code, decorator in [
         ("from flax import nnx\n@nnx.remat(policy=p)\ndef g(x):\n    return x", nnx.remat(policy=cp.dots_saveable)),
-        ("import equinox as eqx\n@eqx.filter_checkpoint(policy=p)\ndef g(x):\n    return x", eqx.filter_checkpoint(policy=cp.dots_saveable)),
+        (
+            "import equinox as eqx\n@eqx.filter_checkpoint(policy=p)\ndef g(x):\n    return x",
+            eqx.filter_checkpoint(policy=cp.dots_saveable),
+        ),
     ]:
         assert messages(code, "REM006") == []
         assert jnp.allclose(jax.grad(decorator(f))(X), jax.grad(f)(X))
@@ -557,5 +608,7 @@ def test_quiet_fixture_runs(capsys):
 
     pytest.importorskip("haiku")
     pytest.importorskip("equinox")
-    runpy.run_path(str(Path(__file__).parents[2] / "fixtures/quiet/remat_factories_and_results.py"), run_name="__main__")
+    runpy.run_path(
+        str(Path(__file__).parents[2] / "fixtures/quiet/remat_factories_and_results.py"), run_name="__main__"
+    )
     assert capsys.readouterr().out.strip().endswith("ok")

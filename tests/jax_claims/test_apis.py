@@ -75,7 +75,9 @@ def test_decorator_factory_capability(qname):
             fn(prevent_cse=True)
 
 
-@pytest.mark.parametrize("qname", sorted(q for q, api in apis.REMAT_APIS.items() if q == api.qname and api.family == "flax"))
+@pytest.mark.parametrize(
+    "qname", sorted(q for q, api in apis.REMAT_APIS.items() if q == api.qname and api.family == "flax")
+)
 def test_flax_static_argnums_convention(qname):
     """nn.remat counts ``self`` as argument 0, nn_partitioning.remat does not."""
     nn = pytest.importorskip("flax.linen")
@@ -209,7 +211,13 @@ def _table_names(module: ModuleType) -> set[str]:
     for name, value in vars(module).items():
         if name.startswith("__") or isinstance(value, ModuleType):
             continue
-        items = [*value.items()] if isinstance(value, dict) else value if isinstance(value, (set, frozenset, list, tuple)) else [value]
+        items = (
+            [*value.items()]
+            if isinstance(value, dict)
+            else value
+            if isinstance(value, (set, frozenset, list, tuple))
+            else [value]
+        )
         for item in items:
             for part in item if isinstance(item, tuple) else (item,):
                 text = getattr(part, "qname", part)
@@ -218,12 +226,11 @@ def _table_names(module: ModuleType) -> set[str]:
     return found
 
 
-_FRAMEWORKS = [importlib.import_module(f"remat_lint.apis.{name}") for name in ("jax", "flax", "linen", "nnx", "haiku", "equinox", "optax")]
-_TABLE_NAMES = sorted(
-    set().union(*map(_table_names, _FRAMEWORKS))
-    - set(apis.REMOVED_APIS)
-    - _OLDER_RELEASES
-)
+_FRAMEWORKS = [
+    importlib.import_module(f"remat_lint.apis.{name}")
+    for name in ("jax", "flax", "linen", "nnx", "haiku", "equinox", "optax")
+]
+_TABLE_NAMES = sorted(set().union(*map(_table_names, _FRAMEWORKS)) - set(apis.REMOVED_APIS) - _OLDER_RELEASES)
 
 
 @pytest.mark.parametrize("qname", _TABLE_NAMES)

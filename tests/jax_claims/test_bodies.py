@@ -90,8 +90,13 @@ def test_python_effects_are_not_repeated_by_the_recompute():
 
 @pytest.mark.parametrize(
     "draw",
-    [lambda: np.random.normal(), lambda: random.random(), lambda: time.time(), np.random.default_rng().normal,
-     random.Random().random],
+    [
+        lambda: np.random.normal(),
+        lambda: random.random(),
+        lambda: time.time(),
+        np.random.default_rng().normal,
+        random.Random().random,
+    ],
     ids=["np.random", "random", "time", "numpy Generator", "random.Random"],
 )
 def test_random_and_clock_values_are_baked_in_as_constants(draw):
@@ -235,7 +240,12 @@ def test_rem011_fixture_flagged_code_fails_and_quiet_code_runs():
         f.fast_attention(X, X, X, True)
     with pytest.raises(ValueError, match="less than `len\\(args\\)`"):
         f.wrong_attention(X, X, X, True)
-    for good, args in [(f.GoodEncoderBlock, enc_args), (f.GoodPartitioned, enc_args), (f.GoodDecoder, dec_args), (f.GoodIntForm, enc_args)]:
+    for good, args in [
+        (f.GoodEncoderBlock, enc_args),
+        (f.GoodPartitioned, enc_args),
+        (f.GoodDecoder, dec_args),
+        (f.GoodIntForm, enc_args),
+    ]:
         init_and_grad(good(features=4), *args)
     llama_args = (X, None, None, True, False, False)
     with pytest.raises(TRACER_BOOL):  # the flags under the other convention: output_attentions traced
@@ -285,7 +295,10 @@ def test_rem011_fixes_give_working_code():
     fixed = fix_all("import jax\ng = jax.checkpoint(f, static_argnums=[1])\n", {"REM011"})
     assert fixed.endswith("static_argnums=(1,))\n")
     jax.checkpoint(flagged, static_argnums=(1,))(X, True)
-    fixed = fix_all("import flax.linen.partitioning as nn_partitioning\nB = nn_partitioning.remat(Block, static_argnums=2)\n", {"REM011"})
+    fixed = fix_all(
+        "import flax.linen.partitioning as nn_partitioning\nB = nn_partitioning.remat(Block, static_argnums=2)\n",
+        {"REM011"},
+    )
     assert fixed.endswith("static_argnums=(2,))\n")
 
 
@@ -337,7 +350,9 @@ def _raises_as_stated(error: type[Exception], call) -> None:
     assert _stated(error.__name__) in str(raised.value).replace("`", "")
 
 
-@pytest.mark.parametrize("policy", [None, jax.checkpoint_policies.dots_saveable, jax.checkpoint_policies.everything_saveable])
+@pytest.mark.parametrize(
+    "policy", [None, jax.checkpoint_policies.dots_saveable, jax.checkpoint_policies.everything_saveable]
+)
 def test_io_callback_in_a_checkpoint_fails_under_grad_only(policy):
     def body(x, step):
         io_callback(lambda s: None, None, step)

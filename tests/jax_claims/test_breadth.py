@@ -166,11 +166,15 @@ def test_rem014_compact_above_remat_raises_at_init_and_the_fix_works(tmp_path):
     submodule, parameter, variable = fixture_messages("rem014_compact_above_remat", "REM014")
     assert "raises `AssignSubModuleError`" in submodule and "raises `ValueError`" in parameter
     assert "raises `ValueError`" in variable and "Flax allows variables only there" in variable
-    with pytest.raises(ValueError, match="Variables must be initialized in `setup\\(\\)` or in a method wrapped in `@compact`"):
+    with pytest.raises(
+        ValueError, match="Variables must be initialized in `setup\\(\\)` or in a method wrapped in `@compact`"
+    ):
         f.CountingBlock().init(RNGS, X)
     with pytest.raises(flax_errors.AssignSubModuleError):
         f.MlpBlock().init(RNGS, X)
-    with pytest.raises(ValueError, match="Parameters must be initialized in `setup\\(\\)` or in a method wrapped in `@compact`"):
+    with pytest.raises(
+        ValueError, match="Parameters must be initialized in `setup\\(\\)` or in a method wrapped in `@compact`"
+    ):
         f.ScaleBlock().init(RNGS, X, True)
     fixed = load_fixed("rem014_compact_above_remat", "REM014", tmp_path)
     fixed.MlpBlock().init(RNGS, X)
@@ -218,9 +222,12 @@ def test_rem015_init_stores_tracers_and_apply_raises_unexpected_tracer_error():
     hk = pytest.importorskip("haiku")
     f = load_fixture("rem015_jax_checkpoint_around_modules")
     messages = fixture_messages("rem015_jax_checkpoint_around_modules", "REM015")
-    assert len(messages) == 7 and all("the parameters are tracers and `apply` raises `UnexpectedTracerError`" in m
-                                      and "a jitted `init` raises at once" in m and "(`optax.apply_updates`) raises" in m
-                                      for m in messages)
+    assert len(messages) == 7 and all(
+        "the parameters are tracers and `apply` raises `UnexpectedTracerError`" in m
+        and "a jitted `init` raises at once" in m
+        and "(`optax.apply_updates`) raises" in m
+        for m in messages
+    )
     for module in (f.InlineBlock(), f.LocalBlock(), f.SetupBlock(), f.NestedBlock()):
         variables = module.init(KEY, X)
         assert _leaves_are_tracers(variables)
@@ -257,7 +264,9 @@ def test_rem016_keyword_is_dropped_with_a_warning_and_keeps_the_default():
     rngs = {"dropout": jax.random.key(1)}
     for block in (f.Block(), f.SetupBlock(), f.ConfiguredBlock()):
         variables = block.init(RNGS, X, True)
-        with pytest.warns(RuntimeWarning, match='kwargs are not supported in remat, so "deterministic" is\\(are\\) ignored'):
+        with pytest.warns(
+            RuntimeWarning, match='kwargs are not supported in remat, so "deterministic" is\\(are\\) ignored'
+        ):
             train = block.apply(variables, X, False, rngs=rngs)  # the flag stays a Python bool: no tracer error
         assert jnp.array_equal(train, block.apply(variables, X, True))  # dropout off: training output is eval output
     variables = f.Block().init(RNGS, X, True)
@@ -318,7 +327,9 @@ def _grad_temp_bytes(loss, *args) -> int:
 def test_rem106_linear_layer_checkpoint_saves_the_same_residuals():
     f = load_fixture("rem106_checkpoint_linear_layer")
     messages = fixture_messages("rem106_checkpoint_linear_layer", "REM106")
-    assert len(messages) == 3 and all("the same residuals as without it and no lower temp memory" in m for m in messages)
+    assert len(messages) == 3 and all(
+        "the same residuals as without it and no lower temp memory" in m for m in messages
+    )
     x = jnp.ones((8, 16))
 
     class PlainMlp(nn.Module):
@@ -364,5 +375,8 @@ def test_rem016_a_dropped_keyword_without_default_raises_type_error():
         def __call__(self, x):
             return nn_partitioning.remat(Scale)()(x, scale=2.0)
 
-    with pytest.warns(RuntimeWarning), pytest.raises(TypeError, match="missing 1 required positional argument: 'scale'"):
+    with (
+        pytest.warns(RuntimeWarning),
+        pytest.raises(TypeError, match="missing 1 required positional argument: 'scale'"),
+    ):
         Outer().init(KEY, X)

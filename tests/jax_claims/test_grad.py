@@ -27,7 +27,12 @@ KEEP_BARRIERS = "--xla_disable_hlo_passes=cse_barrier_expander"
 def costs() -> dict[str, list[dict[str, float]]]:
     env = {**os.environ, "XLA_FLAGS": KEEP_BARRIERS, "JAX_PLATFORMS": "cpu"}
     proc = subprocess.run(
-        [sys.executable, str(ROOT / "tests" / "jax_claims" / "grad_costs.py")], capture_output=True, text=True, env=env, timeout=600, check=False
+        [sys.executable, str(ROOT / "tests" / "jax_claims" / "grad_costs.py")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+        check=False,
     )
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)
@@ -61,9 +66,10 @@ def test_whole_function_checkpoint_is_a_no_op_under_grad(costs):
 
 
 def test_whole_function_checkpoint_runs_the_forward_twice_under_value_and_grad(costs):
-    for code in ("import jax\ng = jax.value_and_grad(jax.checkpoint(loss))", "import jax\n"
-                                                                             "out, pull = jax.vjp(jax.checkpoint(loss), x)\n"
-                                                                             "g = pull(1.0)"):
+    for code in (
+        "import jax\ng = jax.value_and_grad(jax.checkpoint(loss))",
+        "import jax\nout, pull = jax.vjp(jax.checkpoint(loss), x)\ng = pull(1.0)",
+    ):
         msg = message(code, "REM101")
         assert "the forward pass runs twice" in msg and "+33-35 % FLOPs" in msg and "no memory is saved" in msg
     for kind in ("value_and_grad", "vjp"):
@@ -101,7 +107,9 @@ def test_a_policy_that_saves_matmuls_does_save_memory_on_a_whole_function(costs)
 
 def test_last_stage_checkpoint_saves_nothing(costs):
     base = "import jax\nimport jax.numpy as jnp\nhead = jax.checkpoint(head)\ndef loss(p, x):\n    return jnp.mean(head(p, body(p, x)))\n"
-    assert "the checkpoint saves nothing (compiled: the same FLOPs and temp memory)" in message(base + "g = jax.grad(loss)", "REM102")
+    assert "the checkpoint saves nothing (compiled: the same FLOPs and temp memory)" in message(
+        base + "g = jax.grad(loss)", "REM102"
+    )
     msg = message(base + "g = jax.value_and_grad(loss)", "REM102")
     assert (
         "(measured on JAX 0.10.2, last 2 of 6 blocks: +9 to +11 % FLOPs; temp unchanged with the loss inside the stage, "
@@ -151,7 +159,9 @@ def test_last_stage_runs_twice_under_grad_when_the_tail_needs_its_output(costs):
     msg = message(base.format("(head(p, body(p, x)) - y) ** 2"), "REM102")
     assert "the stage runs twice" in msg
     assert "+9 % FLOPs for -8 % temp after 4 blocks, +18 % FLOPs for -14 % temp after 1)" in msg
-    assert "the checkpoint is a no-op when what follows is linear" in message(base.format("head(p, body(p, x)) * y"), "REM102")
+    assert "the checkpoint is a no-op when what follows is linear" in message(
+        base.format("head(p, body(p, x)) * y"), "REM102"
+    )
     assert 0.08 <= flops_increase(costs["last stage grad, tail outside"]) < 0.10
     without, checkpointed = costs["last stage grad, tail outside"]
     assert 0.91 <= checkpointed["temp"] / without["temp"] <= 0.93
@@ -242,7 +252,9 @@ def test_rem101_grad_text_states_the_barrier_buffer_it_measures(flags: str, adde
     msg = message("import jax\ng = jax.grad(jax.checkpoint(loss))", "REM101")
     assert "XLA:CPU with optimization barriers kept adds one 64-byte buffer" in msg
     env = {**os.environ, "XLA_FLAGS": flags, "JAX_PLATFORMS": "cpu"}
-    proc = subprocess.run([sys.executable, "-c", BARRIER_BUFFER], capture_output=True, text=True, env=env, timeout=600, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-c", BARRIER_BUFFER], capture_output=True, text=True, env=env, timeout=600, check=False
+    )
     assert proc.returncode == 0, proc.stderr
     for without, checkpointed in json.loads(proc.stdout.splitlines()[-1]).values():
         assert checkpointed - without == added

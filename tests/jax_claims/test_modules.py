@@ -38,7 +38,9 @@ def grad_of(model, *args):
 # --- REM004 ---------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("transform", [nn.remat, nn.checkpoint, nn_partitioning.remat], ids=["remat", "checkpoint", "partitioning"])
+@pytest.mark.parametrize(
+    "transform", [nn.remat, nn.checkpoint, nn_partitioning.remat], ids=["remat", "checkpoint", "partitioning"]
+)
 def test_linen_remat_of_an_instance_raises_transform_target_error(transform):
     with pytest.raises(flax_errors.TransformTargetError, match="must be applied to Modules classes"):
         transform(Mlp(4))

@@ -134,9 +134,7 @@ def test_always_none_fails_at_the_first_grad_only():
     jax.jit(fn)(W, X)
     with pytest.raises(TypeError) as error:
         jax.grad(fn)(W, X)
-    msg = message(
-        "import jax\ndef p(prim, *args, **params):\n    pass\ng = jax.checkpoint(f, policy=p)", "REM105"
-    )
+    msg = message("import jax\ndef p(prim, *args, **params):\n    pass\ng = jax.checkpoint(f, policy=p)", "REM105")
     quoted = msg.split("`TypeError: ", 1)[1].split("...`", 1)[0]
     assert str(error.value).startswith(quoted)
 
@@ -152,7 +150,9 @@ def test_an_undeclared_name_saves_offloads_or_excludes_nothing_without_warning()
     assert residuals(cp.save_and_offload_only_these_names(names_which_can_be_offloaded=["attn_out"], **offload)) == [
         "output of device_put"
     ]
-    assert residuals(cp.save_and_offload_only_these_names(names_which_can_be_offloaded=["atn_out"], **offload)) == DEFAULT
+    assert (
+        residuals(cp.save_and_offload_only_these_names(names_which_can_be_offloaded=["atn_out"], **offload)) == DEFAULT
+    )
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         jax.jit(jax.grad(jax.checkpoint(layer, policy=cp.save_only_these_names("atn_out"))))(W, X).block_until_ready()
@@ -169,5 +169,7 @@ def test_undeclared_name_message():
         """,
         "REM008",
     )
-    assert ("did you mean 'attn_out'? JAX matches names exactly and never warns, so it excludes nothing: every "
-            "named value is still saved") in msg
+    assert (
+        "did you mean 'attn_out'? JAX matches names exactly and never warns, so it excludes nothing: every "
+        "named value is still saved"
+    ) in msg

@@ -37,7 +37,9 @@ jax.checkpoint(f, policy='x')  # noqa: REM001, REM007
 
 
 def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "remat_lint", "--no-cache", *args], cwd=cwd, capture_output=True, text=True)
+    return subprocess.run(
+        [sys.executable, "-m", "remat_lint", "--no-cache", *args], cwd=cwd, capture_output=True, text=True
+    )
 
 
 def test_add_noqa_appends_merges_and_keeps_multi_line_strings_whole(tmp_path):
@@ -46,7 +48,9 @@ def test_add_noqa_appends_merges_and_keeps_multi_line_strings_whole(tmp_path):
     assert proc.returncode == 0 and "Added 6 noqa directives." in proc.stderr
     assert (tmp_path / "m.py").read_bytes() == EXPECTED.replace("\n", "\r\n").encode()
     assert cli(".", cwd=tmp_path).returncode == 0  # nothing left to report
-    flake8 = subprocess.run([sys.executable, "-m", "flake8", "--select=REM", "m.py"], cwd=tmp_path, capture_output=True, text=True)
+    flake8 = subprocess.run(
+        [sys.executable, "-m", "flake8", "--select=REM", "m.py"], cwd=tmp_path, capture_output=True, text=True
+    )
     # flake8 reads the same directives; --select=REM enables REM100 too, which finds that the
     # `# noqa: REM002` the file had suppresses nothing
     assert flake8.stdout == "m.py:4:36: REM100 Unused `noqa` directive (unused: `REM002`)\n"

@@ -55,7 +55,9 @@ def test_properties_and_data_are_escaped(tmp_path, monkeypatch, capsys):
 
 
 def test_escaping_of_carriage_returns_and_newlines():
-    finding = Finding("REM001", "policy-not-callable", Severity.ERROR, "a: 100%\r\nb, c", "dir/a.py", Position(1, 0), Position(1, 3))
+    finding = Finding(
+        "REM001", "policy-not-callable", Severity.ERROR, "a: 100%\r\nb, c", "dir/a.py", Position(1, 0), Position(1, 3)
+    )
     [line] = github([finding], {}).splitlines()
     assert line.endswith("::dir/a.py:1:1: REM001 a: 100%25%0D%0Ab, c")  # data: %, CR and LF only
     assert "title=REM001 a%3A 100%25%0D%0Ab%2C c::" in line  # properties: also : and ,
@@ -75,7 +77,7 @@ def test_summary_when_github_would_hide_annotations(tmp_path, monkeypatch, capsy
     assert code == 1
     annotations = [line for line in lines if line.startswith("::")]
     assert len(annotations) == count  # every finding stays in the log
-    rest = lines[len(annotations):]
+    rest = lines[len(annotations) :]
     if summary:
         assert lines[: len(annotations)] == annotations  # the summary closes the output
         assert len(rest) == 1 and "2 errors not shown as annotations" in rest[0]
@@ -116,7 +118,9 @@ def accepted_by_github(line: str) -> bool:
 def test_a_multi_line_finding_gets_lines_without_columns(tmp_path, monkeypatch, capsys):
     (tmp_path / "m.py").write_text("import jax\ng = jax.checkpoint(\n    f,\n    policy='dots_saveable',\n)\n")
     _, [line] = annotate(tmp_path, monkeypatch, capsys, "m.py")
-    assert line.startswith("::error file=m.py,line=2,endLine=5,title=REM001 `policy='dots_saveable'` is a string%2C not a policy::m.py:2:5: REM001 ")
+    assert line.startswith(
+        "::error file=m.py,line=2,endLine=5,title=REM001 `policy='dots_saveable'` is a string%2C not a policy::m.py:2:5: REM001 "
+    )
     assert accepted_by_github(line)
 
 

@@ -21,7 +21,9 @@ def test_one_annotation_past_githubs_limit_is_summarised(tmp_path, monkeypatch, 
     assert main(["--output-format", "github", "many.py"]) == 1
     *annotations, summary = capsys.readouterr().out.splitlines()
     assert len(annotations) == 11 and all(line.startswith("::error ") for line in annotations)
-    assert summary.startswith("remat-lint: 1 error not shown as annotations (GitHub shows 10 of each level per step); all 11 findings")
+    assert summary.startswith(
+        "remat-lint: 1 error not shown as annotations (GitHub shows 10 of each level per step); all 11 findings"
+    )
 
 
 def test_sarif_offers_no_fix_inside_a_notebook_and_one_in_a_python_file(tmp_path, monkeypatch, capsys):
@@ -30,8 +32,11 @@ def test_sarif_offers_no_fix_inside_a_notebook_and_one_in_a_python_file(tmp_path
     monkeypatch.chdir(tmp_path)
     assert main(["--no-cache", "--output-format", "sarif", "train.ipynb", "model.py"]) == 1
     results = json.loads(capsys.readouterr().out)["runs"][0]["results"]
-    fixes = {(r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"], r.get("properties", {}).get("cell")): "fixes" in r
-             for r in results}
+    fixes = {
+        (r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"], r.get("properties", {}).get("cell")): "fixes"
+        in r
+        for r in results
+    }
     assert fixes == {("model.py", None): True, ("train.ipynb", 3): False, ("train.ipynb", 5): False}
 
 
@@ -40,7 +45,11 @@ def test_sarif_tags_body_rules_as_correctness(monkeypatch, capsys):
     monkeypatch.chdir(fixtures)
     main(["--no-cache", "--select", "ALL", "--output-format", "sarif", "rem201_impure_checkpoint_body.py"])
     rules = json.loads(capsys.readouterr().out)["runs"][0]["tool"]["driver"]["rules"]
-    assert {rule["id"]: rule["properties"]["tags"] for rule in rules}["REM201"] == ["jax", "gradient-checkpointing", "correctness"]
+    assert {rule["id"]: rule["properties"]["tags"] for rule in rules}["REM201"] == [
+        "jax",
+        "gradient-checkpointing",
+        "correctness",
+    ]
 
 
 def test_json_of_a_finding_over_several_lines_and_of_an_undecodable_file(tmp_path, monkeypatch, capsys):
@@ -50,4 +59,8 @@ def test_json_of_a_finding_over_several_lines_and_of_an_undecodable_file(tmp_pat
     main(["--no-cache", "--output-format", "json", "m.py", "bad.py"])
     bad, finding = json.loads(capsys.readouterr().out)
     assert (bad["code"], bad["detail"]) == ("REM000", None)
-    assert (finding["location"], finding["end_location"], finding["noqa_row"]) == ({"row": 2, "column": 5}, {"row": 5, "column": 2}, 2)
+    assert (finding["location"], finding["end_location"], finding["noqa_row"]) == (
+        {"row": 2, "column": 5},
+        {"row": 5, "column": 2},
+        2,
+    )

@@ -52,7 +52,7 @@ def test_what_github_code_scanning_requires(log, tmp_path):
     assert driver["name"] == "remat-lint" and driver["version"] and driver["informationUri"].startswith("https://")
     assert run["columnKind"] == "unicodeCodePoints"
     root = run["originalUriBaseIds"]["%SRCROOT%"]["uri"]
-    assert root.startswith("file://") and root.endswith("/") and Path(root[len("file://"):]) == tmp_path.resolve()
+    assert root.startswith("file://") and root.endswith("/") and Path(root[len("file://") :]) == tmp_path.resolve()
     # Only the rules that fired, with the metadata the code scanning UI shows.
     assert [rule["id"] for rule in driver["rules"]] == ["REM000", "REM001", "REM002", "REM302"]
     for rule in driver["rules"]:

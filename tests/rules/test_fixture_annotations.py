@@ -44,15 +44,19 @@ def test_cli_matches_annotations(fixture, cli_results):
 
 @pytest.mark.parametrize("fixture", FIXTURES, ids=fixture_id)
 def test_flake8_matches_cli(fixture, cli_results, flake8_results):
-    cli = sorted(
-        (i["location"]["row"], i["location"]["column"], i["code"])
-        for i in cli_results.get(str(fixture), [])
-    )
+    cli = sorted((i["location"]["row"], i["location"]["column"], i["code"]) for i in cli_results.get(str(fixture), []))
     assert sorted(row[:3] for row in flake8_results.get(str(fixture), [])) == cli
 
 
-PACKAGE_FIXTURES = [path for path in FIXTURES if any((folder / "pyproject.toml").exists() for folder in path.parents[:-1]
-                                                     if folder != ROOT and ROOT in folder.parents)]
+PACKAGE_FIXTURES = [
+    path
+    for path in FIXTURES
+    if any(
+        (folder / "pyproject.toml").exists()
+        for folder in path.parents[:-1]
+        if folder != ROOT and ROOT in folder.parents
+    )
+]
 
 
 @pytest.mark.parametrize("fixture", PACKAGE_FIXTURES, ids=fixture_id)
@@ -61,7 +65,10 @@ def test_a_package_fixture_linted_alone_matches_annotations(fixture, monkeypatch
     it: the other files of its project count, and only its own findings are reported."""
     path = str(fixture.relative_to(ROOT))
     monkeypatch.chdir(ROOT)
-    for args, stdin in ((["--no-cache", path], None), (["--no-cache", "--stdin-filename", path, "-"], fixture.read_bytes())):
+    for args, stdin in (
+        (["--no-cache", path], None),
+        (["--no-cache", "--stdin-filename", path, "-"], fixture.read_bytes()),
+    ):
         if stdin is not None:
             monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(stdin)))
         assert cli.main(["--select", "ALL", "-j", "1", "--output-format", "json", *args]) in (0, 1)

@@ -54,8 +54,9 @@ def test_side_channel_of_a_checkpoint_wrapped_by_partial_is_reported():
 
 
 def test_side_channel_of_a_checkpoint_handed_to_scan_is_quiet():
-    assert codes(
-        """
+    assert (
+        codes(
+            """
         import jax
 
         def run(carry, xs):
@@ -69,7 +70,9 @@ def test_side_channel_of_a_checkpoint_handed_to_scan_is_quiet():
             step = jax.checkpoint(body)
             return jax.lax.scan(step, carry, xs), seen
         """
-    ) == []
+        )
+        == []
+    )
 
 
 def test_a_context_manager_that_prints_is_still_reported():
@@ -157,10 +160,12 @@ def test_code_only_run_where_its_error_is_expected_is_quiet():
 
 
 def test_code_also_used_outside_the_expecting_block_is_reported():
-    source = ERROR_TESTS.replace("        f(2.0, 3.0)", "        f(2.0, 3.0)\n    return f").replace(
-        "jax.grad(g)(2.0, 3.0)", "jax.grad(g)(2.0, 3.0)\n    step = jax.grad(g)"
-    ).replace(
-        "        Foo().init(jax.random.key(0), jax.numpy.ones((1, 2)))",
-        "        Foo().init(jax.random.key(0), jax.numpy.ones((1, 2)))\n    Foo()",
+    source = (
+        ERROR_TESTS.replace("        f(2.0, 3.0)", "        f(2.0, 3.0)\n    return f")
+        .replace("jax.grad(g)(2.0, 3.0)", "jax.grad(g)(2.0, 3.0)\n    step = jax.grad(g)")
+        .replace(
+            "        Foo().init(jax.random.key(0), jax.numpy.ones((1, 2)))",
+            "        Foo().init(jax.random.key(0), jax.numpy.ones((1, 2)))\n    Foo()",
+        )
     )
     assert sorted(codes(source)) == ["REM004", "REM203", "REM203"]

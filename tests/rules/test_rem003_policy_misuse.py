@@ -52,23 +52,37 @@ def test_reported_where_another_error_is_caught(line: str, error: str) -> None:
 
 # What JAX 0.10.2 raises on each call (checked by calling it), as the message quotes it.
 WRONG_ARGUMENTS = [
-    ("cp.save_from_both_policies(cp.dots_saveable, cp.dots_saveable, cp.nothing_saveable)",
-     "`TypeError: save_from_both_policies() takes 2 positional arguments but 3 were given`"),
-    ("cp.save_from_both_policies(cp.dots_saveable)",
-     "`TypeError: save_from_both_policies() missing 1 required positional argument`"),
-    ("cp.offload_dot_with_no_batch_dims()",
-     "`TypeError: offload_dot_with_no_batch_dims() missing 2 required positional arguments`"),
-    ("cp.save_and_offload_only_these_names(['a'])",
-     "`TypeError: save_and_offload_only_these_names() takes 0 positional arguments but 1 was given`; "
-     "pass every argument by keyword"),
-    ("cp.save_and_offload_only_these_names(['a'], ['b'])",
-     "`TypeError: save_and_offload_only_these_names() takes 0 positional arguments but 2 were given`; "
-     "pass every argument by keyword"),
-    ("cp.save_and_offload_only_these_names(names_which_can_be_saved=['a'], names_which_can_be_offloaded=[])",
-     "`TypeError: save_and_offload_only_these_names() missing 2 required keyword-only arguments`: "
-     "`offload_src`, `offload_dst`"),
-    ("cp.save_from_both_policies(cp.dots_saveable, cp.dots_saveable, extra=1)",
-     "`TypeError: save_from_both_policies() got an unexpected keyword argument 'extra'`"),
+    (
+        "cp.save_from_both_policies(cp.dots_saveable, cp.dots_saveable, cp.nothing_saveable)",
+        "`TypeError: save_from_both_policies() takes 2 positional arguments but 3 were given`",
+    ),
+    (
+        "cp.save_from_both_policies(cp.dots_saveable)",
+        "`TypeError: save_from_both_policies() missing 1 required positional argument`",
+    ),
+    (
+        "cp.offload_dot_with_no_batch_dims()",
+        "`TypeError: offload_dot_with_no_batch_dims() missing 2 required positional arguments`",
+    ),
+    (
+        "cp.save_and_offload_only_these_names(['a'])",
+        "`TypeError: save_and_offload_only_these_names() takes 0 positional arguments but 1 was given`; "
+        "pass every argument by keyword",
+    ),
+    (
+        "cp.save_and_offload_only_these_names(['a'], ['b'])",
+        "`TypeError: save_and_offload_only_these_names() takes 0 positional arguments but 2 were given`; "
+        "pass every argument by keyword",
+    ),
+    (
+        "cp.save_and_offload_only_these_names(names_which_can_be_saved=['a'], names_which_can_be_offloaded=[])",
+        "`TypeError: save_and_offload_only_these_names() missing 2 required keyword-only arguments`: "
+        "`offload_src`, `offload_dst`",
+    ),
+    (
+        "cp.save_from_both_policies(cp.dots_saveable, cp.dots_saveable, extra=1)",
+        "`TypeError: save_from_both_policies() got an unexpected keyword argument 'extra'`",
+    ),
 ]
 
 

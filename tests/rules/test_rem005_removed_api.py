@@ -50,7 +50,10 @@ def test_an_older_target_jax_words_each_removed_api_as_breaking_on_upgrade(tmp_p
         "import jax\nimport jax.ad_checkpoint\nfrom jax.ad_checkpoint import remat\ng = jax.ad_checkpoint.checkpoint(f)\n"
     )
     monkeypatch.chdir(tmp_path)
-    assert cli.main(["--no-cache", "--select", "REM005", "--output-format", "json", "--target-jax-version", "0.8", "m.py"]) == 1
+    assert (
+        cli.main(["--no-cache", "--select", "REM005", "--output-format", "json", "--target-jax-version", "0.8", "m.py"])
+        == 1
+    )
     assert [item["message"] for item in json.loads(capsys.readouterr().out)] == [  # the first sentence
         "`jax.ad_checkpoint.remat` is deprecated, removed in JAX 0.10.0 — breaks on upgrade",
         "`jax.ad_checkpoint.checkpoint` is deprecated, removed in JAX 0.10.0 — breaks on upgrade",

@@ -37,12 +37,19 @@ def test_a_call_expecting_another_error_is_reported(error, rows):
 
 def test_across_modules_a_jax_wrap_counts_no_module_argument(tmp_path, capsys, monkeypatch):
     layers = "import jax\ndouble = jax.checkpoint(lambda x, n=2: x * n, static_argnums=(1,))\n"
-    files = {"pkg/__init__.py": "", "pkg/layers.py": layers, "pkg/model.py": "from pkg.layers import double\ny = double(1.0)\n"}
+    files = {
+        "pkg/__init__.py": "",
+        "pkg/layers.py": layers,
+        "pkg/model.py": "from pkg.layers import double\ny = double(1.0)\n",
+    }
     assert project_messages(tmp_path, capsys, monkeypatch, files, "REM012") == [
-        (os.path.join("pkg", "model.py"), 2,
-         "REM012 `n` is in `static_argnums` of `double` (layers.py:2) but not passed, so this call raises "
-         "`ValueError`. `jax.checkpoint` checks `static_argnums=(1,)` only against the call's positional arguments (1): "
-         "a keyword or a default does not count; pass `n` positionally"),
+        (
+            os.path.join("pkg", "model.py"),
+            2,
+            "REM012 `n` is in `static_argnums` of `double` (layers.py:2) but not passed, so this call raises "
+            "`ValueError`. `jax.checkpoint` checks `static_argnums=(1,)` only against the call's positional arguments (1): "
+            "a keyword or a default does not count; pass `n` positionally",
+        ),
     ]
 
 

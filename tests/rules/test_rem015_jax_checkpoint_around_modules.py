@@ -16,12 +16,18 @@ def test_a_haiku_module_of_this_file_that_gets_a_parameter():
         "        w = hk.get_parameter('w', [4, 4], init=jnp.zeros)\n        return x @ w\n"
         "def forward(x):\n    return jax.checkpoint(lambda h: MyLinear()(h))(x)\n"
     )
-    assert _found(code) == [(8, 11, (
-        "`jax.checkpoint` makes the first call of the Haiku layer `MyLinear`, so the parameters are tracers and `apply` "
-        "raises `UnexpectedTracerError`. JAX's transforms do not lift Haiku variables: `init` creates the parameters "
-        "while the checkpoint traces and returns tracers (a jitted `init` raises at once), and `apply` or any other use "
-        "of them (`optax.apply_updates`) raises; use `hk.remat`"
-    ))]
+    assert _found(code) == [
+        (
+            8,
+            11,
+            (
+                "`jax.checkpoint` makes the first call of the Haiku layer `MyLinear`, so the parameters are tracers and `apply` "
+                "raises `UnexpectedTracerError`. JAX's transforms do not lift Haiku variables: `init` creates the parameters "
+                "while the checkpoint traces and returns tracers (a jitted `init` raises at once), and `apply` or any other use "
+                "of them (`optax.apply_updates`) raises; use `hk.remat`"
+            ),
+        )
+    ]
 
 
 def test_a_flax_module_of_this_file_that_creates_a_param():

@@ -15,11 +15,15 @@ from tests.helpers import lint
 def test_a_helper_whose_result_is_called_at_once_is_reported(tmp_path, capsys, monkeypatch):
     make_project(tmp_path, "", losses="")
     (tmp_path / "pkg" / "helpers.py").write_text(textwrap.dedent(HELPERS))
-    (tmp_path / "pkg" / "model.py").write_text("from .helpers import make_block\ndef forward(w, x):\n    return make_block(f)(w, x)\n")
+    (tmp_path / "pkg" / "model.py").write_text(
+        "from .helpers import make_block\ndef forward(w, x):\n    return make_block(f)(w, x)\n"
+    )
     monkeypatch.chdir(tmp_path)
     [(path, row, message)] = cli(capsys, "--no-cache", ".")
     assert (path, row) == (os.path.join("pkg", "helpers.py"), 6)
-    assert message.startswith("REM103 `prevent_cse=False` on the checkpoint `make_block` returns makes it save no memory")
+    assert message.startswith(
+        "REM103 `prevent_cse=False` on the checkpoint `make_block` returns makes it save no memory"
+    )
     assert "(model.py, in `forward`)" in message
 
 

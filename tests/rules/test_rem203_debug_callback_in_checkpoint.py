@@ -28,7 +28,9 @@ def test_a_helpers_callback_under_everything_saveable_is_quiet() -> None:
 def test_a_helpers_callback_under_the_default_policy_is_reported_at_the_call() -> None:
     (finding,) = lint(HELPER.replace("@POLICY@", ""), {"REM203"})
     assert finding.start.row == 11
-    assert finding.message.startswith("Calls `trace` from a checkpointed function, and its `jax.debug.callback` runs twice")
+    assert finding.message.startswith(
+        "Calls `trace` from a checkpointed function, and its `jax.debug.callback` runs twice"
+    )
 
 
 IO_IN_A_TEST = """
@@ -51,5 +53,10 @@ def test_an_io_callback_is_quiet_only_where_a_test_catches_the_error_jax_raises(
     assert lint(IO_IN_A_TEST.replace("@ERROR@", "NotImplementedError"), {"REM203"}) == []
     (finding,) = lint(IO_IN_A_TEST.replace("@ERROR@", "KeyError"), {"REM203"})
     assert finding.start.row == 8
-    assert "`ValueError: IO callbacks do not support JVP.` when its operand depends on a differentiated value" in finding.message
-    assert "otherwise `NotImplementedError: Effects not supported in partial-eval of checkpoint/remat`" in finding.message
+    assert (
+        "`ValueError: IO callbacks do not support JVP.` when its operand depends on a differentiated value"
+        in finding.message
+    )
+    assert (
+        "otherwise `NotImplementedError: Effects not supported in partial-eval of checkpoint/remat`" in finding.message
+    )

@@ -9,8 +9,14 @@ import pytest
 from remat_lint.registry import all_rules
 from tests.helpers import fix_all, lint
 
-CASES_VALID = [pytest.param(rule, code, id=f"{rule.code}-valid-{i}") for rule in all_rules() for i, code in enumerate(rule.VALID)]
-CASES_INVALID = [pytest.param(rule, case, id=f"{rule.code}-invalid-{i}") for rule in all_rules() for i, case in enumerate(rule.INVALID)]
+CASES_VALID = [
+    pytest.param(rule, code, id=f"{rule.code}-valid-{i}") for rule in all_rules() for i, code in enumerate(rule.VALID)
+]
+CASES_INVALID = [
+    pytest.param(rule, case, id=f"{rule.code}-invalid-{i}")
+    for rule in all_rules()
+    for i, case in enumerate(rule.INVALID)
+]
 
 
 @pytest.mark.parametrize(("rule", "code"), CASES_VALID)

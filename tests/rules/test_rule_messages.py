@@ -23,7 +23,12 @@ CASES = [
                 return nn.remat(nn.Dense(4, name='d'))(x)
         """,
         (5, 15),
-        ["`nn.remat`", "Module instance `nn.Dense(4, name='d')`", "flax.errors.TransformTargetError", "`nn.remat(nn.Dense)(...)`"],
+        [
+            "`nn.remat`",
+            "Module instance `nn.Dense(4, name='d')`",
+            "flax.errors.TransformTargetError",
+            "`nn.remat(nn.Dense)(...)`",
+        ],
         id="REM004",
     ),
     pytest.param(
@@ -38,8 +43,11 @@ CASES = [
                 return nn.Dense(4)(x)
         """,
         (4, 4),
-        ["`jax.checkpoint` decorates the Flax Module method `Block.__call__`", "TypeError: Cannot interpret value",
-         "`nn.remat`"],
+        [
+            "`jax.checkpoint` decorates the Flax Module method `Block.__call__`",
+            "TypeError: Cannot interpret value",
+            "`nn.remat`",
+        ],
         id="REM009",
     ),
     pytest.param(
@@ -52,8 +60,13 @@ CASES = [
             return x
         """,
         (3, 0),
-        ["`jax.checkpoint` ignores `static_argnames=('training',)`", "`jax_remat3`", "`training` is traced",
-         "TracerBoolConversionError", "`static_argnums=`"],
+        [
+            "`jax.checkpoint` ignores `static_argnames=('training',)`",
+            "`jax_remat3`",
+            "`training` is traced",
+            "TracerBoolConversionError",
+            "`static_argnums=`",
+        ],
         id="REM010",
     ),
     pytest.param(
@@ -92,8 +105,12 @@ CASES = [
             return x
         """,
         (4, 4),
-        ["Python `if` on `training`", "`jax.checkpoint` traces `training`", "TracerBoolConversionError",
-         "`static_argnums=(1,)`"],
+        [
+            "Python `if` on `training`",
+            "`jax.checkpoint` traces `training`",
+            "TracerBoolConversionError",
+            "`static_argnums=(1,)`",
+        ],
         id="REM202",
     ),
     pytest.param(
@@ -106,7 +123,11 @@ CASES = [
             return x
         """,
         (4, 4),
-        ["`jax.debug.print`", "runs twice per step under `grad`", "once in the forward pass and again when the backward pass recomputes"],
+        [
+            "`jax.debug.print`",
+            "runs twice per step under `grad`",
+            "once in the forward pass and again when the backward pass recomputes",
+        ],
         id="REM203",
     ),
     pytest.param(
@@ -163,8 +184,14 @@ def test_flake8_columns_are_literal(tmp_path):
         "    # a comment\n"
         "k = [jax.checkpoint(f, save_policy=p)]\n"
     )
-    proc = subprocess.run([sys.executable, "-m", "flake8", "--isolated", "--select=REM", "--extend-select=REM302", "m.py"],
-                          cwd=tmp_path, capture_output=True, text=True, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-m", "flake8", "--isolated", "--select=REM", "--extend-select=REM302", "m.py"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     rows = [" ".join(line.split(" ")[:2]) for line in proc.stdout.splitlines()]
-    assert rows == ["m.py:3:5: REM001", "m.py:4:1: REM302", "m.py:7:1: REM010", "m.py:11:6: REM002"], proc.stdout + proc.stderr
-
+    assert rows == ["m.py:3:5: REM001", "m.py:4:1: REM302", "m.py:7:1: REM010", "m.py:11:6: REM002"], (
+        proc.stdout + proc.stderr
+    )

@@ -98,7 +98,9 @@ def test_warm_run_imports_no_rule_module_and_no_libcst(tmp_path, output_format):
         "loaded = [m for m in sys.modules if m == 'libcst' or m.startswith('remat_lint.rules.')]\n"
         "print(json.dumps(loaded), file=sys.stderr)\n"
     )
-    runs = [subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path) for _ in range(2)]
+    runs = [
+        subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path) for _ in range(2)
+    ]
     cold, warm = (json.loads(run.stderr.strip().splitlines()[-1]) for run in runs)
     assert "libcst" in cold  # the first run parsed the file: the check below can fail
     assert warm == []

@@ -117,15 +117,23 @@ def searched(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     tmp = tmp_path_factory.mktemp("budget")
     (tmp / "stack.py").write_text(STACK, encoding="utf-8")
     env = {**os.environ, "XLA_FLAGS": FLAGS, "JAX_PLATFORMS": "cpu"}
-    proc = subprocess.run([sys.executable, "-c", CHILD, str(DEMO), str(tmp), str(ROOT / "tests" / "trace")], capture_output=True, text=True, env=env,
-                          timeout=600, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-c", CHILD, str(DEMO), str(tmp), str(ROOT / "tests" / "trace")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 @pytest.mark.parametrize("name", ["demo", "stack", "nnx", "nested", "interleaved"])
 @pytest.mark.parametrize("budget", ["0.3", "0.4", "0.5", "0.8"])
-def test_choice_fits_and_is_within_2_percent_of_exhaustive_best(searched: dict[str, Any], name: str, budget: str) -> None:
+def test_choice_fits_and_is_within_2_percent_of_exhaustive_best(
+    searched: dict[str, Any], name: str, budget: str
+) -> None:
     case = searched[name]
     plan = case["plans"][budget]
     limit = plan["budget_bytes"]
@@ -143,7 +151,9 @@ def test_choice_fits_and_is_within_2_percent_of_exhaustive_best(searched: dict[s
 
 
 def test_cases_are_the_sizes_exhaustive_search_allows(searched: dict[str, Any]) -> None:
-    assert searched["demo"]["sites"] == 1 and searched["demo"]["candidates"] == [5]  # none, 3 policies, names ('hidden')
+    assert searched["demo"]["sites"] == 1 and searched["demo"]["candidates"] == [
+        5
+    ]  # none, 3 policies, names ('hidden')
     assert searched["stack"]["sites"] == 2 and searched["stack"]["candidates"] == [3, 4]  # + prevent_cse=True at Down
     # 0.3 and 0.4 of the stack's no-checkpoint peak are below what any assignment reaches: the "nothing fits" path
     assert [p["fits"] for p in searched["stack"]["plans"].values()] == [False, False, True, True]
@@ -216,19 +226,40 @@ def test_text_table_says_what_was_chosen_and_where_the_numbers_come_from() -> No
 
     from remat_lint.trace.budget import format_plans
 
-    rep = {"budget": "0.3", "budget_bytes": 40_000, "fits": False, "today": {"temp_bytes": 41_000, "flops": 1.48e7},
-           "smallest": {"temp_bytes": 41_000, "flops": 1.48e7}, "no_checkpoint": {"temp_bytes": 135_000, "flops": 1.26e7},
-           "compiles": 4, "candidates": 3, "backend": "cpu",
-           "sites": [{"line": 18, "function": "mlp_block", "today": "nothing_saveable (default)", "chosen": "as written",
-                      "policy": None, "residual_bytes_saved": 0, "flops_added": 0.0}]}
-    text = format_plans([SimpleNamespace(path="model.py", target="loss(f32[16,64])", report=rep)],
-                        "--xla_disable_hlo_passes=cse_barrier_expander")
+    rep = {
+        "budget": "0.3",
+        "budget_bytes": 40_000,
+        "fits": False,
+        "today": {"temp_bytes": 41_000, "flops": 1.48e7},
+        "smallest": {"temp_bytes": 41_000, "flops": 1.48e7},
+        "no_checkpoint": {"temp_bytes": 135_000, "flops": 1.26e7},
+        "compiles": 4,
+        "candidates": 3,
+        "backend": "cpu",
+        "sites": [
+            {
+                "line": 18,
+                "function": "mlp_block",
+                "today": "nothing_saveable (default)",
+                "chosen": "as written",
+                "policy": None,
+                "residual_bytes_saved": 0,
+                "flops_added": 0.0,
+            }
+        ],
+    }
+    text = format_plans(
+        [SimpleNamespace(path="model.py", target="loss(f32[16,64])", report=rep)],
+        "--xla_disable_hlo_passes=cse_barrier_expander",
+    )
     assert "model.py: --memory-budget 0.3 for loss(f32[16,64]): 39.1 KiB, 0.3 of the no-checkpoint peak temp" in text
     assert "     18  mlp_block " in text and " as written " in text
     assert "  smallest found    40.0 KiB     1.48e+07" in text
     assert "  nothing fits 39.1 KiB: the smallest peak temp reached is 40.0 KiB" in text
     assert "numbers from XLA:CPU with --xla_disable_hlo_passes=cse_barrier_expander: a GPU/TPU compiles" in text
-    gpu = format_plans([SimpleNamespace(path="model.py", target="loss", report={**rep, "backend": "gpu", "budget": "12GiB"})], "")
+    gpu = format_plans(
+        [SimpleNamespace(path="model.py", target="loss", report={**rep, "backend": "gpu", "budget": "12GiB"})], ""
+    )
     assert "XLA:CPU" not in gpu and "of the no-checkpoint peak" not in gpu
 
 
@@ -261,13 +292,19 @@ def test_offload_is_a_candidate_only_where_the_backend_has_host_memory() -> None
         """
     )
     env = {**os.environ, "XLA_FLAGS": FLAGS, "JAX_PLATFORMS": "cpu"}
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300, check=False
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     memory, options, note, name, source, same = proc.stdout.strip().splitlines()[-6:]
     assert memory == "None"
     assert not any("offload" in o for o in options.split(","))
-    assert note.startswith("save_and_offload_only_these_names was not considered: on XLA:CPU device memory is host memory")
+    assert note.startswith(
+        "save_and_offload_only_these_names was not considered: on XLA:CPU device memory is host memory"
+    )
     assert name == "save_and_offload_only_these_names('h')"
-    assert source == ("jax.checkpoint_policies.save_and_offload_only_these_names(names_which_can_be_saved=[], "
-                      "names_which_can_be_offloaded=['h'], offload_src='device', offload_dst='pinned_host')")
+    assert source == (
+        "jax.checkpoint_policies.save_and_offload_only_these_names(names_which_can_be_saved=[], "
+        "names_which_can_be_offloaded=['h'], offload_src='device', offload_dst='pinned_host')"
+    )
     assert same == "True"  # the written policy runs, with the gradient of the program as written

@@ -62,7 +62,13 @@ class Plan:  # the driver's report of one target's plan, as the CLI hands it ove
 
 
 def plan(path: Path, *rows: tuple[int, str, str | None], fits: bool = True) -> Plan:
-    return Plan(str(path), report={"fits": fits, "sites": [{"line": line, "function": "f", "chosen": c, "policy": p} for line, c, p in rows]})
+    return Plan(
+        str(path),
+        report={
+            "fits": fits,
+            "sites": [{"line": line, "function": "f", "chosen": c, "policy": p} for line, c, p in rows],
+        },
+    )
 
 
 DOTS = "jax.checkpoint_policies.dots_saveable"
@@ -90,7 +96,10 @@ def test_a_policy_read_from_a_name_is_reported_with_the_value_to_set(tmp_path: P
     text, notes = fixed(tmp_path, (15, "nothing_saveable", "jax.checkpoint_policies.nothing_saveable"))
     assert text == SOURCE
     assert len(notes) == 1
-    assert "model.py:15: the policy comes from `POLICY`: set it to jax.checkpoint_policies.nothing_saveable (not rewritten)" in notes[0]
+    assert (
+        "model.py:15: the policy comes from `POLICY`: set it to jax.checkpoint_policies.nothing_saveable (not rewritten)"
+        in notes[0]
+    )
 
 
 def test_prevent_cse_and_removals(tmp_path: Path) -> None:
@@ -112,14 +121,22 @@ def test_a_bare_decorator_without_partial_imported_is_told(tmp_path: Path) -> No
     path.write_text(SOURCE.replace("from functools import partial\n", ""), encoding="utf-8")
     made, notes = rewrite(str(path), changes_by_file([plan(path, (22, "dots_saveable", DOTS))])[0][str(path)])
     assert made is None
-    assert "model.py:22: write the checkpoint as functools.partial(..., policy=jax.checkpoint_policies.dots_saveable)" in notes[0]
+    assert (
+        "model.py:22: write the checkpoint as functools.partial(..., policy=jax.checkpoint_policies.dots_saveable)"
+        in notes[0]
+    )
 
 
 def test_targets_that_disagree_leave_the_site_alone(tmp_path: Path) -> None:
     path = tmp_path / "model.py"
     path.write_text(SOURCE, encoding="utf-8")
-    changes, notes = changes_by_file([plan(path, (13, "none", None)), plan(path, (13, "dots_saveable", DOTS)),
-                                      plan(path, (14, "none", None), fits=False)])
+    changes, notes = changes_by_file(
+        [
+            plan(path, (13, "none", None)),
+            plan(path, (13, "dots_saveable", DOTS)),
+            plan(path, (14, "none", None), fits=False),
+        ]
+    )
     assert changes == {}  # a plan that does not fit changes nothing
     assert notes == [f"{display_path(str(path))}:13: targets disagree (dots_saveable / none): not rewritten"]
 
@@ -129,7 +146,9 @@ def test_a_site_without_a_line_is_told_unless_another_module_places_it(tmp_path:
     row = {"line": None, "function": "Block.__call__", "chosen": "none", "policy": None}
     alone = Plan(str(a), report={"fits": True, "sites": [row]})
     changes, notes = changes_by_file([alone])
-    assert changes == {} and notes == ["loss: the site Block.__call__ has no line in the linted files: set none by hand"]
+    assert changes == {} and notes == [
+        "loss: the site Block.__call__ has no line in the linted files: set none by hand"
+    ]
     placed = Plan(str(b), report={"fits": True, "sites": [{**row, "line": 7}]})
     changes, notes = changes_by_file([alone, placed])
     assert changes == {str(b): {7: Change("none", None)}} and notes == []
@@ -172,8 +191,25 @@ CONFIG = textwrap.dedent(
 
 def cli(folder: Path, *extra: str) -> list[dict[str, Any]]:
     """The budget plans of a --trace --memory-budget 1 run (JSON output); none for --fix."""
-    proc = subprocess.run([sys.executable, "-m", "remat_lint", "--trace", "--memory-budget", "1", "--no-cache",
-                           "--output-format", "json", *extra, str(folder)], capture_output=True, text=True, timeout=600, check=False)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "remat_lint",
+            "--trace",
+            "--memory-budget",
+            "1",
+            "--no-cache",
+            "--output-format",
+            "json",
+            *extra,
+            str(folder),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
     assert proc.returncode in (0, 1), proc.stderr[-2000:]
     findings = json.loads(proc.stdout) if proc.stdout.strip().startswith("[") else []
     return [b for f in findings[:1] for b in (f.get("trace") or {}).get("budget", [])]
@@ -183,16 +219,29 @@ def test_fix_writes_code_that_compiles_to_the_chosen_program(tmp_path: Path) -> 
     (tmp_path / "stack.py").write_text(STACK, encoding="utf-8")
     (tmp_path / "pyproject.toml").write_text(CONFIG, encoding="utf-8")
     [before] = cli(tmp_path)
-    assert before["fits"] and [s["chosen"] for s in before["sites"]] == ["none"]  # all fits: fewest FLOPs, no checkpoint
-    diff = subprocess.run([sys.executable, "-m", "remat_lint", "--trace", "--memory-budget", "1", "--diff", "--no-cache", str(tmp_path)],
-                          capture_output=True, text=True, timeout=600, check=False)
+    assert before["fits"] and [s["chosen"] for s in before["sites"]] == [
+        "none"
+    ]  # all fits: fewest FLOPs, no checkpoint
+    diff = subprocess.run(
+        [sys.executable, "-m", "remat_lint", "--trace", "--memory-budget", "1", "--diff", "--no-cache", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
     assert diff.stdout.startswith("--- a/") and "\n-block = jax.checkpoint(" in diff.stdout  # the patch alone
     assert "+block = layer\n" in diff.stdout and "--memory-budget 1 for loss(" in diff.stderr
     cli(tmp_path, "--fix")
     assert "\nblock = layer\n" in (tmp_path / "stack.py").read_text(encoding="utf-8")
     env = {**os.environ, "XLA_FLAGS": "--xla_disable_hlo_passes=cse_barrier_expander", "JAX_PLATFORMS": "cpu"}
-    proc = subprocess.run([sys.executable, "-c", COMPILE, str(tmp_path)], capture_output=True, text=True, env=env, timeout=600,
-                          check=False)
+    proc = subprocess.run(
+        [sys.executable, "-c", COMPILE, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert json.loads(proc.stdout.splitlines()[-1]) == before["chosen"]
 

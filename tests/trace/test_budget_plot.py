@@ -16,15 +16,29 @@ def report(fits: bool) -> dict[str, object]:
     today = {"temp_bytes": 41_000, "flops": 14.8e6}
     picked = {"temp_bytes": 21_000, "flops": 12.7e6}
     return {
-        "budget": "0.5", "budget_bytes": 67_000 if fits else 10_000, "fits": fits, "today": today,
-        "no_checkpoint": {"temp_bytes": 135_000, "flops": 12.6e6}, ("chosen" if fits else "smallest"): picked,
+        "budget": "0.5",
+        "budget_bytes": 67_000 if fits else 10_000,
+        "fits": fits,
+        "today": today,
+        "no_checkpoint": {"temp_bytes": 135_000, "flops": 12.6e6},
+        ("chosen" if fits else "smallest"): picked,
         "considered": [[41_000, 14.8e6], [21_000, 12.7e6], [135_000, 12.6e6], [21_000, 14.7e6]],
-        "front": [{**picked, "assignment": ["dots_saveable"]}, {"temp_bytes": 135_000, "flops": 12.6e6, "assignment": ["none"]}],
+        "front": [
+            {**picked, "assignment": ["dots_saveable"]},
+            {"temp_bytes": 135_000, "flops": 12.6e6, "assignment": ["none"]},
+        ],
         "sites": [{"line": 18, "chosen": "dots_saveable"}],
-        "site_options": [{"line": 18, "function": "mlp_block", "options": [
-            {"candidate": "as written", "residual_bytes": 544_768, **today},
-            {"candidate": "dots_saveable", "residual_bytes": 610_304, **picked},
-            {"candidate": "none", "residual_bytes": 971_264, "temp_bytes": 135_000, "flops": 12.6e6}]}],
+        "site_options": [
+            {
+                "line": 18,
+                "function": "mlp_block",
+                "options": [
+                    {"candidate": "as written", "residual_bytes": 544_768, **today},
+                    {"candidate": "dots_saveable", "residual_bytes": 610_304, **picked},
+                    {"candidate": "none", "residual_bytes": 971_264, "temp_bytes": 135_000, "flops": 12.6e6},
+                ],
+            }
+        ],
     }
 
 
@@ -34,12 +48,27 @@ def test_svg_shows_front_today_choice_and_budget(tmp_path: Path, fits: bool) -> 
     from remat_lint.trace.plot import write
 
     out = tmp_path / "tradeoff.svg"
-    write([SimpleNamespace(target="loss(f32[16,64])", report=report(fits)),
-           SimpleNamespace(target="step(f32[8])", report=report(True))], str(out))
+    write(
+        [
+            SimpleNamespace(target="loss(f32[16,64])", report=report(fits)),
+            SimpleNamespace(target="step(f32[8])", report=report(True)),
+        ],
+        str(out),
+    )
     svg = out.read_text(encoding="utf-8")
-    for label in ("Pareto front (predicted)", "today (compiled)", "budget 0.5", "no checkpoint (compiled)",
-                  "assignments considered (predicted; 4 distinct points)", "loss(f32[16,64])", "step(f32[8])", "peak temp memory (KiB)",
-                  "residual bytes by candidate, one site changed at a time", "line 18: dots_saveable", "line 18: none"):
+    for label in (
+        "Pareto front (predicted)",
+        "today (compiled)",
+        "budget 0.5",
+        "no checkpoint (compiled)",
+        "assignments considered (predicted; 4 distinct points)",
+        "loss(f32[16,64])",
+        "step(f32[8])",
+        "peak temp memory (KiB)",
+        "residual bytes by candidate, one site changed at a time",
+        "line 18: dots_saveable",
+        "line 18: none",
+    ):
         assert label in svg
     assert ("smallest found (compiled): nothing fits" in svg) == (not fits)
 
@@ -85,8 +114,9 @@ def test_long_titles_are_wrapped_not_cut_and_the_legend_is_outside_the_axes(tmp_
     real_close(shown[0])
 
 
-def test_plot_without_matplotlib_is_refused_before_tracing(monkeypatch: pytest.MonkeyPatch,
-                                                           capsys: pytest.CaptureFixture[str]) -> None:
+def test_plot_without_matplotlib_is_refused_before_tracing(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     import importlib.util
 
     from remat_lint.trace import driver

@@ -32,7 +32,9 @@ BAD_POLICY = textwrap.dedent(
 
 
 def lint(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "remat_lint", *args], capture_output=True, text=True, cwd=cwd, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", "remat_lint", *args], capture_output=True, text=True, cwd=cwd, timeout=600
+    )
 
 
 def traces(proc: subprocess.CompletedProcess[str]) -> dict[str, dict]:
@@ -66,12 +68,15 @@ def test_worker_failures_leave_findings_unconfirmed_and_the_run_goes_on(tmp_path
     got = traces(proc)
     assert got["broken_import.py"]["status"] == "unconfirmed"
     assert got["broken_import.py"]["reason"].startswith(
-        "importing the module fails: ModuleNotFoundError: No module named 'not_a_module_for_remat_lint'")
+        "importing the module fails: ModuleNotFoundError: No module named 'not_a_module_for_remat_lint'"
+    )
     assert got["crash.py"] == {"status": "unconfirmed", "evidence": None, "reason": "the worker crashed (SIGABRT)"}
     assert got["fine.py"]["status"] == "confirmed"
     assert got["no_inputs.py"]["status"] == "unconfirmed"
     # a parameter dict has no shape string: --trace-run is offered, not a declaration that fails when pasted
-    assert "--trace-run" in got["no_inputs.py"]["reason"] and "# remat-lint: trace(" not in got["no_inputs.py"]["reason"]
+    assert (
+        "--trace-run" in got["no_inputs.py"]["reason"] and "# remat-lint: trace(" not in got["no_inputs.py"]["reason"]
+    )
     assert "`params`: a pytree" in got["no_inputs.py"]["reason"]
 
 
@@ -94,8 +99,9 @@ def test_refuted_findings_do_not_count_in_the_exit_code(tmp_path: Path):
     # static_argnames: the static pass cannot see that (a module that names the flag itself is
     # not reported at all), the trace can.
     (tmp_path / "settings.py").write_text('import jax\n\njax.config.update("jax_remat3", True)\n')
-    (tmp_path / "remat3.py").write_text(textwrap.dedent(
-        """\
+    (tmp_path / "remat3.py").write_text(
+        textwrap.dedent(
+            """\
         from functools import partial
 
         import jax
@@ -111,7 +117,8 @@ def test_refuted_findings_do_not_count_in_the_exit_code(tmp_path: Path):
                 x = x * 0.9
             return jnp.sin(x @ x)
         """
-    ))
+        )
+    )
     assert lint("remat3.py", cwd=tmp_path).returncode == 1
     proc = lint("--trace", "remat3.py", cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -120,8 +127,9 @@ def test_refuted_findings_do_not_count_in_the_exit_code(tmp_path: Path):
 
 
 def test_trace_needs_files():
-    proc = subprocess.run([sys.executable, "-m", "remat_lint", "--trace", "-"], input="x = 1\n",
-                          capture_output=True, text=True, cwd=ROOT)
+    proc = subprocess.run(
+        [sys.executable, "-m", "remat_lint", "--trace", "-"], input="x = 1\n", capture_output=True, text=True, cwd=ROOT
+    )
     assert proc.returncode == 2 and "--trace needs files" in proc.stderr
 
 
@@ -191,20 +199,30 @@ def test_a_target_in_another_module_of_a_src_layout_reaches_the_finding(tmp_path
     pkg.mkdir(parents=True)
     (pkg / "__init__.py").write_text("")
     (pkg / "model.py").write_text(BAD_POLICY.replace("# remat-lint: trace(f32[8,8])\n", ""))
-    (pkg / "train.py").write_text("import jax.numpy as jnp\n\nfrom pkg.model import block\n\n\n"
-                                  "def loss(x):\n    return jnp.mean(block(x) ** 2)\n")
+    (pkg / "train.py").write_text(
+        "import jax.numpy as jnp\n\nfrom pkg.model import block\n\n\ndef loss(x):\n    return jnp.mean(block(x) ** 2)\n"
+    )
     (tmp_path / "pyproject.toml").write_text(
-        '[tool.remat-lint]\n[[tool.remat-lint.trace.targets]]\nfunction = "pkg.train:loss"\nargs = ["f32[4,4]"]\n')
+        '[tool.remat-lint]\n[[tool.remat-lint.trace.targets]]\nfunction = "pkg.train:loss"\nargs = ["f32[4,4]"]\n'
+    )
     proc = lint("--trace", "--output-format", "json", ".", cwd=tmp_path)
     assert traces(proc)["model.py"]["reason"] == (
-        "TypeError: 'str' object is not callable (grad: grad of loss(f32[4,4])) [shapes declared in pyproject.toml]")
+        "TypeError: 'str' object is not callable (grad: grad of loss(f32[4,4])) [shapes declared in pyproject.toml]"
+    )
 
 
 def test_json_carries_the_site_report_on_findings_at_the_site(tmp_path: Path):
-    (tmp_path / "saves_all.py").write_text(BAD_POLICY.replace('policy="dots_saveable"', "policy=jax.checkpoint_policies.everything_saveable"))
+    (tmp_path / "saves_all.py").write_text(
+        BAD_POLICY.replace('policy="dots_saveable"', "policy=jax.checkpoint_policies.everything_saveable")
+    )
     proc = lint("--trace", "--select", "REM104", "--output-format", "json-lines", "saves_all.py", cwd=tmp_path)
     (item,) = [json.loads(line) for line in proc.stdout.splitlines()]
     site = item["trace"]["evidence"]["site"]
     assert site["line"] == item["location"]["row"] == 8
     assert [p["policy"] for p in site["policies"]] == [
-        "none", "nothing_saveable", "dots_with_no_batch_dims_saveable", "dots_saveable", "everything_saveable"]
+        "none",
+        "nothing_saveable",
+        "dots_with_no_batch_dims_saveable",
+        "dots_saveable",
+        "everything_saveable",
+    ]

@@ -13,15 +13,32 @@ from remat_lint.cli import main
 from remat_lint.trace import driver
 from remat_lint.trace.driver import SiteReport, TraceOptions, TraceOutcome
 
-NOTEBOOK = {"cells": [{"cell_type": "code", "metadata": {}, "source": ["x = 1\n"], "outputs": [], "execution_count": None}],
-            "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+NOTEBOOK = {
+    "cells": [{"cell_type": "code", "metadata": {}, "source": ["x = 1\n"], "outputs": [], "execution_count": None}],
+    "metadata": {},
+    "nbformat": 4,
+    "nbformat_minor": 5,
+}
 
 PLAN = {
-    "budget": "0.5", "budget_bytes": 67_000, "fits": True, "compiles": 3, "candidates": 4,
-    "today": {"temp_bytes": 41_000, "flops": 14.8e6}, "chosen": {"temp_bytes": 21_000, "flops": 12.7e6},
+    "budget": "0.5",
+    "budget_bytes": 67_000,
+    "fits": True,
+    "compiles": 3,
+    "candidates": 4,
+    "today": {"temp_bytes": 41_000, "flops": 14.8e6},
+    "chosen": {"temp_bytes": 21_000, "flops": 12.7e6},
     "no_checkpoint": {"temp_bytes": 135_000, "flops": 12.6e6},
-    "sites": [{"line": 18, "function": "mlp_block", "today": "as written", "chosen": "dots_saveable",
-               "residual_bytes_saved": 0, "flops_added": 0}],
+    "sites": [
+        {
+            "line": 18,
+            "function": "mlp_block",
+            "today": "as written",
+            "chosen": "dots_saveable",
+            "residual_bytes_saved": 0,
+            "flops_added": 0,
+        }
+    ],
 }
 
 
@@ -38,11 +55,13 @@ def fake_trace(seen: dict[str, object], outcome: TraceOutcome):
     def trace(findings: list[object], files: list[str], settings: object, options: TraceOptions) -> TraceOutcome:
         seen.update(files=files, options=options)
         return outcome
+
     return trace
 
 
 def test_trace_leaves_notebooks_out_and_reads_the_folders_trace_table(
-        project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     seen: dict[str, object] = {}
     monkeypatch.setattr(driver, "trace", fake_trace(seen, TraceOutcome()))
     assert main(["--trace", "--no-cache", "model.py", "cells.ipynb"]) == 0
@@ -52,7 +71,8 @@ def test_trace_leaves_notebooks_out_and_reads_the_folders_trace_table(
 
 
 def test_trace_prints_the_memory_budget_plans(
-        project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     outcome = TraceOutcome(budgets=[SiteReport(str(project / "model.py"), "loss", PLAN)])
     monkeypatch.setattr(driver, "trace", fake_trace({}, outcome))
     assert main(["--trace", "--no-cache", "model.py"]) == 0
@@ -61,7 +81,9 @@ def test_trace_prints_the_memory_budget_plans(
     assert "dots_saveable" in out and "3 programs compiled for 4 candidates over 1 site(s)" in out
 
 
-def test_plot_says_which_file_it_wrote(project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+def test_plot_says_which_file_it_wrote(
+    project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     from remat_lint.trace import plot
 
     written: list[str] = []

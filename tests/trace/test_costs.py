@@ -161,7 +161,12 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     env = {**os.environ, "XLA_FLAGS": "--xla_disable_hlo_passes=cse_barrier_expander", "JAX_PLATFORMS": "cpu"}
     proc = subprocess.run(
         [sys.executable, "-c", CHILD, str(path), json.dumps(SITES)],
-        check=False, capture_output=True, text=True, env=env, timeout=600, cwd=Path(__file__).parents[2],
+        check=False,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+        cwd=Path(__file__).parents[2],
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout.splitlines()[-1])
@@ -181,7 +186,13 @@ def test_per_layer_site_report(results: dict[str, Any]) -> None:
     assert [r["shape"] for r in site["residuals"]] == ["f32[64,128]"] * 2
     assert all(r["bytes"] == 64 * 128 * 4 and "(mlp_layer)" in r["source"] for r in site["residuals"])
     table = policies(site)
-    assert list(table) == ["none", "nothing_saveable", "dots_with_no_batch_dims_saveable", "dots_saveable", "everything_saveable"]
+    assert list(table) == [
+        "none",
+        "nothing_saveable",
+        "dots_with_no_batch_dims_saveable",
+        "dots_saveable",
+        "everything_saveable",
+    ]
     assert table["everything_saveable"]["temp_bytes"] >= table["nothing_saveable"]["temp_bytes"]
     assert table["nothing_saveable"]["flops"] > table["everything_saveable"]["flops"] * 1.2  # recomputes tanh(x@W+b)
     assert table["everything_saveable"]["flops"] == pytest.approx(table["none"]["flops"], rel=0.01)
@@ -207,7 +218,12 @@ def test_flax_remat_site_report(results: dict[str, Any]) -> None:
 
 def test_residual_bytes_of_a_row_are_those_the_site_table_lists(results: dict[str, Any]) -> None:
     # the as-written row: every residual of the program (the site's and those outside checkpoints) but its arguments
-    listed = sum(r["bytes"] for s in results["flax_report"] for r in s["residuals"] if not r["source"].startswith("from the argument"))
+    listed = sum(
+        r["bytes"]
+        for s in results["flax_report"]
+        for r in s["residuals"]
+        if not r["source"].startswith("from the argument")
+    )
     site = next(s for s in results["flax_report"] if not s.get("outside"))
     assert policies(site)["nothing_saveable"]["residual_bytes"] == listed > 0
     assert policies(site)["none"]["residual_bytes"] > policies(site)["dots_saveable"]["residual_bytes"] > listed
@@ -219,17 +235,23 @@ def test_a_large_program_compiles_only_the_rows_within_the_slack_of_the_lowest_t
     site = next(s for s in results["flax_large"] if not s.get("outside"))
     large = policies(site)
     assert results["flax_large_compiles"] == 1  # the code as written, which is the nothing_saveable row
-    assert {k: large["nothing_saveable"][k] for k in ("temp_bytes", "flops")} == {k: small["nothing_saveable"][k] for k in ("temp_bytes", "flops")}
+    assert {k: large["nothing_saveable"][k] for k in ("temp_bytes", "flops")} == {
+        k: small["nothing_saveable"][k] for k in ("temp_bytes", "flops")
+    }
     skipped = [name for name, row in large.items() if not row["compiled"]]
     assert skipped == ["none", "dots_with_no_batch_dims_saveable", "dots_saveable", "everything_saveable"]
     for name in skipped:  # residual bytes for every row, never a temp or FLOP estimate
         assert large[name] == {"policy": name, "residual_bytes": small[name]["residual_bytes"], "compiled": False}
         assert large[name]["residual_bytes"] > small["nothing_saveable"]["temp_bytes"] * 1.1
-    assert site["compile_note"].startswith("none, dots_with_no_batch_dims_saveable, dots_saveable, everything_saveable: not compiled")
+    assert site["compile_note"].startswith(
+        "none, dots_with_no_batch_dims_saveable, dots_saveable, everything_saveable: not compiled"
+    )
     assert site["recommendation"].startswith("policy=nothing_saveable: the fewest FLOPs among the compiled variants")
     # the small program compiled every row: dots_with_no_batch_dims_saveable has the temp of nothing_saveable and
     # fewer FLOPs, which residual bytes (5x) did not foresee; the large-program rule leaves it out
-    assert small_site["recommendation"].startswith("policy=dots_with_no_batch_dims_saveable: the fewest FLOPs among the variants")
+    assert small_site["recommendation"].startswith(
+        "policy=dots_with_no_batch_dims_saveable: the fewest FLOPs among the variants"
+    )
 
 
 def test_variants_that_lower_to_one_program_share_one_compile(results: dict[str, Any]) -> None:

@@ -25,7 +25,8 @@ def test_a_module_of_a_package_that_re_exports_it_is_imported_parents_first(tmp_
     (tmp_path / "pkg" / "layers.py").write_text(LINEN_LAYERS)
     (tmp_path / "pkg" / "model.py").write_text(LINEN_MODEL)
     (tmp_path / "pyproject.toml").write_text(
-        '[tool.remat-lint]\n[[tool.remat-lint.trace.targets]]\nmodule = "pkg.model:Model"\ninit_args = ["f32[4,16]"]\n')
+        '[tool.remat-lint]\n[[tool.remat-lint.trace.targets]]\nmodule = "pkg.model:Model"\ninit_args = ["f32[4,16]"]\n'
+    )
     proc = lint("--trace", "--output-format", "json", "pkg/layers.py", cwd=tmp_path)
     verdicts = {item["code"]: item["trace"] for item in json.loads(proc.stdout)}
     assert set(verdicts) == {"REM011", "REM202"}, proc.stderr
@@ -36,8 +37,9 @@ def test_a_module_of_a_package_that_re_exports_it_is_imported_parents_first(tmp_
 
 def test_the_processes_a_module_starts_end_with_its_worker(tmp_path: Path):
     pid_file = tmp_path / "child.pid"
-    (tmp_path / "spawns.py").write_text(textwrap.dedent(
-        f"""\
+    (tmp_path / "spawns.py").write_text(
+        textwrap.dedent(
+            f"""\
         import subprocess
 
         import jax
@@ -50,7 +52,8 @@ def test_the_processes_a_module_starts_end_with_its_worker(tmp_path: Path):
         def block(x):
             return x * 2
         """
-    ))
+        )
+    )
     lint("--trace", "spawns.py", cwd=tmp_path)
     pid = int(pid_file.read_text())
     status = Path(f"/proc/{pid}/status")
@@ -59,8 +62,12 @@ def test_the_processes_a_module_starts_end_with_its_worker(tmp_path: Path):
 
 def test_an_unavailable_backend_is_one_clear_error(tmp_path: Path):
     (tmp_path / "m.py").write_text("import jax\n\nf = jax.checkpoint(lambda x: x, policy='dots_saveable')\n")
-    probe = subprocess.run([sys.executable, "-c", "import jax; jax.devices('tpu')"], capture_output=True, check=False,
-                           env={**os.environ, "JAX_PLATFORMS": "tpu"})
+    probe = subprocess.run(
+        [sys.executable, "-c", "import jax; jax.devices('tpu')"],
+        capture_output=True,
+        check=False,
+        env={**os.environ, "JAX_PLATFORMS": "tpu"},
+    )
     if probe.returncode == 0:
         pytest.skip("this machine has a TPU")
     proc = lint("--trace", "--backend", "tpu", "m.py", cwd=tmp_path)
@@ -84,8 +91,9 @@ def test_a_prng_key_residual_has_its_dtype_and_bytes():
 
 
 def test_json_lists_every_site_report_of_the_module_on_its_findings(tmp_path: Path):
-    (tmp_path / "two.py").write_text(textwrap.dedent(
-        """\
+    (tmp_path / "two.py").write_text(
+        textwrap.dedent(
+            """\
         import jax
         import jax.numpy as jnp
 
@@ -102,7 +110,8 @@ def test_json_lists_every_site_report_of_the_module_on_its_findings(tmp_path: Pa
         def loss(x):
             return jnp.sum(helper(block(x)))
         """
-    ))
+        )
+    )
     proc = lint("--trace", "--output-format", "json", "two.py", cwd=tmp_path)
     (item,) = json.loads(proc.stdout)
     assert item["code"] == "REM001" and item["location"]["row"] == 10 and item["trace"]["status"] == "confirmed"

@@ -210,7 +210,9 @@ def test_whole_forward_nnx_checkpoint_before_a_squared_error_is_reported_with_it
     assert evidence["as_written"]["temp_bytes"] >= evidence["without"]["temp_bytes"]  # measured 4,152 vs 4,096 bytes
     assert evidence["as_written"]["flops"] > evidence["without"]["flops"] * 1.2  # measured +33 %
     # and at 16 times the batch of x and y: measured 98,360 vs 98,304 bytes
-    assert "; at 16 times the batch (f32[128,16], f32[128,4]): temp 96.05 KiB as written vs 96.00 KiB" in found["message"]
+    assert (
+        "; at 16 times the batch (f32[128,16], f32[128,4]): temp 96.05 KiB as written vs 96.00 KiB" in found["message"]
+    )
     assert evidence["scaled"]["as_written"]["temp_bytes"] >= evidence["scaled"]["without"]["temp_bytes"]
     assert found["trace"]["found_by"] == "trace"
     assert found["trace"]["reason"].startswith("found by tracing in tests/test_model.py::test_nnx, program loss(")

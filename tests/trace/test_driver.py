@@ -23,21 +23,33 @@ def test_options_come_from_flags_then_config():
     settings = Settings(trace={"timeout": 30, "backend": "cpu", "memory-limit-mb": 1024})
     options = driver.options_from(settings, None, None)
     assert (options.timeout, options.backend, options.memory_mb) == (30.0, "cpu", 1024)
-    assert driver.options_from(settings, 5, "tpu").timeout == 5 and driver.options_from(settings, 5, "tpu").backend == "tpu"
+    assert (
+        driver.options_from(settings, 5, "tpu").timeout == 5
+        and driver.options_from(settings, 5, "tpu").backend == "tpu"
+    )
 
 
 def test_crash_reasons():
     assert driver._crash_reason(-11, "") == "the worker crashed (SIGSEGV)"
     assert driver._crash_reason(1, "Traceback...\nModuleNotFoundError: No module named 'jax'\n") == (
-        "the worker failed (exit 1): ModuleNotFoundError: No module named 'jax'")
+        "the worker failed (exit 1): ModuleNotFoundError: No module named 'jax'"
+    )
 
 
 def test_site_report_text():
     report = {
         "line": 12,
         "residuals": [{"shape": "f32[16,64]", "dtype": "float32", "bytes": 4096, "source": "from the argument x"}],
-        "policies": [{"policy": "none", "residual_bytes": 40960, "compiled": False},
-                     {"policy": "dots_saveable", "residual_bytes": 8192, "temp_bytes": 512, "flops": 12700000.0, "compiled": True}],
+        "policies": [
+            {"policy": "none", "residual_bytes": 40960, "compiled": False},
+            {
+                "policy": "dots_saveable",
+                "residual_bytes": 8192,
+                "temp_bytes": 512,
+                "flops": 12700000.0,
+                "compiled": True,
+            },
+        ],
         "compile_note": "none: not compiled (no temp or FLOPs measured)",
         "recommendation": "policy=dots_saveable",
     }
@@ -58,10 +70,23 @@ def test_site_report_text():
 def test_site_report_paths_are_relative_to_the_working_directory(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     model = str(tmp_path / "pkg" / "model.py")
-    report = {"line": 18, "residuals": [
-        {"shape": "f32[16,64]", "dtype": "float32", "bytes": 4096, "source": f"output of add from {model}:23:11 (mlp_block)"},
-        {"shape": "f32[16,64]", "dtype": "float32", "bytes": 4096, "source": "named 'h' from /elsewhere/lib.py:5:2 (f)"},
-    ]}
+    report = {
+        "line": 18,
+        "residuals": [
+            {
+                "shape": "f32[16,64]",
+                "dtype": "float32",
+                "bytes": 4096,
+                "source": f"output of add from {model}:23:11 (mlp_block)",
+            },
+            {
+                "shape": "f32[16,64]",
+                "dtype": "float32",
+                "bytes": 4096,
+                "source": "named 'h' from /elsewhere/lib.py:5:2 (f)",
+            },
+        ],
+    }
     outcome = driver.TraceOutcome(sites=[driver.SiteReport(model, "loss(f32[16,64])", report)])
     assert driver.format_sites(outcome).splitlines()[:4] == [
         "pkg/model.py:18: checkpoint site (traced as loss(f32[16,64]))",

@@ -67,16 +67,30 @@ SOURCE = textwrap.dedent(
         return named(x).sum()
     """
 )
-LINE = {name: SOURCE.splitlines().index(text) + 1 for name, text in {
-    "print": '    jax.debug.print("x {}", x)', "block": "block = jax.checkpoint(body)",
-    "raise": '    raise ValueError("boom\\nsecond line")', "bad": "bad = jax.checkpoint(boom)",
-    "named": 'named = jax.checkpoint(lambda x: jnp.sin(checkpoint_name(jnp.sin(x), "kept")),'}.items()}
+LINE = {
+    name: SOURCE.splitlines().index(text) + 1
+    for name, text in {
+        "print": '    jax.debug.print("x {}", x)',
+        "block": "block = jax.checkpoint(body)",
+        "raise": '    raise ValueError("boom\\nsecond line")',
+        "bad": "bad = jax.checkpoint(boom)",
+        "named": 'named = jax.checkpoint(lambda x: jnp.sin(checkpoint_name(jnp.sin(x), "kept")),',
+    }.items()
+}
 F32 = (jax.ShapeDtypeStruct((3,), jnp.float32),)
 
 
-def item(line: int, check: TraceCheck | None = None, *, end_line: int | None = None, on_site: bool = False,
-         data: dict[str, Any] | None = None) -> Item:
-    return Item(id=0, code="REM000", line=line, end_line=end_line or line, on_site=on_site, check=check, data=data or {})
+def item(
+    line: int,
+    check: TraceCheck | None = None,
+    *,
+    end_line: int | None = None,
+    on_site: bool = False,
+    data: dict[str, Any] | None = None,
+) -> Item:
+    return Item(
+        id=0, code="REM000", line=line, end_line=end_line or line, on_site=on_site, check=check, data=data or {}
+    )
 
 
 RAISES_BOOM = TraceCheck("exception", raises=(("ValueError", "boom"),), refutes=True)
@@ -97,7 +111,9 @@ def traced(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, ev.Ru
         runs = {}
         for name in ("loss", "bad_loss", "plain", "named_loss"):
             fun = getattr(module, name)
-            run = ev.Run(name, str(path), lambda fun=fun, name=name: Prepared(f"{name}(f32[3])", fun, F32, {}, True, "test"))
+            run = ev.Run(
+                name, str(path), lambda fun=fun, name=name: Prepared(f"{name}(f32[3])", fun, F32, {}, True, "test")
+            )
             run.execute()
             runs[name] = run
         yield runs
@@ -119,9 +135,15 @@ def by_hand(**recorded: Any) -> ev.Run:
 def test_the_predicted_exception_from_the_flagged_checkpoint_confirms(traced):
     run = traced["bad_loss"]
     assert ev.judge_error(item(LINE["bad"], RAISES_BOOM), run, SOURCE) == {
-        "status": "confirmed", "reason": "ValueError: boom (forward: bad_loss(f32[3]))",
-        "evidence": {"target": "bad_loss(f32[3])", "stage": "forward", "exception": "ValueError: boom",
-                     "lines": [LINE["bad"] + 4, LINE["raise"]]}}
+        "status": "confirmed",
+        "reason": "ValueError: boom (forward: bad_loss(f32[3]))",
+        "evidence": {
+            "target": "bad_loss(f32[3])",
+            "stage": "forward",
+            "exception": "ValueError: boom",
+            "lines": [LINE["bad"] + 4, LINE["raise"]],
+        },
+    }
     # the flagged line itself raised inside the checkpoint
     assert ev.judge_error(item(LINE["raise"], RAISES_BOOM), run, SOURCE)["status"] == "confirmed"
 
@@ -130,29 +152,44 @@ def test_the_predicted_exception_from_another_checkpoint_leaves_it_unconfirmed(t
     assert ev.judge_error(item(LINE["block"], RAISES_BOOM), traced["bad_loss"], SOURCE) == {
         "status": "unconfirmed",
         "reason": f"bad_loss(f32[3]) raises ValueError: boom, but not from the checkpoint at line {LINE['block']}",
-        "evidence": {"target": "bad_loss(f32[3])", "stage": "forward", "exception": "ValueError: boom",
-                     "lines": [LINE["bad"] + 4, LINE["raise"]]}}
+        "evidence": {
+            "target": "bad_loss(f32[3])",
+            "stage": "forward",
+            "exception": "ValueError: boom",
+            "lines": [LINE["bad"] + 4, LINE["raise"]],
+        },
+    }
 
 
 def test_another_exception_first_leaves_it_unconfirmed(traced):
     check = TraceCheck("exception", raises=(("TypeError", "boom"), ("ValueError", "bang")), refutes=True)
     assert ev.judge_error(item(LINE["bad"], check), traced["bad_loss"], SOURCE) == {
-        "status": "unconfirmed", "reason": "bad_loss(f32[3]) fails first with another error: ValueError: boom",
-        "evidence": {"target": "bad_loss(f32[3])", "stage": "forward", "exception": "ValueError: boom",
-                     "lines": [LINE["bad"] + 4, LINE["raise"]]}}
+        "status": "unconfirmed",
+        "reason": "bad_loss(f32[3]) fails first with another error: ValueError: boom",
+        "evidence": {
+            "target": "bad_loss(f32[3])",
+            "stage": "forward",
+            "exception": "ValueError: boom",
+            "lines": [LINE["bad"] + 4, LINE["raise"]],
+        },
+    }
     grad = by_hand(failure=ev.Failure("grad", ValueError("bang"), [3]))
-    assert ev.judge_error(item(9, RAISES_BOOM), grad, "")["reason"] == ("grad of loss(f32[8]) fails first with another "
-                                                                        "error: ValueError: bang")
+    assert ev.judge_error(item(9, RAISES_BOOM), grad, "")["reason"] == (
+        "grad of loss(f32[8]) fails first with another error: ValueError: bang"
+    )
 
 
 def test_a_trace_without_the_exception_refutes_only_rules_that_always_raise(traced):
     check = TraceCheck("exception", raises=(("TypeError", "a"), ("ValueError", "b"), ("TypeError", "c")), refutes=True)
     assert ev.judge_error(item(LINE["block"], check, on_site=True), traced["loss"], SOURCE) == {
-        "status": "refuted", "reason": "grad of loss(f32[3]) traced without the predicted TypeError or ValueError",
-        "evidence": {"target": "loss(f32[3])"}}
+        "status": "refuted",
+        "reason": "grad of loss(f32[3]) traced without the predicted TypeError or ValueError",
+        "evidence": {"target": "loss(f32[3])"},
+    }
     forward_only = by_hand(prepared=Prepared("loss", print, (), {}, False, "test"), under=Counter({1: 1}))
-    assert ev.judge_error(item(1, check), forward_only, "")["reason"] == ("loss(f32[8]) traced without the predicted "
-                                                                          "TypeError or ValueError")
+    assert ev.judge_error(item(1, check), forward_only, "")["reason"] == (
+        "loss(f32[8]) traced without the predicted TypeError or ValueError"
+    )
     assert ev.judge_error(item(1, TraceCheck("exception", raises=check.raises)), forward_only, "") is None
     assert ev.judge_error(item(1), forward_only, "") is None
 
@@ -161,11 +198,15 @@ def test_no_refutation_unless_the_flagged_code_ran_inside_the_checkpoint():
     check = TraceCheck("exception", raises=(("TypeError", "a"),), refutes=True)
     flagged = item(7, check, data={"test": [7, 20, 7, 28]})  # `not training` in `y = a(not training) if c else b`
     never = by_hand(under=Counter({6: 1}))
-    assert ev.judge_error(flagged, never, "") == {"status": "unconfirmed", "reason": "tracing loss(f32[8]) never reached line 7",
-                                                  "evidence": {"target": "loss(f32[8])"}}
+    assert ev.judge_error(flagged, never, "") == {
+        "status": "unconfirmed",
+        "reason": "tracing loss(f32[8]) never reached line 7",
+        "evidence": {"target": "loss(f32[8])"},
+    }
     recorded = by_hand(under=Counter({7: 1}), under_positions={(7, 7, 8, 9), (7, 7, 40, 41)}, source="recorded")
-    assert ev.judge_error(flagged, recorded, "")["reason"] == ("the recorded run ran line 7 but not the flagged expression "
-                                                               "at column 21")
+    assert ev.judge_error(flagged, recorded, "")["reason"] == (
+        "the recorded run ran line 7 but not the flagged expression at column 21"
+    )
     ran = by_hand(under=Counter({7: 1}), under_positions={(7, 7, 24, 28)})
     assert ev.judge_error(flagged, ran, "")["status"] == "refuted"
     assert ev.judge_error(item(7, check), ran, "")["status"] == "refuted"  # no columns: the line is all there is
@@ -187,13 +228,17 @@ def test_an_import_error_confirms_only_from_the_flagged_lines():
     assert fail.raised_at(item(12), "") and fail.raised_at(item(3, end_line=4), "")
     assert not fail.raised_at(item(5, end_line=7), "") and not fail.raised_at(item(9, end_line=11), "")
     assert ev.judge_import(item(12, RAISES_BOOM), fail) == {
-        "status": "confirmed", "reason": "ValueError: boom here (import, line 12)",
-        "evidence": {"stage": "import", "exception": "ValueError: boom here", "lines": [4, 8, 12]}}
+        "status": "confirmed",
+        "reason": "ValueError: boom here (import, line 12)",
+        "evidence": {"stage": "import", "exception": "ValueError: boom here", "lines": [4, 8, 12]},
+    }
     assert ev.judge_import(item(4, RAISES_BOOM), fail)["reason"] == "ValueError: boom here (import, line 12)"
     for unconfirmed in (item(13, RAISES_BOOM), item(12, TraceCheck("exception", raises=(("TypeError", "boom"),)))):
         assert ev.judge_import(unconfirmed, fail) == {
-            "status": "unconfirmed", "reason": "importing the module fails: ValueError: boom here",
-            "evidence": {"stage": "import", "exception": "ValueError: boom here", "lines": [4, 8, 12]}}
+            "status": "unconfirmed",
+            "reason": "importing the module fails: ValueError: boom here",
+            "evidence": {"stage": "import", "exception": "ValueError: boom here", "lines": [4, 8, 12]},
+        }
 
 
 def test_an_exception_is_summed_up_by_its_class_and_first_line():
@@ -204,17 +249,22 @@ def test_an_exception_is_summed_up_by_its_class_and_first_line():
 
 def test_a_failure_keeps_the_lines_of_the_traced_file_and_those_under_a_checkpoint(traced):
     fail = traced["bad_loss"].failure
-    assert fail is not None and (fail.stage, fail.lines, fail.under) == ("forward", [LINE["bad"] + 4, LINE["raise"]],
-                                                                         {LINE["raise"]})
+    assert fail is not None and (fail.stage, fail.lines, fail.under) == (
+        "forward",
+        [LINE["bad"] + 4, LINE["raise"]],
+        {LINE["raise"]},
+    )
     assert [site.definition[1] for site in fail.sites if site.definition] == [LINE["raise"] - 1]
     assert traced["loss"].failure is None
 
 
 def test_the_stage_of_a_failure_is_where_it_was_raised(tmp_path: Path):
     def failing(stage: str) -> ev.Failure | None:
-        build = {"build": lambda: (_ for _ in ()).throw(ValueError("no build")),
-                 "forward": lambda: Prepared("f", lambda x: x.undefined, F32, {}, True, "test"),
-                 "grad": lambda: Prepared("f", jnp.sin, F32, {}, True, "test")}[stage]  # grad of a vector output
+        build = {
+            "build": lambda: (_ for _ in ()).throw(ValueError("no build")),
+            "forward": lambda: Prepared("f", lambda x: x.undefined, F32, {}, True, "test"),
+            "grad": lambda: Prepared("f", jnp.sin, F32, {}, True, "test"),
+        }[stage]  # grad of a vector output
         run = ev.Run("f", str(tmp_path / "none.py"), build)  # type: ignore[arg-type]
         run.execute()
         return run.failure
@@ -260,34 +310,56 @@ def test_a_run_records_the_lines_traces_and_callbacks_of_its_target(traced):
 def test_a_statement_that_runs_at_trace_time_only_is_confirmed():
     run = by_hand(under=Counter({5: 1, 6: 2}), traces=3, compiled_executions=Counter({9: 4}))
     assert ev.judge_side_effect(item(5, end_line=6), run) == {
-        "status": "confirmed", "reason": "line 5 ran 3 times while JAX traced loss(f32[8]) 3 times, and never in 2 "
-                                         "compiled calls of the step",
-        "evidence": {"target": "loss(f32[8])", "traces": 3, "executions_while_tracing": 3, "compiled_calls": 2,
-                     "executions_in_compiled_calls": 0}}
+        "status": "confirmed",
+        "reason": "line 5 ran 3 times while JAX traced loss(f32[8]) 3 times, and never in 2 compiled calls of the step",
+        "evidence": {
+            "target": "loss(f32[8])",
+            "traces": 3,
+            "executions_while_tracing": 3,
+            "compiled_calls": 2,
+            "executions_in_compiled_calls": 0,
+        },
+    }
 
 
 def test_a_statement_that_also_runs_in_the_compiled_step_is_refuted():
     run = by_hand(under=Counter({5: 1}), traces=1, compiled_executions=Counter({5: 2}))
     assert ev.judge_side_effect(item(5), run) == {
-        "status": "refuted", "reason": "line 5 ran once while JAX traced loss(f32[8]) once, and twice in 2 compiled calls",
-        "evidence": {"target": "loss(f32[8])", "traces": 1, "executions_while_tracing": 1, "compiled_calls": 2,
-                     "executions_in_compiled_calls": 2}}
+        "status": "refuted",
+        "reason": "line 5 ran once while JAX traced loss(f32[8]) once, and twice in 2 compiled calls",
+        "evidence": {
+            "target": "loss(f32[8])",
+            "traces": 1,
+            "executions_while_tracing": 1,
+            "compiled_calls": 2,
+            "executions_in_compiled_calls": 2,
+        },
+    }
 
 
 def test_a_statement_whose_step_was_not_run_is_confirmed_from_the_trace():
     run = by_hand(under=Counter({5: 2}), traces=2, compiled_executions=None)
     verdict = ev.judge_side_effect(item(5), run)
-    assert verdict == {"status": "confirmed", "reason": "line 5 ran twice while JAX traced loss(f32[8]) twice: it runs "
-                                                        "at trace time",
-                       "evidence": {"target": "loss(f32[8])", "traces": 2, "executions_while_tracing": 2,
-                                    "compiled_calls": 0, "executions_in_compiled_calls": None}}
+    assert verdict == {
+        "status": "confirmed",
+        "reason": "line 5 ran twice while JAX traced loss(f32[8]) twice: it runs at trace time",
+        "evidence": {
+            "target": "loss(f32[8])",
+            "traces": 2,
+            "executions_while_tracing": 2,
+            "compiled_calls": 0,
+            "executions_in_compiled_calls": None,
+        },
+    }
 
 
 def test_a_statement_that_never_ran_under_a_checkpoint_is_unconfirmed():
     run = by_hand(under=Counter({4: 1}), lines=Counter({5: 3}))
     assert ev.judge_side_effect(item(5), run) == {
-        "status": "unconfirmed", "reason": "line 5 did not run inside a checkpoint while tracing loss(f32[8])",
-        "evidence": {"target": "loss(f32[8])"}}
+        "status": "unconfirmed",
+        "reason": "line 5 did not run inside a checkpoint while tracing loss(f32[8])",
+        "evidence": {"target": "loss(f32[8])"},
+    }
 
 
 def test_the_compiled_step_runs_only_for_a_traced_run_with_small_inputs(traced):
@@ -302,8 +374,10 @@ def test_the_compiled_step_runs_only_for_a_traced_run_with_small_inputs(traced):
 
 def test_a_host_callback_runs_in_each_compiled_call(tmp_path: Path):
     path = tmp_path / "host.py"
-    path.write_text("import jax\n\n\ndef log(x):\n    return None\n\n\n"
-                    "def loss(x):\n    jax.debug.callback(log, x)\n    return (x * x).sum()\n")
+    path.write_text(
+        "import jax\n\n\ndef log(x):\n    return None\n\n\n"
+        "def loss(x):\n    jax.debug.callback(log, x)\n    return (x * x).sum()\n"
+    )
     spec = importlib.util.spec_from_file_location("evidence_host", path)
     module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
     spec.loader.exec_module(module)  # type: ignore[union-attr]
@@ -327,32 +401,44 @@ def test_zeros_stand_in_for_declared_shapes_and_keys():
 
 
 def test_a_callback_that_runs_more_often_under_grad_is_confirmed():
-    run = by_hand(effects={"forward": [("debug_print", (5,)), ("debug_print", (9,))],
-                           "grad": [("debug_print", (5,)), ("debug_callback", (4, 5)), ("debug_print", (9,))]})
+    run = by_hand(
+        effects={
+            "forward": [("debug_print", (5,)), ("debug_print", (9,))],
+            "grad": [("debug_print", (5,)), ("debug_callback", (4, 5)), ("debug_print", (9,))],
+        }
+    )
     assert ev.judge_callback(item(5), run) == {
-        "status": "confirmed", "reason": "the callback runs twice per step under grad of loss(f32[8]) (once in the "
-                                         "forward alone)",
-        "evidence": {"target": "loss(f32[8])", "forward": 1, "grad": 2}}
+        "status": "confirmed",
+        "reason": "the callback runs twice per step under grad of loss(f32[8]) (once in the forward alone)",
+        "evidence": {"target": "loss(f32[8])", "forward": 1, "grad": 2},
+    }
 
 
 def test_a_callback_that_runs_as_often_under_grad_is_refuted():
     run = by_hand(effects={"forward": [("debug_print", (5,))], "grad": [("debug_print", (5,))]})
     assert ev.judge_callback(item(5), run) == {
-        "status": "refuted", "reason": "the callback runs once under grad of loss(f32[8]), as often as in the forward",
-        "evidence": {"target": "loss(f32[8])", "forward": 1, "grad": 1}}
+        "status": "refuted",
+        "reason": "the callback runs once under grad of loss(f32[8]), as often as in the forward",
+        "evidence": {"target": "loss(f32[8])", "forward": 1, "grad": 1},
+    }
 
 
 def test_a_callback_that_was_not_traced_is_unconfirmed():
-    for effects in ({"forward": [("debug_print", (6,))], "grad": [("debug_print", (5,))] * 2},
-                    {"forward": [("debug_print", (5,))]}):
+    for effects in (
+        {"forward": [("debug_print", (6,))], "grad": [("debug_print", (5,))] * 2},
+        {"forward": [("debug_print", (5,))]},
+    ):
         grad = len(effects.get("grad", []))
         assert ev.judge_callback(item(5), by_hand(effects=effects)) == {
-            "status": "unconfirmed", "reason": "no callback from line 5 in the traced loss(f32[8])",
-            "evidence": {"target": "loss(f32[8])", "forward": 0 if grad else 1, "grad": grad}}
+            "status": "unconfirmed",
+            "reason": "no callback from line 5 in the traced loss(f32[8])",
+            "evidence": {"target": "loss(f32[8])", "forward": 0 if grad else 1, "grad": grad},
+        }
 
 
 def test_only_callbacks_inside_a_checkpoint_count_in_the_forward(tmp_path: Path):
     """The forward counts callbacks under a checkpoint equation only; the gradient counts them all."""
+
     def loss(x):
         jax.debug.print("outside {}", x)
         return jax.checkpoint(lambda y: (jax.debug.print("inside {}", y), y * 2.0)[1])(x).sum()
@@ -370,24 +456,40 @@ def test_only_callbacks_inside_a_checkpoint_count_in_the_forward(tmp_path: Path)
 
 
 def test_a_name_no_residual_carries_is_confirmed():
-    run = by_hand(residuals=[("f32[3]", "from the argument x"), ("f32[3]", "named 'kept' from checkpoint_name"),
-                             ("f32[3]", "named 'alpha' from checkpoint_name")])
+    run = by_hand(
+        residuals=[
+            ("f32[3]", "from the argument x"),
+            ("f32[3]", "named 'kept' from checkpoint_name"),
+            ("f32[3]", "named 'alpha' from checkpoint_name"),
+        ]
+    )
     assert ev.judge_name(item(5, data={"names": ["hiden", "other"]}), run) == {
-        "status": "confirmed", "reason": "saved_residuals of grad of loss(f32[8]): no `named 'hiden'` among 3 residuals "
-                                         "(saved names: alpha, kept)",
-        "evidence": {"target": "loss(f32[8])", "name": "hiden", "saved_names": ["alpha", "kept"],
-                     "residuals": [{"aval": "f32[3]", "source": "from the argument x"},
-                                   {"aval": "f32[3]", "source": "named 'kept' from checkpoint_name"},
-                                   {"aval": "f32[3]", "source": "named 'alpha' from checkpoint_name"}]}}
+        "status": "confirmed",
+        "reason": "saved_residuals of grad of loss(f32[8]): no `named 'hiden'` among 3 residuals "
+        "(saved names: alpha, kept)",
+        "evidence": {
+            "target": "loss(f32[8])",
+            "name": "hiden",
+            "saved_names": ["alpha", "kept"],
+            "residuals": [
+                {"aval": "f32[3]", "source": "from the argument x"},
+                {"aval": "f32[3]", "source": "named 'kept' from checkpoint_name"},
+                {"aval": "f32[3]", "source": "named 'alpha' from checkpoint_name"},
+            ],
+        },
+    }
     assert ev.judge_name(item(5, data={"name": "hiden"}), by_hand(residuals=[]))["reason"] == (
-        "saved_residuals of grad of loss(f32[8]): no `named 'hiden'` among 0 residuals (saved names: none)")
+        "saved_residuals of grad of loss(f32[8]): no `named 'hiden'` among 0 residuals (saved names: none)"
+    )
 
 
 def test_a_saved_name_refutes_and_at_most_20_residuals_are_kept():
     residuals = [("f32[3]", f"named 'n{i}' from checkpoint_name") for i in range(25)]
     verdict = ev.judge_name(item(5, data={"name": "n24"}), by_hand(residuals=residuals))
-    assert (verdict["status"], verdict["reason"]) == ("refuted", "saved_residuals of grad of loss(f32[8]) has "
-                                                                 "`named 'n24'`")
+    assert (verdict["status"], verdict["reason"]) == (
+        "refuted",
+        "saved_residuals of grad of loss(f32[8]) has `named 'n24'`",
+    )
     assert len(verdict["evidence"]["residuals"]) == 20
 
 
@@ -414,9 +516,12 @@ def test_a_name_policy_is_recognised_on_the_traced_checkpoint(traced):
     assert not ev.name_policy_traced(item(LINE["block"], data={"name": "kept"}), traced["loss"])  # no policy: None
     policies = jax.checkpoint_policies
     assert ev.policy_names(policies.save_only_these_names("a", "b")) == {"a", "b"}
-    offload = policies.save_and_offload_only_these_names(names_which_can_be_saved=["s"],
-                                                         names_which_can_be_offloaded=["o"],
-                                                         offload_src="device", offload_dst="pinned_host")
+    offload = policies.save_and_offload_only_these_names(
+        names_which_can_be_saved=["s"],
+        names_which_can_be_offloaded=["o"],
+        offload_src="device",
+        offload_dst="pinned_host",
+    )
     assert ev.policy_names(offload) == {"s", "o"}
     assert ev.policy_names(policies.dots_saveable) == set()
     assert ev.policy_names(SimpleNamespace(names=("a", 1), other="b")) == {"a"}
@@ -439,13 +544,17 @@ def test_static_argnames_verdict_follows_jax_remat3():
     try:
         jax.config.update("jax_remat3", False)
         assert ev.judge_static_argnames(item(5), run) == {
-            "status": "confirmed", "reason": "jax_remat3 is off, so static_argnames is ignored; loss(f32[8]) traced the "
-                                             "argument (no error with these inputs)",
-            "evidence": {"target": "loss(f32[8])", "jax_remat3": False}}
+            "status": "confirmed",
+            "reason": "jax_remat3 is off, so static_argnames is ignored; loss(f32[8]) traced the "
+            "argument (no error with these inputs)",
+            "evidence": {"target": "loss(f32[8])", "jax_remat3": False},
+        }
         jax.config.update("jax_remat3", True)
         assert ev.judge_static_argnames(item(5), run) == {
-            "status": "refuted", "reason": "jax_remat3 is on: JAX honours static_argnames",
-            "evidence": {"target": "loss(f32[8])"}}
+            "status": "refuted",
+            "reason": "jax_remat3 is on: JAX honours static_argnames",
+            "evidence": {"target": "loss(f32[8])"},
+        }
     finally:
         jax.config.update("jax_remat3", previous)
 

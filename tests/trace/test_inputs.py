@@ -51,8 +51,13 @@ def test_targets_from_pyproject(tmp_path: Path):
     (tmp_path / "pkg" / "model.py").write_text("def loss(x, y): ...\n")
     table = {
         "targets": [
-            {"function": "pkg.model:loss", "args": ["f32[8,8]", "f32[32,8]"], "kwargs": {"w": "f32[8]"},
-             "static": {"n": 3}, "argnums": 0},
+            {
+                "function": "pkg.model:loss",
+                "args": ["f32[8,8]", "f32[32,8]"],
+                "kwargs": {"w": "f32[8]"},
+                "static": {"n": 3},
+                "argnums": 0,
+            },
             {"module": "pkg.model:MLP", "module_args": {"features": 8}, "init_args": ["f32[2,8]"]},
             {"function": "pkg.missing:loss"},
             {"function": "pkg.model.loss"},
@@ -74,10 +79,18 @@ def test_targets_from_pyproject(tmp_path: Path):
 
 
 def test_suggestion_declares_only_inferred_shapes():
-    source = 'def step(x: Float[Array, "b 16"], labels, train: bool, w: jax.Array, n: int, y: Int[Array, "b"], k=3): ...\n'
+    source = (
+        'def step(x: Float[Array, "b 16"], labels, train: bool, w: jax.Array, n: int, y: Int[Array, "b"], k=3): ...\n'
+    )
     examples = parameter_examples(source, "step")
     assert [(e.name, e.text) for e in examples] == [
-        ("x", "f32[8,16]"), ("labels", "i32[8]"), ("train", "False"), ("w", None), ("n", "1"), ("y", "i32[8]")]
+        ("x", "f32[8,16]"),
+        ("labels", "i32[8]"),
+        ("train", "False"),
+        ("w", None),
+        ("n", "1"),
+        ("y", "i32[8]"),
+    ]
     declared = suggestion("pkg.model", "step", [e for e in examples if e.name != "w"])
     assert declared.startswith('take the shapes from a run of the project: --trace-run "python -m pytest -q tests"')
     assert "above `def step`:\n    # remat-lint: trace(f32[8,16], i32[8], False, 1, i32[8])\n" in declared

@@ -25,9 +25,11 @@ def project(root: Path, files: dict[str, str]) -> Path:
 
 
 def test_shapes_recorded_from_the_tests_confirm_a_finding_no_declaration_could(tmp_path: Path):
-    project(tmp_path, {
-        "pkg/__init__.py": "from pkg.model import loss\n",
-        "pkg/model.py": """\
+    project(
+        tmp_path,
+        {
+            "pkg/__init__.py": "from pkg.model import loss\n",
+            "pkg/model.py": """\
             import jax
             import jax.numpy as jnp
 
@@ -42,7 +44,7 @@ def test_shapes_recorded_from_the_tests_confirm_a_finding_no_declaration_could(t
             def loss(params, batch):
                 return jnp.mean((block(params, batch["x"]) - batch["y"]) ** 2)
             """,
-        "tests/test_model.py": """\
+            "tests/test_model.py": """\
             import jax
             import jax.numpy as jnp
 
@@ -55,7 +57,8 @@ def test_shapes_recorded_from_the_tests_confirm_a_finding_no_declaration_could(t
                 batch = {"x": jnp.ones((2, 8)), "y": jnp.zeros((2, 4))}
                 assert jax.grad(loss)(params, batch)["w"].shape == (8, 16)
             """,
-    })
+        },
+    )
     without = json.loads(lint("--trace", "--output-format", "json", "pkg", cwd=tmp_path).stdout)
     assert without[0]["trace"]["status"] == "unconfirmed"  # the shape search cannot build parameter dicts
     proc = lint("--trace", "--trace-run", PYTEST, "--output-format", "json", "pkg", cwd=tmp_path)
@@ -63,7 +66,8 @@ def test_shapes_recorded_from_the_tests_confirm_a_finding_no_declaration_could(t
     assert item["trace"]["status"] == "confirmed", item["trace"]
     assert item["trace"]["reason"] == (
         "TypeError: 'str' object is not callable (grad: grad of loss({v: f32[16,4], w: f32[8,16]}, "
-        "{x: f32[2,8], y: f32[2,4]})) [shapes recorded from the project's run]")
+        "{x: f32[2,8], y: f32[2,4]})) [shapes recorded from the project's run]"
+    )
     assert item["trace"]["evidence"]["shapes"] == "recorded"
     assert "output of the user's tests" not in proc.stdout  # the failing command's tail is quoted, indented, on stderr
     assert all(line.startswith("    ") for line in proc.stderr.splitlines() if "output of the user's tests" in line)
@@ -73,11 +77,13 @@ def test_shapes_recorded_from_the_tests_confirm_a_finding_no_declaration_could(t
 
 def test_an_exception_a_test_hits_at_the_checkpoint_confirms_it(tmp_path: Path):
     pytest.importorskip("flax")
-    project(tmp_path, {
-        "pkg/__init__.py": LINEN_INIT,
-        "pkg/layers.py": LINEN_LAYERS,
-        "pkg/model.py": LINEN_MODEL,
-        "tests/test_model.py": """\
+    project(
+        tmp_path,
+        {
+            "pkg/__init__.py": LINEN_INIT,
+            "pkg/layers.py": LINEN_LAYERS,
+            "pkg/model.py": LINEN_MODEL,
+            "tests/test_model.py": """\
             import jax
             import jax.numpy as jnp
 
@@ -87,7 +93,8 @@ def test_an_exception_a_test_hits_at_the_checkpoint_confirms_it(tmp_path: Path):
             def test_init():
                 assert Model().init(jax.random.key(0), jnp.ones((4, 16)))
             """,
-    })
+        },
+    )
     proc = lint("--trace", "--trace-run", PYTEST, "--output-format", "json", "pkg", cwd=tmp_path)
     verdicts = {item["code"]: item["trace"] for item in json.loads(proc.stdout)}
     assert set(verdicts) == {"REM011", "REM202"}, proc.stderr
@@ -100,9 +107,11 @@ def test_an_exception_a_test_hits_at_the_checkpoint_confirms_it(tmp_path: Path):
 
 def test_flax_nnx_transforms_are_recorded_over_the_modules_state(tmp_path: Path):
     pytest.importorskip("flax")
-    project(tmp_path, {
-        "pkg/__init__.py": "",
-        "pkg/model.py": """\
+    project(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/model.py": """\
             from functools import partial
 
             import jax
@@ -118,7 +127,7 @@ def test_flax_nnx_transforms_are_recorded_over_the_modules_state(tmp_path: Path)
                 def __call__(self, x):
                     return x + self.down(jax.nn.gelu(self.up(x)))
             """,
-        "tests/test_model.py": """\
+            "tests/test_model.py": """\
             import jax.numpy as jnp
             from flax import nnx
 
@@ -131,7 +140,8 @@ def test_flax_nnx_transforms_are_recorded_over_the_modules_state(tmp_path: Path)
                 loss, grads = nnx.value_and_grad(lambda m: jnp.mean(m(x) ** 2))(model)
                 assert loss >= 0
             """,
-    })
+        },
+    )
     proc = lint("--trace", "--trace-run", PYTEST, "--output-format", "json", "pkg", cwd=tmp_path)
     (item,) = json.loads(proc.stdout)
     assert item["code"] == "REM104", proc.stderr
@@ -143,9 +153,11 @@ def test_flax_nnx_transforms_are_recorded_over_the_modules_state(tmp_path: Path)
 
 
 def test_a_checkpoint_the_tests_only_call_forward_is_differentiated_at_their_shapes(tmp_path: Path):
-    project(tmp_path, {
-        "pkg/__init__.py": "",
-        "pkg/model.py": """\
+    project(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/model.py": """\
             import jax
             import jax.numpy as jnp
 
@@ -156,7 +168,7 @@ def test_a_checkpoint_the_tests_only_call_forward_is_differentiated_at_their_sha
 
             block = jax.checkpoint(mlp, policy="dots_saveable")
             """,
-        "tests/test_model.py": """\
+            "tests/test_model.py": """\
             import jax.numpy as jnp
 
             from pkg.model import block
@@ -166,10 +178,12 @@ def test_a_checkpoint_the_tests_only_call_forward_is_differentiated_at_their_sha
                 params = {"w": jnp.ones((8, 16)), "v": jnp.ones((16, 4))}
                 assert block(params, jnp.ones((2, 8))).shape == (2, 4)
             """,
-    })
+        },
+    )
     proc = lint("--trace", "--trace-run", PYTEST, "--output-format", "json", "pkg", cwd=tmp_path)
     (item,) = json.loads(proc.stdout)
     assert item["trace"]["reason"] == (
         "TypeError: 'str' object is not callable (grad: grad of mlp({v: f32[16,4], w: f32[8,16]}, f32[2,8])) "
-        "[shapes recorded from a call of the checkpointed function in the project's run]"), item["trace"]
+        "[shapes recorded from a call of the checkpointed function in the project's run]"
+    ), item["trace"]
     assert "warning" not in proc.stderr

@@ -35,7 +35,9 @@ def test_every_dtype_round_trips_and_prints_as_jax_does(dtype: str, dims: tuple[
 
 
 def test_names_jax_shortens_by_rule_or_not_at_all() -> None:
-    assert format_shape("float8_e4m3fn", (2,)) == ShapedArray((2,), jnp.dtype("float8_e4m3fn")).str_short(short_dtypes=True)
+    assert format_shape("float8_e4m3fn", (2,)) == ShapedArray((2,), jnp.dtype("float8_e4m3fn")).str_short(
+        short_dtypes=True
+    )
     assert format_shape("key<fry>", (2,)) == "key<fry>[2]"  # a PRNG key's dtype name, as JAX prints it
     assert set(SHORT_DTYPES) - {"pred"} == {format_shape(d, ())[:-2] for d in LONG_DTYPES}
 

@@ -32,8 +32,13 @@ MODULE = textwrap.dedent(
 
 
 def trace_of(path: Path) -> dict:
-    proc = subprocess.run([sys.executable, "-m", "remat_lint", "--trace", "--output-format", "json", path.name],
-                          capture_output=True, text=True, cwd=path.parent, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "-m", "remat_lint", "--trace", "--output-format", "json", path.name],
+        capture_output=True,
+        text=True,
+        cwd=path.parent,
+        timeout=600,
+    )
     (finding,) = json.loads(proc.stdout)
     return finding["trace"]
 

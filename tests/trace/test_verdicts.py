@@ -27,21 +27,39 @@ pytest.importorskip("jax")
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def worker(root: Path, source: str, findings: dict[str, dict[str, Any]], trace: dict[str, Any] | None = None) -> dict[str, dict]:
+def worker(
+    root: Path, source: str, findings: dict[str, dict[str, Any]], trace: dict[str, Any] | None = None
+) -> dict[str, dict]:
     """Write ``source`` as ``root/mod.py``, run the worker on it, and return each finding's verdict."""
     root.mkdir(parents=True, exist_ok=True)
     (root / "mod.py").write_text(source)
     names = list(findings)
-    request = {"path": str(root / "mod.py"), "root": str(root), "config_root": str(root), "trace": trace or {},
-               "findings": [{"id": i, "data": {}, **findings[name]} for i, name in enumerate(names)], "sites": []}
-    proc = subprocess.run([sys.executable, "-m", "remat_lint.trace.worker"], input=json.dumps(request),
-                          capture_output=True, text=True, cwd=ROOT, timeout=300, check=False, env=worker_env(TraceOptions(backend="cpu")))
+    request = {
+        "path": str(root / "mod.py"),
+        "root": str(root),
+        "config_root": str(root),
+        "trace": trace or {},
+        "findings": [{"id": i, "data": {}, **findings[name]} for i, name in enumerate(names)],
+        "sites": [],
+    }
+    proc = subprocess.run(
+        [sys.executable, "-m", "remat_lint.trace.worker"],
+        input=json.dumps(request),
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+        check=False,
+        env=worker_env(TraceOptions(backend="cpu")),
+    )
     assert proc.returncode == 0, proc.stderr
     lines = [json.loads(line) for line in proc.stdout.splitlines()]
     return {names[line["finding"]]: line["trace"] for line in lines if "finding" in line}
 
 
-def at(source: str, needle: str, code: str, *, on_site: bool = True, nth: int = 0, line_has: str = "") -> dict[str, Any]:
+def at(
+    source: str, needle: str, code: str, *, on_site: bool = True, nth: int = 0, line_has: str = ""
+) -> dict[str, Any]:
     """A finding of rule ``code`` (with its declared trace check) on the ``nth`` occurrence of
     ``needle`` (on a line containing ``line_has``), with its exact span (0-based columns)."""
     rows = source.splitlines()
@@ -49,8 +67,15 @@ def at(source: str, needle: str, code: str, *, on_site: bool = True, nth: int = 
     row, column = hits[nth]
     rule = rule_by_code(code)
     assert rule is not None and rule.trace_check is not None
-    return {"code": code, "line": row, "end_line": row, "column": column, "end_column": column + len(needle),
-            "on_site": on_site, "check": dataclasses.asdict(rule.trace_check)}
+    return {
+        "code": code,
+        "line": row,
+        "end_line": row,
+        "column": column,
+        "end_column": column + len(needle),
+        "on_site": on_site,
+        "check": dataclasses.asdict(rule.trace_check),
+    }
 
 
 # --- exceptions -----------------------------------------------------------------------------------
@@ -124,15 +149,19 @@ def errors(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
 def test_predicted_exception_at_the_flagged_checkpoint_confirms(errors):
     v = errors["at-site"]
     assert v["status"] == "confirmed", v
-    assert v["reason"] == ("TypeError: 'str' object is not callable (grad: grad of loss(f32[4,8], f32[8,8])) "
-                           "[shapes declared in an inline comment]")
+    assert v["reason"] == (
+        "TypeError: 'str' object is not callable (grad: grad of loss(f32[4,8], f32[8,8])) "
+        "[shapes declared in an inline comment]"
+    )
     assert v["evidence"]["shapes"] == "declared"
 
 
 def test_the_site_traced_without_the_exception_refutes_at_declared_shapes(errors):
     v = errors["no-error"]
     assert v["status"] == "refuted", v
-    assert v["reason"].startswith("grad of loss_fine(f32[4,8], f32[8,8]) traced without the predicted TransformTargetError")
+    assert v["reason"].startswith(
+        "grad of loss_fine(f32[4,8], f32[8,8]) traced without the predicted TransformTargetError"
+    )
 
 
 def test_the_predicted_exception_from_another_checkpoint_is_no_confirmation(errors):
@@ -144,8 +173,9 @@ def test_the_predicted_exception_from_another_checkpoint_is_no_confirmation(erro
 def test_another_exception_first_leaves_the_finding_unconfirmed(errors):
     v = errors["another-error-first"]
     assert v["status"] == "unconfirmed", v
-    assert v["reason"].startswith("loss_fails_first(f32[4,8], f32[8,8]) fails first with another error: "
-                                  "ValueError: picky needs 3 rows")
+    assert v["reason"].startswith(
+        "loss_fails_first(f32[4,8], f32[8,8]) fails first with another error: ValueError: picky needs 3 rows"
+    )
 
 
 def test_a_site_no_target_goes_through_is_no_evidence(errors):
@@ -183,10 +213,11 @@ BINDING = textwrap.dedent(
 
 @pytest.fixture(scope="module")
 def binding(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
-    findings = {"block": at(BINDING, 'block = jax.checkpoint(mlp, policy="dots_saveable")', "REM001"),
-                # every REM004 finding raises: at declared shapes this trace would refute it
-                "fine": at(BINDING, "fine = jax.checkpoint(mlp, policy=jax.checkpoint_policies.dots_saveable)",
-                           "REM004")}
+    findings = {
+        "block": at(BINDING, 'block = jax.checkpoint(mlp, policy="dots_saveable")', "REM001"),
+        # every REM004 finding raises: at declared shapes this trace would refute it
+        "fine": at(BINDING, "fine = jax.checkpoint(mlp, policy=jax.checkpoint_policies.dots_saveable)", "REM004"),
+    }
     return worker(tmp_path_factory.mktemp("binding"), BINDING, findings)
 
 
@@ -200,7 +231,10 @@ def test_the_checkpointed_binding_is_traced_not_the_function_it_wraps(binding):
 def test_guessed_shapes_never_refute(binding):
     v = binding["fine"]
     assert v["status"] == "unconfirmed", v
-    assert "traced without the predicted TransformTargetError or AttributeError or TypeError; not refuted: the shapes were guessed" in v["reason"]
+    assert (
+        "traced without the predicted TransformTargetError or AttributeError or TypeError; not refuted: the shapes were guessed"
+        in v["reason"]
+    )
 
 
 # --- compiled costs: the flagged call only ---------------------------------------------------------
@@ -307,8 +341,15 @@ def test_the_worker_saves_coverage_data_before_it_exits(tmp_path: Path):
     (tmp_path / "m.py").write_text("x = 1\n")
     request = {"path": str(tmp_path / "m.py"), "root": str(tmp_path), "findings": [], "sites": []}
     data = tmp_path / "coverage-data"
-    proc = subprocess.run([sys.executable, "-m", "coverage", "run", f"--data-file={data}", "-m", "remat_lint.trace.worker"],
-                          input=json.dumps(request), capture_output=True, text=True, cwd=ROOT, timeout=300, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-m", "coverage", "run", f"--data-file={data}", "-m", "remat_lint.trace.worker"],
+        input=json.dumps(request),
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr
     measured = coverage.CoverageData(basename=str(data))
     measured.read()
@@ -328,8 +369,13 @@ def test_an_exception_matches_a_declared_one_only_with_every_word():
     static = [("TypeError", "the static_argnums argument")]
     assert matches(TypeError("the `static_argnums` argument to `jax.checkpoint` / `jax.remat` can only take"), static)
     # the words are all there, not the phrase: a shape error that suggests static_argnums
-    assert not matches(TypeError("Shapes must be 1D sequences of concrete values of integer type.\n"
-                                 "If using `jit`, try using `static_argnums`. It depends on the argument h."), static)
+    assert not matches(
+        TypeError(
+            "Shapes must be 1D sequences of concrete values of integer type.\n"
+            "If using `jit`, try using `static_argnums`. It depends on the argument h."
+        ),
+        static,
+    )
 
 
 CLASS_CHECKPOINT = textwrap.dedent(
@@ -358,8 +404,14 @@ CLASS_CHECKPOINT = textwrap.dedent(
 def test_a_checkpointed_class_is_matched_by_its_class_line(tmp_path: Path):
     pytest.importorskip("flax")
     finding = at(CLASS_CHECKPOINT, "jax.checkpoint(Block)", "REM009")
-    v = worker(tmp_path, CLASS_CHECKPOINT, {"REM009": finding},
-               {"targets": [{"module": "mod:Model", "init_args": ["f32[4,16]"]}]})["REM009"]
+    v = worker(
+        tmp_path,
+        CLASS_CHECKPOINT,
+        {"REM009": finding},
+        {"targets": [{"module": "mod:Model", "init_args": ["f32[4,16]"]}]},
+    )["REM009"]
     assert v["status"] == "confirmed", v
-    assert v["reason"].startswith("TypeError: function <unknown> traced for checkpoint / remat returned a value of type "
-                                  "<class 'mod.Block'>, which is not a valid JAX type (build: Model)")
+    assert v["reason"].startswith(
+        "TypeError: function <unknown> traced for checkpoint / remat returned a value of type "
+        "<class 'mod.Block'>, which is not a valid JAX type (build: Model)"
+    )

@@ -19,7 +19,7 @@ pytest.importorskip("jax")
 ROOT = Path(__file__).resolve().parents[2]
 
 MODULE = textwrap.dedent(
-    '''\
+    """\
     from functools import partial
 
     import jax
@@ -81,7 +81,7 @@ MODULE = textwrap.dedent(
 
     def needs_dict(params):
         return jax.checkpoint(lambda p: p["w"] @ p["w"])(params).sum()
-    '''
+    """
 )
 
 
@@ -89,15 +89,23 @@ def rows(needle: str) -> list[int]:
     return [i for i, line in enumerate(MODULE.splitlines(), start=1) if needle in line]
 
 
-def finding(code: str, needle: str, nth: int = 0, check: str | None = None, on_site: bool = False, **data: object) -> dict:
+def finding(
+    code: str, needle: str, nth: int = 0, check: str | None = None, on_site: bool = False, **data: object
+) -> dict:
     """A finding of rule ``code`` (or with the trace check of rule ``check``) on the ``nth`` line with ``needle``
     (``on_site``: a checkpoint call's line, as the driver marks it)."""
     row = rows(needle)[nth]
     rule = rule_by_code(check or code)
     assert rule is not None
     declared = rule.trace_check
-    return {"code": code, "line": row, "end_line": row, "data": data, "on_site": on_site,
-            "check": dataclasses.asdict(declared) if declared else None}
+    return {
+        "code": code,
+        "line": row,
+        "end_line": row,
+        "data": data,
+        "on_site": on_site,
+        "check": dataclasses.asdict(declared) if declared else None,
+    }
 
 
 FINDINGS = {
@@ -120,10 +128,21 @@ FINDINGS = {
 
 def run_worker(root: Path, source: str, findings: list[dict]) -> list[dict]:
     (root / "mod.py").write_text(source)
-    request = {"path": str(root / "mod.py"), "root": str(root), "trace": {},
-               "findings": [{"id": i, **f} for i, f in enumerate(findings)], "sites": []}
-    proc = subprocess.run([sys.executable, "-m", "remat_lint.trace.worker"], input=json.dumps(request),
-                          capture_output=True, text=True, cwd=ROOT, timeout=300)
+    request = {
+        "path": str(root / "mod.py"),
+        "root": str(root),
+        "trace": {},
+        "findings": [{"id": i, **f} for i, f in enumerate(findings)],
+        "sites": [],
+    }
+    proc = subprocess.run(
+        [sys.executable, "-m", "remat_lint.trace.worker"],
+        input=json.dumps(request),
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr
     assert "user output" not in proc.stdout  # what user code prints never mixes with the results
     lines = [json.loads(line) for line in proc.stdout.splitlines()]
@@ -203,11 +222,23 @@ def test_missing_inputs_say_what_to_add(verdicts):
 
 def test_an_error_at_import_confirms_the_finding_on_its_line(tmp_path: Path):
     source = "import jax\n\n\n@jax.checkpoint(policy=jax.checkpoint_policies.dots_saveable)\ndef block(x):\n    print('user output')\n    return x\n"
-    decorator = {"code": "REM006", "line": 4, "end_line": 4, "check": dataclasses.asdict(rule_by_code("REM006").trace_check)}
-    effect = {"code": "REM201", "line": 6, "end_line": 6, "check": dataclasses.asdict(rule_by_code("REM201").trace_check)}
+    decorator = {
+        "code": "REM006",
+        "line": 4,
+        "end_line": 4,
+        "check": dataclasses.asdict(rule_by_code("REM006").trace_check),
+    }
+    effect = {
+        "code": "REM201",
+        "line": 6,
+        "end_line": 6,
+        "check": dataclasses.asdict(rule_by_code("REM201").trace_check),
+    }
     (_, confirmed), (_, unconfirmed) = run_worker(tmp_path, source, [decorator, effect])
     assert confirmed["status"] == "confirmed"
-    assert confirmed["reason"] == "TypeError: checkpoint() missing 1 required positional argument: 'fun' (import, line 4)"
+    assert (
+        confirmed["reason"] == "TypeError: checkpoint() missing 1 required positional argument: 'fun' (import, line 4)"
+    )
     assert unconfirmed["status"] == "unconfirmed"
     assert unconfirmed["reason"].startswith("importing the module fails: TypeError: checkpoint() missing")
 
