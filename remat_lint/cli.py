@@ -504,15 +504,7 @@ def _trace(args: argparse.Namespace, result: RunResult, files: list[str], resolv
         )
         options.progress = progress
         paths = set(group)
-        part = driver.trace([f for f in result.findings if f.path in paths], group, settings, options)
-        outcome.sites += part.sites
-        outcome.budgets += part.budgets
-        outcome.warnings += part.warnings
-        outcome.backends |= part.backends
-        outcome.xla_flags = outcome.xla_flags or part.xla_flags
-        outcome.found += part.found
-        if part.recorded is not None:
-            outcome.recorded = (outcome.recorded or []) + part.recorded
+        outcome.add(driver.trace([f for f in result.findings if f.path in paths], group, settings, options))
     result.findings.extend(outcome.found)  # --trace-run discovery: misuse no spelling shows
     for warning in outcome.warnings:
         print(f"remat-lint: warning: {warning}", file=sys.stderr)

@@ -69,6 +69,17 @@ class TraceOutcome:
     recorded: list[str] | None = None  # --trace-run: the differentiated calls it recorded ("grad of loss(...)")
     found: list[Finding] = field(default_factory=list)  # --trace-run discovery: findings no static rule made
 
+    def add(self, part: TraceOutcome) -> None:
+        """Take in the outcome of another group of files (``--trace A B`` traces each configuration's files apart)."""
+        self.sites += part.sites
+        self.backends |= part.backends
+        self.xla_flags = self.xla_flags or part.xla_flags
+        self.warnings += part.warnings
+        self.budgets += part.budgets
+        if part.recorded is not None:
+            self.recorded = (self.recorded or []) + part.recorded
+        self.found += part.found
+
 
 RUN_TIMEOUT_FACTOR = 5  # --trace-run gets this many --trace-timeouts: the command, then judging every module
 RUN_OUTPUT_LINES = 8  # of a failing --trace-run command's output, shown in its warning
