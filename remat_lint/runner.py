@@ -34,6 +34,8 @@ if TYPE_CHECKING:
     from multiprocessing import Queue
     from multiprocessing.synchronize import Event
 
+    from remat_lint.noqa import Suppressions
+
 # Below this many lines to parse a worker pool costs more than it saves (libcst: ~10k lines/s).
 POOL_MIN_LINES = 3000
 # Workers start at the first file to parse when at least this many files are left to read: the
@@ -284,6 +286,7 @@ class ProjectPass:
         self.others: dict[tuple[str | None, frozenset[str]], list[FileResult]] = {}
         self.members: dict[str | None, frozenset[str]] = {}  # per project root: its files (real paths), once discovered
         self.imported: set[str] = set()  # real paths of the imported files the last call read for facts
+        self._noqa: dict[str, Suppressions] = {}  # real path -> its `# noqa` comments, during one call
         self._files: dict[str, ProjectFiles] = {}  # per project root
         self._reals: dict[str, str] = {}  # path -> real path (several lookups per linted file)
         self.buffers: dict[str, str] = {}  # real path -> text
@@ -291,6 +294,7 @@ class ProjectPass:
             self.use_text(path, text)
 
     def __call__(self, results: list[FileResult]) -> None:
+        self._noqa.clear()
         groups: dict[str | None, list[FileResult]] = {}  # files of several projects are linted at once
         roots: dict[str, str | None] = {}  # per folder
         for result in results:
@@ -418,16 +422,23 @@ class ProjectPass:
     def _admit(self, finding: Finding) -> bool:
         """A finding the project phase moved to a linted file's call: the file's configuration
         selects its rule and no ``# noqa`` there suppresses it."""
-        from remat_lint.noqa import Suppressions
-
         if finding.code not in self.resolver(finding.path).codes_for(finding.path):
             return False
         if self.ignore_noqa:
             return True
-        data = self._data(finding.path)
-        source = decode_source(finding.path, data) if data is not None else None
-        text = source.text if isinstance(source, SourceFile) else ""
-        return not Suppressions.parse(text).suppresses(finding.code, finding.start.row)
+        return not self._suppressions(finding.path).suppresses(finding.code, finding.start.row)
+
+    def _suppressions(self, path: str) -> Suppressions:
+        """The ``# noqa`` comments of ``path`` as it is now: read and parsed once per file of a pass
+        (``__call__`` forgets them, since a buffer may change between calls)."""
+        from remat_lint.noqa import Suppressions
+
+        real = self._real(path)
+        if real not in self._noqa:
+            data = self._data(path)
+            source = decode_source(path, data) if data is not None else None
+            self._noqa[real] = Suppressions.parse(source.text if isinstance(source, SourceFile) else "")
+        return self._noqa[real]
 
 
 def _for_project(result: FileResult) -> FileResult:
