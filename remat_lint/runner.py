@@ -41,9 +41,6 @@ POOL_MIN_LINES = 3000
 # Workers start at the first file to parse when at least this many files are left to read: the
 # engine's import then overlaps reading them (about 0.15 ms a file).
 EARLY_MIN_FILES = 100
-# A file this large is parsed in a worker process even in a run that lints in-process (-j 1, few
-# lines): libcst can abort on it (out of memory), and that must cost only this file its findings.
-ISOLATE_MIN_CHARS = 1_000_000
 PROJECT_MARKERS = ("pyproject.toml", ".git", ".hg")
 _RELATED_DEPTH = 3  # rounds of files read for a candidate's aliases and its class's bases, their aliases...
 
@@ -469,15 +466,9 @@ def _lint_tasks(tasks: list[_Task], jobs: int) -> list[tuple[_Task, FileResult]]
         return []
     import remat_lint.engine  # noqa: F401 -- libcst and the rules, imported once before the workers fork
 
-    if min(jobs, len(tasks)) > 1 and _lines(tasks) >= POOL_MIN_LINES:
-        return _pooled(tasks, min(jobs, len(tasks)))
-    huge = [task for task in tasks if len(task.text) >= ISOLATE_MIN_CHARS] if _FORK else []
-    isolated = {task.index: result for task, result in _pooled(huge, 1)} if huge else {}
-    return [(task, isolated[task.index] if task.index in isolated else _lint_task(task)) for task in tasks]
-
-
-def _pooled(tasks: list[_Task], jobs: int) -> list[tuple[_Task, FileResult]]:
-    workers = _Workers(jobs)
+    if min(jobs, len(tasks)) <= 1 or _lines(tasks) < POOL_MIN_LINES:
+        return [(task, _lint_task(task)) for task in tasks]
+    workers = _Workers(min(jobs, len(tasks)))
     try:
         for task in sorted(tasks, key=lambda t: -len(t.text)):
             workers.submit(task)

@@ -64,19 +64,3 @@ def test_out_of_memory_in_the_linting_process_is_a_rem000_for_that_file(tmp_path
         "a.py:1:1: REM000 out of memory while linting this file: not linted",
         "b.py:2:5: REM001 `policy='dots_saveable'` is a string, not a policy",
     ]
-
-
-@pytest.mark.skipif(sys.platform != "linux", reason="workers are forked on Linux only")
-def test_a_huge_file_is_parsed_apart_in_an_in_process_run_and_its_crash_costs_only_it(tmp_path, monkeypatch, capsys):
-    for name in ("a.py", "huge.py", "z.py"):
-        (tmp_path / name).write_text(BAD)
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(runner, "ISOLATE_MIN_CHARS", len(BAD))  # every file counts as huge here
-    monkeypatch.setattr(runner, "_lint_task", crashing_on("huge.py", signal.SIGABRT))
-    code = cli.main(["--no-cache", "-j", "1", "--output-format", "concise", "-q", "."])
-    lines = capsys.readouterr().out.splitlines()
-    assert code == 1
-    assert [line for line in lines if line.startswith("huge.py")] == [
-        "huge.py:1:1: REM000 the linter's worker process died on this file (SIGABRT): not linted"
-    ]
-    assert sorted(line.split(":")[0] for line in lines if "REM001" in line) == ["a.py", "z.py"]
