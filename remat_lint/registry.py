@@ -2,26 +2,30 @@
 declared metadata without importing them.
 
 Importing a rule imports libcst, about 0.3 s: more than a warm run, or a pre-commit run on files
-that never mention remat. So what a run needs before any parse and what reporters show (code,
-name, severity, default, prefilter words, summary, doc...) is read from ``rule_table.py``, a
-table generated from the rule classes by ``python -m remat_lint.docs``. The table records a
-digest of the sources it was generated from; when the rules changed since (a rule edited or
-added, the table not regenerated yet), ``rule_index`` imports the rules instead, so a stale table
-costs time, never a wrong answer. tests/rules/test_rule_metadata.py fails while the table is stale.
+that never mention remat. So what a run needs before any parse (code, name, severity, default,
+prefilter words...) is read from ``rule_table.py``, a table generated from the rule classes by
+``python -m remat_lint.docs``. The table records a digest of the sources it was generated from;
+when the rules changed since (a rule edited or added, the table not regenerated yet),
+``rule_index`` imports the rules instead, so a stale table costs time, never a wrong answer.
+tests/rules/test_rule_metadata.py fails while the table is stale. A rule's doc and summary, which
+only some reporters show (SARIF, editor hovers), are read on demand from the rule module's source
+with ``ast``, still without importing it.
 """
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import importlib
+import importlib.util
 import pkgutil
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from remat_lint.findings import Applicability, Severity
-from remat_lint.rule import DOCS_URL, FixAvailability
+from remat_lint.rule import DOCS_URL, FixAvailability, clean_doc, summary_of
 
 if TYPE_CHECKING:
     from remat_lint.rule import Rule
@@ -36,6 +40,7 @@ class RuleInfo:
     code: str
     name: str
     module: str  # the module defining the rule, e.g. ``remat_lint.rules.rem001_policy_not_callable``
+    class_name: str  # the rule's class in that module
     severity: Severity
     default_enabled: bool
     quiet_in_tests: bool
@@ -46,12 +51,18 @@ class RuleInfo:
     since: str
     prefilter_words: tuple[str, ...]
     prefilter_apis: tuple[str, ...]
-    summary: str
-    doc: str
 
     @property
     def url(self) -> str:
         return DOCS_URL.format(code=self.code.lower())
+
+    @property
+    def doc(self) -> str:
+        return rule_doc(self.module, self.class_name)
+
+    @property
+    def summary(self) -> str:
+        return summary_of(self.doc, self.name)
 
     @classmethod
     def of(cls, rule: type[Rule]) -> RuleInfo:
@@ -59,6 +70,7 @@ class RuleInfo:
             rule.code,
             rule.name,
             rule.__module__,
+            rule.__name__,
             rule.severity,
             rule.default_enabled,
             rule.quiet_in_tests,
@@ -69,8 +81,6 @@ class RuleInfo:
             rule.since,
             tuple(rule.prefilter_words),
             tuple(rule.prefilter_apis),
-            rule.summary(),
-            rule.doc(),
         )
 
 
@@ -108,7 +118,7 @@ def rule_index() -> tuple[RuleInfo, ...]:
 
     if rule_table.SOURCES != sources_digest():
         return _imported_index()
-    return tuple(_info(row) for row in rule_table.RULES)
+    return tuple(_info(dict(zip(rule_table.FIELDS, row, strict=True))) for row in rule_table.RULES)
 
 
 def rule_info(code: str) -> RuleInfo | None:
@@ -117,15 +127,23 @@ def rule_info(code: str) -> RuleInfo | None:
 
 def rule_class(code: str) -> type[Rule]:
     """The rule with ``code``, importing only its module."""
-    from remat_lint.rule import Rule
-
     info = next(i for i in rule_index() if i.code == code)
-    module = importlib.import_module(info.module)
-    return next(
-        v
-        for v in vars(module).values()
-        if isinstance(v, type) and issubclass(v, Rule) and getattr(v, "code", None) == code
-    )
+    rule: type[Rule] = getattr(importlib.import_module(info.module), info.class_name)
+    return rule
+
+
+@lru_cache(maxsize=None)
+def rule_doc(module: str, class_name: str) -> str:
+    """What ``Rule.doc`` returns for the rule class ``class_name`` of ``module``, read from the
+    module's source: the class's docstring."""
+    spec = importlib.util.find_spec(module)
+    if spec is None or spec.origin is None:
+        raise LookupError(f"no module {module}")
+    tree = ast.parse(Path(spec.origin).read_bytes(), spec.origin)
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef) and node.name == class_name:
+            return clean_doc(ast.get_docstring(node, clean=False))
+    raise LookupError(f"no class {class_name} in {spec.origin}")
 
 
 def sources_digest() -> str:
@@ -153,7 +171,7 @@ def _info(row: dict[str, object]) -> RuleInfo:
 
 
 def table_source() -> str:
-    """The text of ``rule_table.py`` for the rules as they are now."""
+    """The text of ``rule_table.py`` for the rules as they are now: one row of ``FIELDS`` per rule."""
     import pprint  # here, not at the top: only `python -m remat_lint.docs` writes the table
 
     rows = []
@@ -161,10 +179,11 @@ def table_source() -> str:
         row = asdict(info)
         row["severity"], row["fix"] = info.severity.value, info.fix.value
         row["fix_applicability"] = tuple(a.value for a in info.fix_applicability)
-        rows.append(row)
+        rows.append(tuple(row.values()))
     return (
         '"""Generated by `python -m remat_lint.docs` from the rule classes: do not edit. remat_lint/registry.py\n'
-        'reads it instead of importing the rules (and libcst)."""\n\n'
+        'reads it instead of importing the rules (and libcst); the rules\' docs stay in their modules."""\n\n'
         f"SOURCES = {sources_digest()!r}\n\n"
-        f"RULES = {pprint.pformat(tuple(rows), width=110, sort_dicts=False)}\n"
+        f"FIELDS = {pprint.pformat(tuple(f.name for f in fields(RuleInfo)), width=110, compact=True)}\n\n"
+        f"RULES = {pprint.pformat(tuple(rows), width=110, compact=True)}\n"
     )

@@ -142,18 +142,27 @@ class Rule:
 
     @classmethod
     def doc(cls) -> str:
-        return textwrap.dedent(cls.__doc__ or "").strip()
+        return clean_doc(cls.__doc__)
 
     @classmethod
     def summary(cls) -> str:
-        """The first sentence of "What it does", for tables and SARIF short descriptions."""
-        match = re.search(r"## What it does\s*\n(.+?)(?:\n\n|$)", cls.doc(), re.S)
-        text = " ".join((match.group(1) if match else cls.name).split())
-        return text
+        return summary_of(cls.doc(), cls.name)
 
     @classmethod
     def url(cls) -> str:
         return DOCS_URL.format(code=cls.code.lower())
+
+
+def clean_doc(docstring: str | None) -> str:
+    """A rule's doc: its class docstring, dedented."""
+    return textwrap.dedent(docstring or "").strip()
+
+
+def summary_of(doc: str, name: str) -> str:
+    """The first paragraph of a rule doc's "What it does" (the rule's ``name`` without one), on one
+    line: for tables, SARIF short descriptions and editor hovers."""
+    match = re.search(r"## What it does\s*\n(.+?)(?:\n\n|$)", doc, re.S)
+    return " ".join((match.group(1) if match else name).split())
 
 
 class DynamicRule(Rule):

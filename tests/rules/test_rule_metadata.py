@@ -17,7 +17,7 @@ import pytest
 from remat_lint import config
 from remat_lint.config import RuleSelection, Settings
 from remat_lint.engine import lint_source
-from remat_lint.registry import TABLE, _imported_index, all_rules, rule_index, rule_info, table_source
+from remat_lint.registry import TABLE, _imported_index, all_rules, rule_class, rule_index, rule_info, table_source
 from remat_lint.rule import FixAvailability
 from tests.helpers import lint
 
@@ -27,6 +27,14 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_generated_table_is_current():
     assert TABLE.read_text(encoding="utf-8") == table_source(), "run `python -m remat_lint.docs`"
     assert rule_index() == _imported_index()
+
+
+def test_docs_read_without_importing_a_rule_are_the_rules_docs():
+    """SARIF and editor hovers read a rule's doc and summary from its module's source, not from
+    the imported class."""
+    for info, rule in zip(rule_index(), all_rules(), strict=True):
+        assert (info.code, info.doc, info.summary) == (rule.code, rule.doc(), rule.summary())
+        assert "## What it does" in info.doc, info.code
 
 
 @pytest.mark.parametrize("rule", [r for r in all_rules() if r.quiet_in_tests], ids=lambda r: r.code)
@@ -105,4 +113,7 @@ def test_warm_run_imports_no_rule_module_and_no_libcst(tmp_path, output_format):
     assert "libcst" in cold  # the first run parsed the file: the check below can fail
     assert warm == []
     assert runs[0].stdout.count(SAMPLE_CODE) == runs[1].stdout.count(SAMPLE_CODE) > 0
+    if output_format == "sarif":  # the rule's whole doc, read without importing the rule
+        (descriptor,) = json.loads(runs[1].stdout)["runs"][0]["tool"]["driver"]["rules"]
+        assert descriptor["help"]["text"] == rule_class(SAMPLE_CODE).doc()
     shutil.rmtree(tmp_path / ".remat_lint_cache", ignore_errors=True)
