@@ -10,11 +10,11 @@ jaxpr from abstract inputs; a variant is that jaxpr with the checkpoint equation
 Verdicts (``TOLERANCE`` = 1 %, changes smaller than that count as equal), per claim (a rule's
 ``TraceCheck.cost``):
 - ``recompute-for-nothing``, REM101/REM102 (fix: remove the checkpoint): confirmed when, under ``value_and_grad``, the fix saves
-  FLOPs and the original saves no memory (SPEC §6). For a checkpoint called once, ``grad`` numbers are
+  FLOPs and the original saves no memory. For a checkpoint called once, ``grad`` numbers are
   reported alongside (evidence key ``grad``): there a whole-loss or last-stage checkpoint compiles to
   the same program as none. No verdict reads them, so a checkpoint called per layer is not compiled twice more.
 - ``cse-lost``, REM103 (fix: ``prevent_cse=True``): confirmed when the fix saves memory, i.e. the saving was lost.
-  The fix may cost FLOPs (+2 % measured), so the §6 FLOP criterion does not apply.
+  The fix may cost FLOPs (+2 % measured), so, unlike recompute-for-nothing, it need not save FLOPs.
 - ``saves-nothing``, REM104 (fix: remove the checkpoint): confirmed when the original saves no memory and the fix costs
   no FLOPs (such a policy recomputes nothing, so there are no FLOPs to save).
 """

@@ -3,8 +3,8 @@
 The static pass reads spellings; a recorded program holds every checkpoint JAX actually applied, as
 a ``checkpoint`` equation with its policy and the source lines that made it (jaxpr_sites.py). For
 each site of this module in one recorded program this module measures, as the cost checks do
-(costs.py: compiled ``value_and_grad``, on CPU with the optimisation-barrier flag of SPEC §6), the
-program as written and without that checkpoint, and reports
+(costs.py: compiled ``value_and_grad``, on CPU with ``driver.CPU_XLA_FLAGS``, which keep optimisation
+barriers as GPU/TPU do), the program as written and without that checkpoint, and reports
 
 - ``REM401``: the checkpoint saves no peak temp memory yet costs FLOPs or temp memory (more than
   ``costs.TOLERANCE``), in the program as recorded (of at least ``MIN_TEMP_BYTES`` temp without it)
@@ -79,7 +79,7 @@ def observe(
     measure: bool = True,
 ) -> Observation:
     """The module's checkpoint sites in ``program`` (the recorded, differentiated one), judged; compiled
-    costs (REM401) only when ``measure`` (on XLA:CPU, with the barrier flag of SPEC §6), and confirmed
+    costs (REM401) only when ``measure`` (on XLA:CPU, with ``driver.CPU_XLA_FLAGS``), and confirmed
     on ``scaled()`` (built once, when a site first needs it)."""
     scaled = functools.cache(scaled)
     targets = [target_at(code, line) for line in site_lines]

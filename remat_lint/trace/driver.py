@@ -243,7 +243,8 @@ def worker_env(options: TraceOptions) -> dict[str, str]:
     if options.backend:
         env["JAX_PLATFORMS"] = options.backend
     if options.backend == "cpu" or (options.backend is None and not _accelerator_plugin()):
-        # Keep optimisation barriers on CPU as GPU/TPU do, or recomputation is merged away (SPEC §6).
+        # Keep optimisation barriers on CPU as GPU/TPU do, or recomputation is merged away (README.md,
+        # "Dynamic mode").
         env["XLA_FLAGS"] = f"{env.get('XLA_FLAGS', '')} {CPU_XLA_FLAGS}".strip()
         env[isolation.MEMORY_VARIABLE] = str(options.memory_mb + isolation.HEADROOM_MB)
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")

@@ -1,4 +1,4 @@
-"""Never crash on input (SPEC §7): every bad file gives a REM000 diagnostic and linting goes on."""
+"""Never crash on input: every bad file gives a REM000 diagnostic and linting goes on."""
 
 from __future__ import annotations
 
