@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 from remat_lint.apis import POLICIES
 from remat_lint.apis.jax import POLICY_NAMESPACE
 from remat_lint.findings import Applicability, Finding, Severity
+from remat_lint.lazy_import import LazyModule
 from remat_lint.project.summary import Constant
 from remat_lint.rule import FixAvailability, FixSpec, Invalid, Rule
 
@@ -15,6 +16,8 @@ if TYPE_CHECKING:
 
     from remat_lint.analysis.values import Value, Values
     from remat_lint.project.model import Project, ProjectModule
+else:
+    cst = LazyModule("libcst")
 
 # libcst and the value layer are imported where a file is checked: the project phase
 # (check_project), often all a warm run does, needs neither.
@@ -171,8 +174,6 @@ class PolicyNotCallable(Rule):
         return kept
 
     def _fix(self, value: cst.BaseExpression) -> FixSpec | None:
-        import libcst as cst
-
         if not isinstance(value, cst.SimpleString):
             return None
         name = value.evaluated_value

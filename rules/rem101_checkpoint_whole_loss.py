@@ -4,12 +4,17 @@ from typing import TYPE_CHECKING, Iterator
 
 from remat_lint.apis import DIFF_APIS
 from remat_lint.findings import Finding, Severity
+from remat_lint.lazy_import import LazyModule
 from remat_lint.rule import Invalid, Rule
 
 if TYPE_CHECKING:
+    import libcst as cst
+
     from remat_lint.analysis.differentiation import Differentiation
     from remat_lint.analysis.sites import RematSite
     from remat_lint.project.model import Project, ProjectModule
+else:
+    cst = LazyModule("libcst")
 
 # libcst and the analyses are imported where a file is checked: the project phase (check_project),
 # often all a warm run does, needs neither (tests/engine/test_scale.py).
@@ -176,8 +181,6 @@ class CheckpointWholeLoss(Rule):
     ]
 
     def check(self) -> None:
-        import libcst as cst
-
         if not self.ctx.sites:
             return
         found: dict[int, tuple[RematSite, list[Differentiation]]] = {}
@@ -259,8 +262,6 @@ class CheckpointWholeLoss(Rule):
 
     def _called_per_chunk(self, site: RematSite) -> bool:
         """The checkpointed callable is also called per iteration or chunk somewhere."""
-        import libcst as cst
-
         callables, loops = self.ctx.callables, self.ctx.loops
         return any(
             isinstance(call.func, cst.Name) and site in callables.denote(call.func).sites and loops.in_body(call)

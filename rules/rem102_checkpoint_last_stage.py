@@ -4,6 +4,7 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from remat_lint.findings import Finding, Severity
+from remat_lint.lazy_import import LazyModule
 from remat_lint.rule import Invalid, Rule
 
 if TYPE_CHECKING:
@@ -13,6 +14,8 @@ if TYPE_CHECKING:
     from remat_lint.analysis.last_stage import LastStage
     from remat_lint.analysis.sites import RematSite
     from remat_lint.project.model import Project, ProjectModule
+else:
+    cst = LazyModule("libcst")
 
 # libcst and the analyses are imported where a file is checked: the project phase (check_project),
 # often all a warm run does, needs neither (tests/engine/test_scale.py).
@@ -218,8 +221,6 @@ class CheckpointLastStage(Rule):
     ]
 
     def check(self) -> None:
-        import libcst as cst
-
         from remat_lint.analysis.differentiation import pullback_deferred
         from remat_lint.analysis.last_stage import last_stages
         from remat_lint.analysis.smoke_tests import in_smoke_test
@@ -330,8 +331,6 @@ class CheckpointLastStage(Rule):
         return not default_policy(self.ctx.model, site) or self.ctx.loops.is_loop_body(site)
 
     def _message(self, d: Differentiation, function: cst.FunctionDef | cst.Lambda, stage: LastStage) -> str:
-        import libcst as cst
-
         ctx = self.ctx
         name = f"`{function.name.value}`" if isinstance(function, cst.FunctionDef) else "the differentiated lambda"
         transform = ctx.code(d.node.func if isinstance(d.node, cst.Call) else d.node.decorator)

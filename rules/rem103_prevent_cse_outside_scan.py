@@ -5,6 +5,7 @@ import weakref
 from typing import TYPE_CHECKING
 
 from remat_lint.findings import Applicability, Finding, Severity
+from remat_lint.lazy_import import LazyModule
 from remat_lint.rule import FixAvailability, FixSpec, Invalid, Rule
 
 if TYPE_CHECKING:
@@ -14,6 +15,8 @@ if TYPE_CHECKING:
     from remat_lint.analysis.sites import RematSite
     from remat_lint.context import LintContext
     from remat_lint.project.model import Project, ProjectModule
+else:
+    cst = LazyModule("libcst")
 
 # libcst and the analyses are imported where a file is checked: the project phase (check_project),
 # often all a warm run does, needs neither.
@@ -227,8 +230,6 @@ class PreventCseOutsideScan(Rule):
         return kept
 
     def _in_class(self, site: RematSite) -> bool:
-        import libcst as cst
-
         return any(isinstance(a, cst.ClassDef) for a in self.ctx.model.ancestors(site.node))
 
     def _only_called_directly(self, site: RematSite) -> bool:
@@ -239,8 +240,6 @@ class PreventCseOutsideScan(Rule):
     def _direct_uses(self, site: RematSite) -> list[cst.CSTNode]:
         """The uses of the checkpointed callable when every one is a call (or hands it to `grad`);
         none otherwise."""
-        import libcst as cst
-
         from remat_lint.analysis.smoke_tests import in_smoke_test
 
         model = self.ctx.model
@@ -290,8 +289,6 @@ _NAMES: weakref.WeakKeyDictionary[SemanticModel, dict[str, list[cst.Name]]] = we
 
 def _returned_by(model: SemanticModel, node: cst.CSTNode) -> str | None:
     """The module-level def (undecorated) whose ``return`` statement's value ``node`` is."""
-    import libcst as cst
-
     statement = model.parent(node)
     function = next(
         (a for a in model.ancestors(node) if isinstance(a, (cst.FunctionDef, cst.Lambda, cst.ClassDef))), None
@@ -317,8 +314,6 @@ def _result_only_called(model: SemanticModel, call: cst.Call) -> bool:
 def _unrolled_in(model: SemanticModel, uses: list[cst.CSTNode]) -> list[str]:
     """The module-level defs whose Python ``for``/``while`` loops make every one of ``uses`` (a
     checkpoint only called directly); none when a use is anywhere else (a scan body may be)."""
-    import libcst as cst
-
     functions: set[str] = set()
     for use in uses:
         ancestors = list(model.ancestors(use))
@@ -332,15 +327,11 @@ def _unrolled_in(model: SemanticModel, uses: list[cst.CSTNode]) -> list[str]:
 
 
 def _at_module_level(model: SemanticModel, node: cst.CSTNode) -> bool:
-    import libcst as cst
-
     return not any(isinstance(a, (cst.FunctionDef, cst.Lambda, cst.ClassDef)) for a in model.ancestors(node))
 
 
 def _prevent_cse_false(site: RematSite) -> cst.Arg | None:
     """The literal ``prevent_cse=False`` of a site whose arguments are all known."""
-    import libcst as cst
-
     arg = site.keyword("prevent_cse")
     if arg is None or site.has_star_args:
         return None
@@ -349,8 +340,6 @@ def _prevent_cse_false(site: RematSite) -> cst.Arg | None:
 
 def _assigned_name(statement: cst.CSTNode | None, value: cst.CSTNode) -> str | None:
     """The name ``statement`` binds to ``value`` (``name = value``)."""
-    import libcst as cst
-
     if isinstance(statement, cst.Assign) and statement.value is value and len(statement.targets) == 1:
         target = statement.targets[0].target
         return target.value if isinstance(target, cst.Name) else None
@@ -358,6 +347,4 @@ def _assigned_name(statement: cst.CSTNode | None, value: cst.CSTNode) -> str | N
 
 
 def _is_called(parent: cst.CSTNode | None, node: cst.CSTNode) -> bool:
-    import libcst as cst
-
     return isinstance(parent, cst.Call) and parent.func is node
