@@ -297,18 +297,18 @@ def rule_command(argv: list[str]) -> int:
         help="json: ruff's `rule --output-format json` fields (a list with --all or a prefix)",
     )
     args = parser.parse_args(argv)
-    from remat_lint.docs import explain, explanation  # imports every rule (and libcst): only this command needs them
-    from remat_lint.registry import all_rules, rule_by_code
+    from remat_lint.docs import explain, explanation
+    from remat_lint.registry import rule_index  # the docs come from the rules' sources: no rule is imported
 
     single = False  # a code or a name asks for one rule (an object in json, as ruff prints it)
     if args.all:
-        rules = list(all_rules())
+        rules = list(rule_index())
     elif not args.code:
         raise UsageError("give a rule code, prefix or name (e.g. REM001, REM1, policy-not-callable) or --all")
     else:
-        one = rule_by_code(args.code) or next((r for r in all_rules() if r.name == args.code.lower()), None)
+        one = next((r for r in rule_index() if args.code.upper() == r.code or args.code.lower() == r.name), None)
         single = one is not None
-        rules = [one] if one is not None else [r for r in all_rules() if r.code.startswith(args.code.upper())]
+        rules = [one] if one is not None else [r for r in rule_index() if r.code.startswith(args.code.upper())]
         if not rules:
             raise UsageError(f"unknown rule {args.code!r}")
     if args.output_format == "json":

@@ -7,8 +7,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from remat_lint.registry import TABLE, all_rules, table_source
-from remat_lint.rule import DOCS_URL, FixAvailability, Rule
+from remat_lint.registry import TABLE, RuleInfo, all_rules, table_source
+from remat_lint.rule import FixAvailability
 
 START, END = "<!-- rules:start -->", "<!-- rules:end -->"
 
@@ -22,7 +22,7 @@ def rules_table() -> str:
     return "\n".join(rows)
 
 
-def explain(rule: type[Rule]) -> str:
+def explain(rule: RuleInfo) -> str:
     """What ``remat-lint rule CODE`` prints: a title, severity and default, then the rule's doc."""
     default = "on" if rule.default_enabled else "off (enable with --extend-select)"
     facts = [f"Severity: {rule.severity.value}.", f"Default: {default}.", f"Fix: {_fix(rule)}."]
@@ -33,7 +33,7 @@ def explain(rule: type[Rule]) -> str:
     if rule.preview:
         facts.append("Preview: its behaviour may still change; it runs only when its code is selected.")
     facts.append(f"Since {rule.since}.")
-    return f"# {rule.name} ({rule.code})\n\n{' '.join(facts)}\n\n{rule.doc()}"
+    return f"# {rule.name} ({rule.code})\n\n{' '.join(facts)}\n\n{rule.doc}"
 
 
 # ruff's words for each availability (its FixAvailability's Display).
@@ -44,7 +44,7 @@ _FIX_SENTENCES = {
 }
 
 
-def explanation(rule: type[Rule]) -> dict[str, object]:
+def explanation(rule: RuleInfo) -> dict[str, object]:
     """What ``remat-lint rule CODE --output-format json`` prints for a rule: the fields of ruff's
     ``rule --output-format json`` (``linter`` is this tool; a rule's messages vary, so
     ``message_formats`` is empty), then this tool's severity, default and docs address."""
@@ -52,19 +52,19 @@ def explanation(rule: type[Rule]) -> dict[str, object]:
         "name": rule.name,
         "code": rule.code,
         "linter": "remat-lint",
-        "summary": rule.summary(),
+        "summary": rule.summary,
         "message_formats": [],
         "fix": _FIX_SENTENCES[rule.fix],
         "fix_availability": rule.fix.name.capitalize(),
-        "explanation": rule.doc(),
+        "explanation": rule.doc,
         "preview": rule.preview,
         "severity": rule.severity.value,
         "default_enabled": rule.default_enabled,
-        "url": DOCS_URL.format(code=rule.code.lower()),
+        "url": rule.url,
     }
 
 
-def _fix(rule: type[Rule]) -> str:
+def _fix(rule: RuleInfo) -> str:
     if rule.fix is FixAvailability.NONE:
         return "none"
     kinds = " or ".join(a.value for a in rule.fix_applicability)
@@ -79,7 +79,7 @@ def rules_page() -> str:
     ]
     for rule in all_rules():
         lines, fenced = [], False
-        for line in explain(rule).splitlines():
+        for line in explain(RuleInfo.of(rule)).splitlines():
             fenced ^= line.startswith("```")
             lines.append("#" + line if line.startswith("#") and not fenced else line)
         parts.append(f'<a id="{rule.code.lower()}"></a>\n\n' + "\n".join(lines))
