@@ -8,8 +8,8 @@ prefilter words...) is read from ``rule_table.py``, a table generated from the r
 when the rules changed since (a rule edited or added, the table not regenerated yet),
 ``rule_index`` imports the rules instead, so a stale table costs time, never a wrong answer.
 tests/rules/test_rule_metadata.py fails while the table is stale. A rule's doc and summary, which
-only some reporters show (SARIF, editor hovers), are read on demand from the rule module's source
-with ``ast``, still without importing it.
+only some outputs show (SARIF, editor hovers, ``remat-lint rule``), are read on demand from the
+rule module's source with ``ast``, still without importing it.
 """
 
 from __future__ import annotations
