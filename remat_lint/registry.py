@@ -135,15 +135,19 @@ def rule_class(code: str) -> type[Rule]:
 @lru_cache(maxsize=None)
 def rule_doc(module: str, class_name: str) -> str:
     """What ``Rule.doc`` returns for the rule class ``class_name`` of ``module``, read from the
-    module's source: the class's docstring."""
+    module's source (the class's docstring); from the imported class where the source is not
+    installed (only ``.pyc`` files)."""
+    from importlib.abc import InspectLoader  # here: a warm run reads no doc
+
     spec = importlib.util.find_spec(module)
-    if spec is None or spec.origin is None:
-        raise LookupError(f"no module {module}")
-    tree = ast.parse(Path(spec.origin).read_bytes(), spec.origin)
-    for node in tree.body:
+    source = spec.loader.get_source(module) if spec is not None and isinstance(spec.loader, InspectLoader) else None
+    if source is None:
+        rule: type[Rule] = getattr(importlib.import_module(module), class_name)
+        return rule.doc()
+    for node in ast.parse(source).body:
         if isinstance(node, ast.ClassDef) and node.name == class_name:
             return clean_doc(ast.get_docstring(node, clean=False))
-    raise LookupError(f"no class {class_name} in {spec.origin}")
+    raise LookupError(f"no class {class_name} in {module}")
 
 
 def sources_digest() -> str:

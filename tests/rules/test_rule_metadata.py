@@ -6,6 +6,7 @@ imports neither a rule module nor libcst."""
 from __future__ import annotations
 
 import dataclasses
+import importlib.machinery
 import json
 import shutil
 import subprocess
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from remat_lint import config
+from remat_lint import config, registry
 from remat_lint.config import RuleSelection, Settings
 from remat_lint.engine import lint_source
 from remat_lint.registry import TABLE, _imported_index, all_rules, rule_class, rule_index, rule_info, table_source
@@ -35,6 +36,16 @@ def test_docs_read_without_importing_a_rule_are_the_rules_docs():
     for info, rule in zip(rule_index(), all_rules(), strict=True):
         assert (info.code, info.doc, info.summary) == (rule.code, rule.doc(), rule.summary())
         assert "## What it does" in info.doc, info.code
+
+
+def test_without_installed_sources_a_rules_doc_comes_from_its_class(monkeypatch):
+    """An install of ``.pyc`` files only: no source to read the docstring from."""
+    info = rule_info("REM001")
+    sourceless = importlib.machinery.ModuleSpec(
+        info.module, importlib.machinery.SourcelessFileLoader(info.module, "x.pyc")
+    )
+    monkeypatch.setattr(registry.importlib.util, "find_spec", lambda name: sourceless)
+    assert registry.rule_doc.__wrapped__(info.module, info.class_name) == rule_class("REM001").doc()
 
 
 @pytest.mark.parametrize("rule", [r for r in all_rules() if r.quiet_in_tests], ids=lambda r: r.code)
