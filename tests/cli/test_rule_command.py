@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from remat_lint import cli
+from remat_lint.cli import command as cli
 from remat_lint.docs import explain
 from remat_lint.registry import all_rules
 
