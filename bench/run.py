@@ -132,7 +132,7 @@ def copies(dirs: list[str], work: Path, n: int) -> list[str]:
 def staged_file(files: list[Path]) -> Path:
     """What a pre-commit run meets: the median-size file among those that use remat."""
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-    from remat_lint.prefilter import Prefilter
+    from remat_lint.engine.prefilter.stages import Prefilter
 
     prefilter = Prefilter()
     kept = sorted(

@@ -1,3 +1,3 @@
-from remat_lint.launch import main
+from remat_lint.cli.launch import main
 
 raise SystemExit(main())

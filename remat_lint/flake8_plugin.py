@@ -15,14 +15,15 @@ import os
 import traceback
 from typing import TYPE_CHECKING, Any, Iterator
 
-from remat_lint import __version__, jax_version
-from remat_lint.config import ConfigError
-from remat_lint.prefilter import prefilter_for
+from remat_lint import __version__
+from remat_lint.config import jax_version
+from remat_lint.config.settings import ConfigError
+from remat_lint.engine.prefilter.stages import prefilter_for
+from remat_lint.engine.results import PARSE_ERROR, project_codes
 from remat_lint.registry import rule_index
-from remat_lint.results import PARSE_ERROR, project_codes
 
 if TYPE_CHECKING:
-    from remat_lint.resolver import Resolver
+    from remat_lint.config.resolver import Resolver
 
 OFF_BY_DEFAULT = [rule.code for rule in rule_index() if not rule.default_enabled]
 CODES = frozenset(rule.code for rule in rule_index())
@@ -67,16 +68,16 @@ class Plugin:
             yield 1, 0, f"{PARSE_ERROR} {undecodable}", type(self)
             return
         try:
-            from remat_lint.cache import Cache, folder
-            from remat_lint.results import FileResult
-            from remat_lint.runner import ProjectPass
+            from remat_lint.cache.result_cache import Cache, folder
+            from remat_lint.engine.results import FileResult
+            from remat_lint.engine.runner import ProjectPass
 
             # The project-wide rules flake8 selects beyond the configuration's (REM301) need every file's facts.
             resolver = _resolver(tuple(sorted(project_codes(self.codes).intersection(OFF_BY_DEFAULT))), os.getcwd())
             settings = resolver(self.filename)
             result = FileResult(self.filename)
             if kept:  # else it may still call another module's wrap wrongly (REM012): the project phase tells
-                from remat_lint.engine import lint_source
+                from remat_lint.engine.lint import lint_source
 
                 result = lint_source(
                     self.filename,
@@ -106,8 +107,8 @@ class Plugin:
 
 def _undecodable(filename: str) -> str | None:
     """The CLI's REM000 message when the file's bytes are not valid in its declared encoding."""
+    from remat_lint.engine.runner import decode_source
     from remat_lint.findings import Finding
-    from remat_lint.runner import decode_source
 
     try:
         with open(filename, "rb") as handle:
@@ -121,7 +122,7 @@ def _undecodable(filename: str) -> str | None:
 def _resolver(extend_select: tuple[str, ...], cwd: str) -> Resolver:
     """The process's resolver. ``cwd`` is part of the key: a file with no configuration above it
     follows the working directory's, and one process (an editor's flake8) may lint several projects."""
-    from remat_lint.config import RuleSelection
-    from remat_lint.resolver import Resolver
+    from remat_lint.config.resolver import Resolver
+    from remat_lint.config.settings import RuleSelection
 
     return Resolver(RuleSelection(extend_select=extend_select) if extend_select else None)

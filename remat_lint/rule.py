@@ -21,7 +21,7 @@ from remat_lint.trace.request import TraceCheck
 if TYPE_CHECKING:
     import libcst as cst
 
-    from remat_lint.context import LintContext
+    from remat_lint.engine.context import LintContext
     from remat_lint.project.model import Project, ProjectModule
 
 DOCS_URL = "https://github.com/remat-lint/remat-lint/blob/main/docs/rules.md#{code}"
@@ -91,7 +91,7 @@ class Rule:
     dynamic_only: ClassVar[bool] = False
     since: ClassVar[str] = "0.1.0"  # the first release; a rule added later names the version that adds it
     # Words (whole words, lower or upper case, anywhere in the text) whose presence makes a file worth parsing
-    # for this rule although it names no remat API (remat_lint/prefilter.py). Rules about remat
+    # for this rule although it names no remat API (remat_lint/engine/prefilter/stages.py). Rules about remat
     # sites need none: every file that names an API is parsed. Each word costs parse time.
     prefilter_words: ClassVar[tuple[str, ...]] = ()
     # For a rule that can fire in a file naming no remat API: the prefilter.API_GROUPS ("scan",

@@ -12,7 +12,7 @@ from remat_lint.findings import Applicability, Severity
 from remat_lint.rule import FixAvailability, FixSpec, Invalid, Rule
 
 if TYPE_CHECKING:
-    from remat_lint.context import LintContext
+    from remat_lint.engine.context import LintContext
 
 # Keywords people write for ``policy=`` (config field names leak into the call).
 POLICY_SYNONYMS = frozenset(

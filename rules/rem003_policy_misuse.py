@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 
     from remat_lint.analysis import guards, policies
     from remat_lint.analysis.semantic import SemanticModel
-    from remat_lint.context import LintContext
+    from remat_lint.engine.context import LintContext
     from remat_lint.project.model import Project, ProjectModule
 else:  # imported when a file is checked: the project phase (check_project) needs no parse
     cst = LazyModule("libcst")

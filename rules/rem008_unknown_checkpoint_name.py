@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     import libcst as cst
 
     from remat_lint.analysis.policies import PolicyName
-    from remat_lint.context import LintContext
+    from remat_lint.engine.context import LintContext
     from remat_lint.project.model import Project, ProjectModule
 
 # What an undeclared name does in each role (measured on jax 0.10.2: tests/jax_claims/test_policies.py).

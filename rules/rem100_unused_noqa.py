@@ -1,8 +1,8 @@
 from __future__ import annotations
 
+from remat_lint.engine.results import PARSE_ERROR
 from remat_lint.findings import Applicability, Finding, Fix, Position, Severity, TextEdit
-from remat_lint.noqa import UNUSED_NOQA, Directive, Suppressions, split_codes
-from remat_lint.results import PARSE_ERROR
+from remat_lint.output.noqa import UNUSED_NOQA, Directive, Suppressions, split_codes
 from remat_lint.rule import FixAvailability, Invalid, Rule
 
 

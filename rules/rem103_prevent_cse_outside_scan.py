@@ -13,7 +13,7 @@ if TYPE_CHECKING:
 
     from remat_lint.analysis.semantic import SemanticModel
     from remat_lint.analysis.sites import RematSite
-    from remat_lint.context import LintContext
+    from remat_lint.engine.context import LintContext
     from remat_lint.project.model import Project, ProjectModule
 else:
     cst = LazyModule("libcst")

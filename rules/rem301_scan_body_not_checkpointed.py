@@ -13,12 +13,12 @@ from remat_lint.apis import SCANS
 from remat_lint.apis.flax import PREFIX as FLAX_PREFIX
 from remat_lint.apis.jax import PREFIX as JAX_PREFIX
 from remat_lint.apis.linen import SCANS as LINEN_SCANS
+from remat_lint.engine.prefilter.layer_scans import LAYER_WORDS
 from remat_lint.findings import Finding, Severity
-from remat_lint.layer_scans import LAYER_WORDS
 from remat_lint.rule import Invalid, Rule
 
 if TYPE_CHECKING:
-    from remat_lint.context import LintContext
+    from remat_lint.engine.context import LintContext
     from remat_lint.project.model import Project, ProjectModule
 
 

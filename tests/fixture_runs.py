@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from remat_lint import cli
+from remat_lint.cli import command as cli
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = sorted(p for p in (ROOT / "fixtures").rglob("*.py"))

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import textwrap
 
-from remat_lint.engine import lint_source
+from remat_lint.engine.lint import lint_source
 from remat_lint.findings import Finding
-from remat_lint.fixes import apply_edits, non_overlapping
+from remat_lint.output.fixes import apply_edits, non_overlapping
 from remat_lint.registry import all_rules
 
 ALL_CODES = frozenset(rule.code for rule in all_rules())

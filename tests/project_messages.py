@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from remat_lint.cli import main
+from remat_lint.cli.command import main
 
 
 def project_messages(

@@ -29,7 +29,7 @@ from remat_lint.project.summary import (
 
 if TYPE_CHECKING:
     from remat_lint.analysis.loops import Loops
-    from remat_lint.context import LintContext
+    from remat_lint.engine.context import LintContext
 
 
 def summarize(ctx: LintContext) -> ModuleSummary:

@@ -17,8 +17,8 @@ import os
 import re
 from typing import Callable
 
+from remat_lint.config.resolver import Resolver
 from remat_lint.project.modules import LIBRARIES, absolute, is_package, module_names
-from remat_lint.resolver import Resolver
 
 _IMPORT = re.compile(
     rb"^[ \t]*(?:from[ \t]+(?P<base>\.*[\w.]*)[ \t]+import[ \t]+(?P<names>\([^)]*\)|[^\n#;]*)|import[ \t]+(?P<modules>[^\n#;]+))",

@@ -15,11 +15,11 @@ from pathlib import Path
 from lsprotocol import types
 from pygls.workspace.position_codec import PositionCodec
 
-from remat_lint.autofix import applicable
+from remat_lint.engine.results import PARSE_ERROR
 from remat_lint.findings import Applicability, Finding, Position, Severity, TextEdit
-from remat_lint.noqa import NOQA_INLINE, noqa_edits
+from remat_lint.output.autofix import applicable
+from remat_lint.output.noqa import NOQA_INLINE, noqa_edits
 from remat_lint.registry import rule_info
-from remat_lint.results import PARSE_ERROR
 
 SOURCE = "remat-lint"
 FIX_ALL = f"{types.CodeActionKind.SourceFixAll.value}.{SOURCE}"  # source.fixAll.remat-lint

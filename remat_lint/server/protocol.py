@@ -22,14 +22,14 @@ from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
 from remat_lint import __version__
-from remat_lint.autofix import fix_sources
-from remat_lint.config import RuleSelection
+from remat_lint.config.settings import RuleSelection
+from remat_lint.engine.results import PARSE_ERROR, SourceFile
+from remat_lint.engine.sources import Layout, Notebook, in_cells
 from remat_lint.findings import Finding
+from remat_lint.output.autofix import fix_sources
 from remat_lint.registry import all_rules
-from remat_lint.results import PARSE_ERROR, SourceFile
 from remat_lint.server import convert
 from remat_lint.server.workspace import CONFIG_NAMES, Workspace
-from remat_lint.sources import Layout, Notebook, in_cells
 
 DEBOUNCE_S = 0.02  # keystrokes closer than this are linted once
 DEPENDENT_DEBOUNCE_S = 0.3  # other open files, re-linted for a change in this one once typing pauses
@@ -168,7 +168,7 @@ def _selection(options: Any) -> RuleSelection | None:
 
 @server.feature(types.INITIALIZE)
 def initialize(ls: RematLintServer, params: types.InitializeParams) -> None:
-    import remat_lint.engine  # noqa: F401 -- libcst and the rules (0.3-1 s) before the first keystroke, not at it
+    import remat_lint.engine.lint  # noqa: F401 -- libcst and the rules (0.3-1 s) before the first keystroke, not at it
 
     all_rules()
     overrides = _selection(params.initialization_options)

@@ -13,14 +13,14 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from remat_lint.cache import Cache
-from remat_lint.config import ConfigError, RuleSelection, Settings
+from remat_lint.cache.result_cache import Cache
+from remat_lint.config.resolver import Resolver
+from remat_lint.config.settings import ConfigError, RuleSelection, Settings
+from remat_lint.engine.results import FileResult, SourceFile, diagnostic
+from remat_lint.engine.runner import ProjectPass, lint_one, project_root
+from remat_lint.engine.sources import SUFFIX as NOTEBOOK
+from remat_lint.engine.sources import Notebook
 from remat_lint.findings import Finding
-from remat_lint.resolver import Resolver
-from remat_lint.results import FileResult, SourceFile, diagnostic
-from remat_lint.runner import ProjectPass, lint_one, project_root
-from remat_lint.sources import SUFFIX as NOTEBOOK
-from remat_lint.sources import Notebook
 
 CONFIG_NAMES = ("pyproject.toml", "remat-lint.toml")
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from remat_lint.config import ConfigError, Settings
+from remat_lint.config.settings import ConfigError, Settings
 from remat_lint.findings import Finding
 from remat_lint.trace import isolation
 from remat_lint.trace.inputs import parse_targets
@@ -206,8 +206,8 @@ def site_lines(path: str) -> list[int] | None:
 
     from remat_lint.analysis.semantic import SemanticModel
     from remat_lint.analysis.sites import find_sites
+    from remat_lint.engine.runner import read_source
     from remat_lint.findings import Finding
-    from remat_lint.runner import read_source
 
     source = read_source(path)  # the linter's reading (coding cookie, BOM), not a UTF-8 guess
     if isinstance(source, Finding):
@@ -536,7 +536,7 @@ _SOURCE_FILE = re.compile(r"(?<= from )(?P<file>.+?)(?=:\d+(?::\d+)? \()")
 
 def format_sites(outcome: TraceOutcome) -> str:
     """The residual table and policy comparison of each checkpoint site, for text output."""
-    from remat_lint.runner import display_path
+    from remat_lint.engine.runner import display_path
 
     out = []
     for site in sorted(outcome.sites, key=lambda s: (s.path, s.report.get("line") or 0)):

@@ -42,9 +42,9 @@ def findings_for(
 ) -> list[Finding]:
     """The new findings of one module (of the ``enabled`` codes, less ``noqa`` comments); the static
     ``findings`` a record confirms get its evidence."""
-    from remat_lint.noqa import Suppressions
+    from remat_lint.engine.runner import read_source
+    from remat_lint.output.noqa import Suppressions
     from remat_lint.registry import rule_by_code
-    from remat_lint.runner import read_source
 
     source = read_source(path)
     text = source.text if not isinstance(source, Finding) else ""

@@ -17,7 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from remat_lint import cache, cli, launch
+from remat_lint.cache import result_cache as cache
+from remat_lint.cli import command as cli
+from remat_lint.cli import launch
 from remat_lint.flake8_plugin import Plugin
 from tests.engine.test_replay import age
 

@@ -10,7 +10,7 @@ import pytest
 
 from remat_lint.analysis.last_stage import last_stages
 from remat_lint.analysis.smoke_tests import in_smoke_test
-from remat_lint.context import LintContext
+from remat_lint.engine.context import LintContext
 from tests.helpers import lint
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from remat_lint.cli import main
+from remat_lint.cli.command import main
 from remat_lint.flake8_plugin import Plugin
 
 LOSSES = """
@@ -252,7 +252,7 @@ def test_a_warm_project_phase_imports_no_libcst(tmp_path, monkeypatch):
     )
     monkeypatch.chdir(tmp_path)
     script = (
-        "import sys\nfrom remat_lint.cli import main\ncode = main(['--output-format', 'concise', 'pkg/names.py'])\n"
+        "import sys\nfrom remat_lint.cli.command import main\ncode = main(['--output-format', 'concise', 'pkg/names.py'])\n"
         "print(code, 'libcst' in sys.modules)\n"
     )
     runs = [
@@ -493,7 +493,7 @@ def test_a_warm_policy_from_another_module_imports_no_libcst(tmp_path, monkeypat
     (tmp_path / "pkg" / "layers.py").write_text(textwrap.dedent(LAYERS))
     monkeypatch.chdir(tmp_path)
     script = (
-        "import sys\nfrom remat_lint.cli import main\ncode = main(['--output-format', 'concise', 'pkg/layers.py'])\n"
+        "import sys\nfrom remat_lint.cli.command import main\ncode = main(['--output-format', 'concise', 'pkg/layers.py'])\n"
         "print(code, 'libcst' in sys.modules)\n"
     )
     runs = [

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from remat_lint.cli import main
+from remat_lint.cli.command import main
 from remat_lint.flake8_plugin import Plugin
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -18,7 +18,7 @@ import json
 
 import pytest
 
-from remat_lint import cli
+from remat_lint.cli import command as cli
 from tests.helpers import lint
 
 RULES = frozenset({"REM010", "REM011", "REM202"})

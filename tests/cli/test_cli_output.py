@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from remat_lint import __version__, cli
+from remat_lint import __version__
+from remat_lint.cli import command as cli
 
 SAFE = "import jax\ng = jax.checkpoint(lambda x: x, policy='dots_saveable')\n"
 UNSAFE = "import jax\ndef f(x, training):\n    return x\ng = jax.checkpoint(f, static_argnames=('training',))\n"

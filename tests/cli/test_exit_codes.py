@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from remat_lint import cli
+from remat_lint.cli import command as cli
 
 # A safe fix (REM001), an unsafe-only fix (REM010), no fix at all (REM007), nothing to report.
 SAFE = "import jax\ng = jax.checkpoint(lambda x: x, policy='dots_saveable')\n"

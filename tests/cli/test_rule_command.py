@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from remat_lint import cli
+from remat_lint.cli import command as cli
 from remat_lint.docs import explain
 from remat_lint.registry import RuleInfo, all_rules
 

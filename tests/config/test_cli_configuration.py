@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from remat_lint import cli
+from remat_lint.cli import command as cli
 
 BAD = "import jax\ng = jax.checkpoint(lambda x: x, policy='dots_saveable')\n"  # REM001 on line 2
 

@@ -9,7 +9,7 @@ from importlib import metadata
 import pytest
 from packaging.version import Version
 
-from remat_lint.jax_version import detect
+from remat_lint.config.jax_version import detect
 
 INSTALLED = (Version(metadata.version("jax")), "the installed jax")
 

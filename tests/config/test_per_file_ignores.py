@@ -1,10 +1,10 @@
-"""Per-file ignores (remat_lint/config.py), pinned where hand-made edits of 2026-11-25 passed the
+"""Per-file ignores (remat_lint/config/settings.py), pinned where hand-made edits of 2026-11-25 passed the
 suite: every code a pattern lists is ignored, a pattern with a slash matches a folder above the
 file, and a code both selected and ignored as specifically is ignored (as in ruff)."""
 
 from __future__ import annotations
 
-from remat_lint.cli import main
+from remat_lint.cli.command import main
 
 TWO_FINDINGS = (
     "import jax\nimport jax.ad_checkpoint\ng = jax.ad_checkpoint.checkpoint(f)\n"

@@ -10,11 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from remat_lint import cache, runner
-from remat_lint.cache import Cache
-from remat_lint.cli import main
-from remat_lint.config import RuleSelection, Settings
-from remat_lint.resolver import Resolver
+from remat_lint.cache import result_cache as cache
+from remat_lint.cache.result_cache import Cache
+from remat_lint.cli.command import main
+from remat_lint.config.resolver import Resolver
+from remat_lint.config.settings import RuleSelection, Settings
+from remat_lint.engine import runner
 
 BAD = "import jax\ng = jax.checkpoint(lambda x: x, policy='dots_saveable')\n"
 ROOT = Path(__file__).resolve().parents[2]
@@ -112,7 +113,7 @@ def test_entries_of_other_versions_are_pruned(tmp_path):
 
 # The result cache as a user sees it when writing an entry fails: the run reports as without a
 # cache and leaves no temporary file. In-process (``cli.main``), so that mutation testing sees it;
-# written against surviving mutants of ``remat_lint/cache.py`` (docs/mutation-testing.md).
+# written against surviving mutants of ``remat_lint/cache/result_cache.py`` (docs/mutation-testing.md).
 
 
 def test_a_failed_cache_write_reports_as_usual_and_leaves_no_temporary_file(tmp_path, monkeypatch, capsys):

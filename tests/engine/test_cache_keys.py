@@ -14,10 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from remat_lint import cache as cache_module
-from remat_lint import cli, replay
-from remat_lint.cache import Cache
-from remat_lint.results import FileResult
+from remat_lint.cache import replay
+from remat_lint.cache import result_cache as cache_module
+from remat_lint.cache.result_cache import Cache
+from remat_lint.cli import command as cli
+from remat_lint.engine.results import FileResult
 
 DISCARDED = "import jax\ndef f(x):\n    return x\njax.checkpoint(f)\n"  # REM007, quiet in test files
 POLICY = "import jax\ng = jax.remat(lambda x: x, policy='dots_saveable')\n"  # REM001 (REM302 when selected)

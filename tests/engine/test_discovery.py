@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from remat_lint.cli import main
-from remat_lint.discovery import discover
-from remat_lint.resolver import Resolver
+from remat_lint.cli.command import main
+from remat_lint.config.discovery import discover
+from remat_lint.config.resolver import Resolver
 
 CONFIG = '[tool.remat-lint]\nextend-exclude = ["pkg/gen", "pkg/sub/*_pb2.py", "top_*.py", "*/keep.py"]\n'
 
@@ -59,7 +59,7 @@ def test_a_walk_outside_the_configuration_root(tree, monkeypatch):
     assert discover([walked], resolver).files == [f"{walked}/gen/g.py", f"{walked}/sub/m.py", f"{walked}/sub/m_pb2.py"]
 
 
-# File discovery (remat_lint/discovery.py) pinned where hand-made edits of 2026-11-25 passed the
+# File discovery (remat_lint/config/discovery.py) pinned where hand-made edits of 2026-11-25 passed the
 # suite: stubs found in a folder, a file named twice linted once, a broken symlink named like a module
 # skipped in a folder walk (not a file to read).
 

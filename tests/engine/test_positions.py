@@ -1,4 +1,4 @@
-"""Positions computed per statement (remat_lint/positions.py) equal libcst's for the whole module."""
+"""Positions computed per statement (remat_lint/engine/positions.py) equal libcst's for the whole module."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from remat_lint.analysis.semantic import SemanticModel, child_nodes
-from remat_lint.positions import Positions
+from remat_lint.engine.positions import Positions
 
 ROOT = Path(__file__).resolve().parents[2]
 TRICKY = {

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from remat_lint import engine
-from remat_lint.prefilter import API_GROUPS, Prefilter, Verdict, api_qnames, prefilter_for
+from remat_lint.engine import lint as engine
+from remat_lint.engine.prefilter.stages import API_GROUPS, Prefilter, Verdict, api_qnames, prefilter_for
 from remat_lint.registry import _imported_index, all_rules, rule_index
 
 ROOT = Path(__file__).resolve().parents[2]

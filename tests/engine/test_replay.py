@@ -1,4 +1,4 @@
-"""An unchanged invocation replays its last output (remat_lint/replay.py): byte for byte, with the
+"""An unchanged invocation replays its last output (remat_lint/cache/replay.py): byte for byte, with the
 same exit code; never after anything it read, listed or looked for has changed."""
 
 from __future__ import annotations
@@ -16,7 +16,10 @@ from typing import Callable
 
 import pytest
 
-from remat_lint import cache, cli, launch, recording, replay
+from remat_lint.cache import recording, replay
+from remat_lint.cache import result_cache as cache
+from remat_lint.cli import command as cli
+from remat_lint.cli import launch
 
 BAD = "import jax\ng = jax.checkpoint(lambda x: x, policy='dots_saveable')\n"
 QUIET = "import jax\ng = jax.checkpoint(lambda x: x, policy= dots_saveable )\n"  # as long as BAD, no finding
@@ -303,7 +306,7 @@ def test_editing_the_module_a_finding_depends_on_is_a_miss(tmp_path, lint, monke
 
 
 SHOW_IMPORTS = (
-    "import sys\nfrom remat_lint.launch import main\ncode = main()\n"
+    "import sys\nfrom remat_lint.cli.launch import main\ncode = main()\n"
     "print(sorted(m for m in sys.modules if m.startswith('remat_lint') or m in ('hashlib', 'argparse')), file=sys.stderr)\n"
     "sys.exit(code)\n"
 )
@@ -315,7 +318,10 @@ def test_the_launcher_replays_importing_nothing_but_itself(project):
 
     time.sleep(recording.RACY_NS / 1e9)  # the project's files were just made: their change times are 'racy'
     first = launch_("pkg")  # creates the cache in the working directory, which Python lists for imports
-    replayed = "['remat_lint', 'remat_lint.broken_pipe', 'remat_lint.launch', 'remat_lint.replay']"
+    replayed = str(
+        ["remat_lint", "remat_lint.cache", "remat_lint.cache.replay"]
+        + ["remat_lint.cli", "remat_lint.cli.broken_pipe", "remat_lint.cli.launch"]
+    )
     for _ in range(3):  # a run records unless someone edited remat-lint's code in the last 2 s (a shared tree)
         again = launch_("pkg")
         if again.stderr.decode().splitlines()[-1] == replayed:
@@ -327,7 +333,7 @@ def test_the_launcher_replays_importing_nothing_but_itself(project):
         == first.stderr.splitlines()[:-1]
         == [b"Found 1 error.", b"[*] 1 fixable with the `--fix` option."]
     )
-    assert "remat_lint.cli" in first.stderr.decode()
+    assert "remat_lint.cli.command" in first.stderr.decode()
     assert again.stderr.decode().splitlines()[-1] == replayed
     [record] = (project / ".remat_lint_cache" / "replay").iterdir()
     inputs = {path for path, *_ in marshal.loads(record.read_bytes()[replay.TAG_BYTES :])[2]}
@@ -336,7 +342,7 @@ def test_the_launcher_replays_importing_nothing_but_itself(project):
     assert (module.returncode, module.stdout) == (1, first.stdout)
 
 
-# Replays (remat_lint/replay.py, recording.py) pinned where hand-made edits of 2026-11-25 passed
+# Replays (remat_lint/cache/replay.py, recording.py) pinned where hand-made edits of 2026-11-25 passed
 # tests/engine/test_replay.py: the invocation's key (working directory, HOME, import path), records found
 # from a subfolder, the newest records kept, and runs that must leave no record (a write opened
 # read-write, bytes printed past the text stream, an error exit, a probe relative to a folder

@@ -1,4 +1,4 @@
-"""Only what a real run of this user recorded is replayed (remat_lint/replay.py, docs/cache.md):
+"""Only what a real run of this user recorded is replayed (remat_lint/cache/replay.py, docs/cache.md):
 forged records, records in a parent's cache folder, invocations that are never recorded, stale
 inputs, untrusted folders, and where the cache folder is (--cache-dir, REMAT_LINT_CACHE_DIR)."""
 
@@ -12,8 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from remat_lint import cache, cli, recording, replay
-from remat_lint.results import FileResult
+from remat_lint.cache import recording, replay
+from remat_lint.cache import result_cache as cache
+from remat_lint.cli import command as cli
+from remat_lint.engine.results import FileResult
 from tests.engine import test_replay
 from tests.engine.test_replay import BAD, QUIET, age, primed
 
@@ -88,7 +90,7 @@ def test_an_invocation_that_is_never_recorded_is_never_replayed(project, argv, m
     for folder in (project / ".remat_lint_cache", project.parent / ".remat_lint_cache"):
         forge(folder, argv, secret, full_inputs("pkg"))
     monkeypatch.setattr(replay, "replay", lambda invocation: pytest.fail("a record was looked for"))
-    from remat_lint import launch
+    from remat_lint.cli import launch
 
     monkeypatch.setattr(cli, "main", lambda argv: 7)
     assert launch.main(argv) == 7

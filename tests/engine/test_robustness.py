@@ -13,7 +13,7 @@ import hypothesmith
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from remat_lint.engine import lint_source
+from remat_lint.engine.lint import lint_source
 from remat_lint.registry import all_rules
 
 ALL = frozenset(rule.code for rule in all_rules())

@@ -1,4 +1,4 @@
-"""The runner (remat_lint/runner.py), pinned where a hand-made edit of 2026-11-25 passed the
+"""The runner (remat_lint/engine/runner.py), pinned where a hand-made edit of 2026-11-25 passed the
 suite: a warm run (findings from the cache) shows the source lines of its findings and gives
 SARIF the same fingerprints as the cold run."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from remat_lint.cli import main
+from remat_lint.cli.command import main
 
 BAD = "import jax\ng = jax.checkpoint(lambda x: x, policy='dots_saveable')\n"
 

@@ -9,9 +9,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from remat_lint import runner
-from remat_lint.config import Settings
-from remat_lint.resolver import Resolver
+from remat_lint.config.resolver import Resolver
+from remat_lint.config.settings import Settings
+from remat_lint.engine import runner
 
 ROOT = Path(__file__).resolve().parents[2]
 BAD = "import jax\ng = jax.checkpoint(f, policy='dots_saveable')\n"  # REM001, a per-file rule
@@ -38,9 +38,9 @@ def _modules_after(args: list[str], cwd: Path) -> tuple[str, list[str]]:
     """Run the CLI in a fresh interpreter; its output and which heavy modules it imported."""
     script = (
         "import json, sys\n"
-        "from remat_lint.cli import main\n"
+        "from remat_lint.cli.command import main\n"
         f"code = main({args!r})\n"
-        "heavy = [m for m in sys.modules if m == 'libcst' or m.startswith(('remat_lint.rules.', 'remat_lint.reporters.'))]\n"
+        "heavy = [m for m in sys.modules if m == 'libcst' or m.startswith(('remat_lint.rules.', 'remat_lint.output.reporters.'))]\n"
         "print(json.dumps(heavy), file=sys.stderr)\n"
     )
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=cwd)
@@ -55,7 +55,7 @@ def test_warm_run_imports_no_libcst_no_rule_and_one_reporter(tmp_path):
     warm_out, warm = _modules_after(["--output-format", "concise", "model.py", "plain.py"], tmp_path)
     assert warm_out == cold_out and "REM001" in warm_out
     # A stale remat_lint/rule_table.py (`python -m remat_lint.docs` regenerates it) imports every rule.
-    assert warm == ["remat_lint.reporters.text"]
+    assert warm == ["remat_lint.output.reporters.text"]
 
 
 def _flake8_imports_libcst(path: str, cwd: Path) -> tuple[bool, int]:
@@ -92,7 +92,7 @@ def test_warm_run_with_a_project_wide_finding_imports_no_libcst(tmp_path):
     assert warm == [
         "remat_lint.rules.rem101_checkpoint_whole_loss",
         "remat_lint.rules.rem102_checkpoint_last_stage",
-        "remat_lint.reporters.text",
+        "remat_lint.output.reporters.text",
     ]
 
 
@@ -123,7 +123,7 @@ def test_warm_run_confirming_rem003_and_rem011_imports_no_libcst(tmp_path):
 
 
 def test_cold_run_on_remat_words_outside_the_code_imports_no_libcst(tmp_path):
-    """Stage 3 from the text (remat_lint/text_references.py) rejects, in the main process, a file
+    """Stage 3 from the text (remat_lint/engine/prefilter/text_references.py) rejects, in the main process, a file
     whose remat words sit in a docstring, a comment, a string or on a module holding no API: a
     cold run parses nothing, so it imports no libcst and starts no worker."""
     (tmp_path / "io.py").write_text(
@@ -132,6 +132,6 @@ def test_cold_run_on_remat_words_outside_the_code_imports_no_libcst(tmp_path):
     )
     (tmp_path / "model.py").write_text(BAD)
     out, imported = _modules_after(["--no-cache", "--output-format", "concise", "io.py"], tmp_path)
-    assert out == "" and imported == ["remat_lint.reporters.text"]
+    assert out == "" and imported == ["remat_lint.output.reporters.text"]
     out, imported = _modules_after(["--no-cache", "--output-format", "concise", "io.py", "model.py"], tmp_path)
     assert "REM001" in out and "libcst" in imported  # the same run with a file to parse: the check above can fail

@@ -1,4 +1,4 @@
-"""Prefilter stage 3 from the text (remat_lint/text_references.py): it may reject a file only
+"""Prefilter stage 3 from the text (remat_lint/engine/prefilter/text_references.py): it may reject a file only
 where the ``ast`` check rejects it, and it rejects most of what that check rejects."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from remat_lint.prefilter import (
+from remat_lint.engine.prefilter.stages import (
     _GROUP_TOKENS,
     _SUBSTRINGS,
     API_GROUPS,
@@ -20,7 +20,7 @@ from remat_lint.prefilter import (
     _related,
     api_qnames,
 )
-from remat_lint.text_references import TextReferences
+from remat_lint.engine.prefilter.text_references import TextReferences
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 

@@ -1,6 +1,6 @@
 """A worker that dies on one file (out of memory, an abort in the parser) costs that file a REM000
 and nothing else: the run goes on and every other file's findings are reported
-(remat_lint/runner.py's supervisor). The crash is injected into the forked workers."""
+(remat_lint/engine/runner.py's supervisor). The crash is injected into the forked workers."""
 
 from __future__ import annotations
 
@@ -10,7 +10,9 @@ import sys
 
 import pytest
 
-from remat_lint import cli, engine, runner
+from remat_lint.cli import command as cli
+from remat_lint.engine import lint as engine
+from remat_lint.engine import runner
 
 BAD = "import jax\ng = jax.checkpoint(lambda x: x, policy='dots_saveable')\n"
 

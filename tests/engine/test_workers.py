@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from remat_lint import runner
-from remat_lint.config import Settings
-from remat_lint.resolver import Resolver
+from remat_lint.config.resolver import Resolver
+from remat_lint.config.settings import Settings
+from remat_lint.engine import runner
 
 BAD = "import jax\ng = jax.checkpoint(lambda x: x, policy='dots_saveable')\n"  # REM001
 PLAIN = "import numpy as np\nx = np.ones(3)\n"

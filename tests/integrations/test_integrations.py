@@ -39,11 +39,11 @@ def test_pre_commit_manifest_is_valid_and_declares_the_hook():
 
 def test_pre_commit_entry_is_a_console_script_of_the_package():
     pyproject = (ROOT / "pyproject.toml").read_text()
-    assert 'remat-lint = "remat_lint.launch:main"' in pyproject
+    assert 'remat-lint = "remat_lint.cli.launch:main"' in pyproject
 
 
 def test_force_exclude_applies_excludes_to_named_files(tmp_path, monkeypatch, capsys):
-    from remat_lint.cli import main
+    from remat_lint.cli.command import main
 
     (tmp_path / "pyproject.toml").write_text('[tool.remat-lint]\nextend-exclude = ["fixtures"]\n')
     (tmp_path / "fixtures").mkdir()

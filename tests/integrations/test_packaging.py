@@ -46,5 +46,5 @@ def test_wheel_ships_the_rules(wheel):
 def test_wheel_declares_cli_and_flake8_entry_points(wheel):
     [entry_points] = [n for n in wheel.namelist() if n.endswith("entry_points.txt")]
     text = wheel.read(entry_points).decode()
-    assert "remat-lint = remat_lint.launch:main" in text
+    assert "remat-lint = remat_lint.cli.launch:main" in text
     assert "[flake8.extension]" in text and "REM = remat_lint.flake8_plugin:Plugin" in text

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from remat_lint import cli
+from remat_lint.cli import command as cli
 from remat_lint.docs import END, START, rules_page, rules_table
 from remat_lint.registry import all_rules
 

@@ -12,7 +12,8 @@ def test_linting_never_imports_the_server(tmp_path: Path) -> None:
     (tmp_path / "model.py").write_text('import jax\n\ng = jax.checkpoint(print, policy="dots_saveable")\n')
     script = textwrap.dedent(f"""
         import sys
-        from remat_lint import cli, flake8_plugin  # noqa: F401
+        from remat_lint.cli import command as cli  # noqa: F401
+        from remat_lint import flake8_plugin
         code = cli.main(["--no-cache", {str(tmp_path / "model.py")!r}])
         print(code, sorted(m for m in sys.modules if m.split(".")[0] in ("pygls", "lsprotocol") or m.startswith("remat_lint.server")))
     """)

@@ -590,7 +590,7 @@ def test_discarded_flax_remat_leaves_the_module_unchanged():
 
 
 def test_discarded_checkpoint_is_quiet_in_test_files():
-    from remat_lint.engine import lint_source
+    from remat_lint.engine.lint import lint_source
 
     code = "import jax\njax.checkpoint(f)"  # a test checking that wrapping succeeds
     assert lint_source("tests/test_remat.py", code, frozenset({"REM007"}), is_test_file=True).findings == []

@@ -12,7 +12,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from remat_lint import cli
+from remat_lint.cli import command as cli
 
 STRING_POLICY = "import jax\ng = jax.checkpoint(lambda x: x, policy='dots_saveable')\n"
 # Two identical findings in a.py; in b.py a non-ASCII character before the finding on its line.

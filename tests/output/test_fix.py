@@ -12,12 +12,12 @@ import sys
 
 import pytest
 
-from remat_lint import autofix
-from remat_lint.autofix import fixable
-from remat_lint.cli import main
+from remat_lint.cli.command import main
+from remat_lint.engine.results import SourceFile
 from remat_lint.findings import Applicability, Finding, Fix, Position, Severity, TextEdit
-from remat_lint.fixes import apply_edits, non_overlapping
-from remat_lint.results import SourceFile
+from remat_lint.output import autofix
+from remat_lint.output.autofix import fixable
+from remat_lint.output.fixes import apply_edits, non_overlapping
 
 MODULE = """\
 import jax
@@ -263,7 +263,7 @@ def test_a_fix_that_noqa_blocks_is_shown_as_display_only(tmp_path, cli):
     assert cli("--fix", "m.py")[0] == 1
 
 
-# Applying fixes together (remat_lint/fixes.py), pinned where a hand-made edit of 2026-11-25
+# Applying fixes together (remat_lint/output/fixes.py), pinned where a hand-made edit of 2026-11-25
 # passed the suite: two insertions at one point are not applied in the same pass (the same import
 # would be added twice; the second waits for the re-lint); a whole line inserted above a line with a
 # ``# noqa`` changes no line the noqa covers, so ``--fix`` applies it.

@@ -1,4 +1,4 @@
-"""--fix keeps the user's file as it was, except the fix (remat_lint/rewrite.py): the old or the
+"""--fix keeps the user's file as it was, except the fix (remat_lint/output/rewrite.py): the old or the
 new text whenever the run is killed and when two runs fix one tree at once, no temporary file
 left, mode and owner kept, read-only files and files with hard links refused with a message."""
 
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from remat_lint.cli import main
+from remat_lint.cli.command import main
 from tests.output.test_fix import FIXED, MODULE
 
 FILES = 30

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from remat_lint.cli import main
+from remat_lint.cli.command import main
 from remat_lint.findings import Finding, Position, Severity
-from remat_lint.reporters.github import github
+from remat_lint.output.reporters.github import github
 
 ANNOTATION = re.compile(
     r"^::(?P<level>error|warning|notice) "

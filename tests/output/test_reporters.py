@@ -8,8 +8,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from remat_lint.cli import main
-from remat_lint.reporters.github import SHOWN_PER_LEVEL
+from remat_lint.cli.command import main
+from remat_lint.output.reporters.github import SHOWN_PER_LEVEL
 from tests.engine.test_notebooks import NOTEBOOK
 
 BAD_LINE = "g = jax.checkpoint(lambda x: x, policy='dots_saveable')"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from remat_lint.cli import main
+from remat_lint.cli.command import main
 from remat_lint.registry import rule_by_code
 
 # The OASIS SARIF 2.1.0 schema (errata01), vendored: https://docs.oasis-open.org/sarif/sarif/v2.1.0/
@@ -135,7 +135,7 @@ def test_no_findings_is_still_a_valid_log(tmp_path, monkeypatch, capsys):
 
 def test_trace_verdict_travels_with_the_result():
     from remat_lint.findings import Finding, Position, Severity
-    from remat_lint.reporters.sarif import sarif_log
+    from remat_lint.output.reporters.sarif import sarif_log
 
     f = Finding("REM001", "policy-not-callable", Severity.ERROR, "msg", "a.py", Position(1, 0), Position(1, 1))
     f.trace = {"status": "refuted", "evidence": {"error": None}, "reason": "grad ran"}

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from remat_lint import cli
+from remat_lint.cli import command as cli
 
 FINDING = "g = jax.checkpoint(lambda x: x, policy='dots_saveable')"
 CLEAN = "g = jax.checkpoint(lambda x: x, policy=jax.checkpoint_policies.dots_saveable)"

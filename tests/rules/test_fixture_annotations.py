@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from remat_lint import cli
+from remat_lint.cli import command as cli
 from tests.fixture_runs import FIXTURES, ROOT, fixture_id
 
 EXPECT = re.compile(r"#\s*expect:\s*(?P<codes>REM\d{3}(?:\s*,\s*REM\d{3})*)")

@@ -7,9 +7,9 @@ import textwrap
 
 import pytest
 
-from remat_lint.config import RuleSelection, Settings
-from remat_lint.resolver import Resolver
-from remat_lint.runner import run
+from remat_lint.config.resolver import Resolver
+from remat_lint.config.settings import RuleSelection, Settings
+from remat_lint.engine.runner import run
 from tests.helpers import lint
 
 PACKAGE_INIT = """

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from remat_lint import cli
+from remat_lint.cli import command as cli
 from tests.helpers import lint
 
 GUARDED = """

@@ -11,12 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from remat_lint import engine, runner
-from remat_lint.cli import main
-from remat_lint.config import RuleSelection, Settings
+from remat_lint.cli.command import main
+from remat_lint.config.resolver import Resolver
+from remat_lint.config.settings import RuleSelection, Settings
+from remat_lint.engine import lint as engine
+from remat_lint.engine import runner
+from remat_lint.engine.runner import run
 from remat_lint.flake8_plugin import Plugin
-from remat_lint.resolver import Resolver
-from remat_lint.runner import run
 from tests.helpers import lint as lint_one
 
 LAYERS = """

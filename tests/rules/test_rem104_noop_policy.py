@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from remat_lint import cli
+from remat_lint.cli import command as cli
 
 
 def test_an_older_target_jax_words_anything_except_as_breaking_on_upgrade(tmp_path, capsys, monkeypatch) -> None:

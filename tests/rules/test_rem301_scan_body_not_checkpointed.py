@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from remat_lint.cli import main
+from remat_lint.cli.command import main
 from remat_lint.project.summary import ModuleSummary
 from tests.analysis.test_project import cli, make_project
 from tests.helpers import lint

@@ -15,9 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from remat_lint import config, registry
-from remat_lint.config import RuleSelection, Settings
-from remat_lint.engine import lint_source
+from remat_lint import registry
+from remat_lint.config import settings as config
+from remat_lint.config.settings import RuleSelection, Settings
+from remat_lint.engine.lint import lint_source
 from remat_lint.registry import TABLE, _imported_index, all_rules, rule_class, rule_index, rule_info, table_source
 from remat_lint.rule import FixAvailability
 from tests.helpers import lint
@@ -109,7 +110,7 @@ def test_warm_run_imports_no_rule_module_and_no_libcst(tmp_path, output_format):
     (tmp_path / "pyproject.toml").write_text("[tool.remat-lint]\n", encoding="utf-8")
     script = (
         "import json, sys\n"
-        "from remat_lint.cli import main\n"
+        "from remat_lint.cli.command import main\n"
         "try:\n"
         f"    main(['--output-format', {output_format!r}, 'model.py'])\n"
         "except SystemExit:\n"

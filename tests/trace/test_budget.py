@@ -213,7 +213,7 @@ def test_parse_budget_rejects(text: str) -> None:
 
 
 def test_cli_usage_errors(capsys: pytest.CaptureFixture[str]) -> None:
-    from remat_lint.cli import main
+    from remat_lint.cli.command import main
 
     assert main(["--memory-budget", "0.5", str(DEMO)]) == 2
     assert "--memory-budget needs --trace" in capsys.readouterr().err

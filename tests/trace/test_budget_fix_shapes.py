@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from remat_lint import cli
-from remat_lint.autofix import FixedFile
-from remat_lint.results import SourceFile
+from remat_lint.cli import command as cli
+from remat_lint.engine.results import SourceFile
+from remat_lint.output.autofix import FixedFile
 from remat_lint.trace import budget_fix
 from remat_lint.trace.budget_fix import Change, rewrite
 
@@ -116,7 +116,7 @@ def test_a_fix_that_parses_is_written(
 
 
 def test_lint_fixes_that_do_not_parse_are_not_written(tmp_path: Path) -> None:
-    from remat_lint.autofix import write_fixes
+    from remat_lint.output.autofix import write_fixes
 
     path = tmp_path / "a.py"
     path.write_text("x = 1\n", encoding="utf-8")

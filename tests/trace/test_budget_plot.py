@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from remat_lint.cli import main
+from remat_lint.cli.command import main
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from remat_lint.cli import main
+from remat_lint.cli.command import main
 from remat_lint.trace import driver
 from remat_lint.trace.driver import SiteReport, TraceOptions, TraceOutcome
 

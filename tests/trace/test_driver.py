@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from remat_lint.config import Settings
+from remat_lint.config.settings import Settings
 from remat_lint.trace import driver
 
 

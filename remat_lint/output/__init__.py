@@ -1,0 +1,1 @@
+"""What a run hands the user: reporters, fixes and their application, ``# noqa`` handling."""
