@@ -93,7 +93,7 @@ def test_explaining_a_rule_imports_no_rule_module_and_no_libcst():
     libcst import."""
     script = (
         "import json, sys\n"
-        "from remat_lint.cli import main\n"
+        "from remat_lint.cli.command import main\n"
         "code = main(['rule', 'REM001'])\n"
         "loaded = [m for m in sys.modules if m == 'libcst' or m.startswith('remat_lint.rules.')]\n"
         "print(json.dumps([code, loaded]), file=sys.stderr)\n"
