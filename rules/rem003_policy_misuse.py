@@ -4,7 +4,7 @@ import difflib
 from typing import TYPE_CHECKING, Any
 
 from remat_lint.apis import POLICIES, PolicyInfo, is_policy_namespace, policy_info
-from remat_lint.findings import Applicability, Finding, Severity
+from remat_lint.findings import Applicability, Candidate, Finding, Severity
 from remat_lint.lazy_import import LazyModule
 from remat_lint.project.modules import LOCAL
 from remat_lint.rule import FixAvailability, FixSpec, Invalid, Rule
@@ -271,7 +271,7 @@ class PolicyMisuse(Rule):
         for name, table in _module_tables(self.ctx.model):
             if id(table) not in seen:  # other modules may read it by key: the project phase decides
                 for value in self._factory_entries(table):
-                    self._check_uncalled(value, _READ_BY_KEY, pending=True, symbols=[name])
+                    self._check_uncalled(value, _READ_BY_KEY, symbols=[name])
 
     def _factory_entries(self, table: cst.Dict | cst.Call) -> list[cst.BaseExpression]:
         """The entries of a table of policies, when the plain policies in it show that entries are
@@ -298,14 +298,15 @@ class PolicyMisuse(Rule):
         return {"lookups": lookups} if lookups else None
 
     @classmethod
-    def check_project(cls, candidates: list[Finding], module: ProjectModule, project: Project) -> list[Finding]:
+    def check_project(cls, candidates: list[Candidate], module: ProjectModule, project: Project) -> list[Finding]:
         """Confirm the uncalled factories in module-level tables (pending) that another module
         reads by key; the first such lookup is named."""
         from remat_lint.project.model import place, related
 
         kept = []
-        for finding in candidates:
-            symbol = (module.name, str(finding.data["symbols"][0]))
+        for candidate in candidates:
+            finding = candidate.finding
+            symbol = (module.name, candidate.symbols[0])
             reads = sorted(
                 (other.path, row, other)
                 for other, facts in project.facts(cls.code)
@@ -348,7 +349,9 @@ class PolicyMisuse(Rule):
             fix=FixSpec(f"Use the policy `{func}`", [(call, func)]),
         )
 
-    def _check_uncalled(self, value: cst.BaseExpression, where: str, **data: Any) -> None:
+    def _check_uncalled(self, value: cst.BaseExpression, where: str, symbols: list[str] | None = None) -> None:
+        """Report a factory used uncalled; with ``symbols`` (a module-level table other modules may
+        read by key), a candidate for the project phase."""
         info = policy_info(self.ctx.qualified_name(value)) or self._held_factory(value)
         if info is None or info.kind != "factory" or self._expected(value, "TypeError"):
             return
@@ -356,13 +359,15 @@ class PolicyMisuse(Rule):
         hint = CALL_HINTS.get(info.name) or (
             ", ".join(f"{name}=..." for name in info.keyword_only) if info.keyword_only else "'name', ..."
         )
-        self.report(
-            value,
+        text = (
             f"`{code}` is a policy factory used uncalled {where}. JAX accepts it when wrapping, and the first "
             f"grad/vjp calls it as a policy and raises `TypeError: {info.name}() got an unexpected keyword "
-            f"argument ...`; call it: `{code}({hint})`",
-            **data,
+            f"argument ...`; call it: `{code}({hint})`"
         )
+        if symbols is None:
+            self.report(value, text)
+        else:
+            self.candidate(value, symbols, message=text)
 
     def _held_factory(self, value: cst.BaseExpression) -> PolicyInfo | None:
         """The one factory that every value ``value`` can hold is (``pick("names")`` returning

@@ -4,7 +4,7 @@ import os
 import re
 from typing import TYPE_CHECKING
 
-from remat_lint.findings import Applicability, Finding, Severity
+from remat_lint.findings import Applicability, Candidate, Finding, Severity
 from remat_lint.lazy_import import LazyModule
 from remat_lint.project.modules import LOCAL
 from remat_lint.rule import FixAvailability, FixSpec, Invalid, Rule
@@ -224,18 +224,18 @@ class BadStaticArgnums(Rule):
                 "api": site.api.display,
                 "written": self.ctx.code(written.arg.value),
             }  # type: ignore[union-attr]
-            self.report(site.node, "", pending=True, symbols=[ref[1].rsplit(".", 1)[-1]], **data)
+            self.candidate(site.node, [ref[1].rsplit(".", 1)[-1]], data)
 
     @classmethod
-    def check_project(cls, candidates: list[Finding], module: ProjectModule, project: Project) -> list[Finding]:
+    def check_project(cls, candidates: list[Candidate], module: ProjectModule, project: Project) -> list[Finding]:
         """Judge the candidates against the imported class's ``__call__`` signature."""
         kept = []
-        for finding in candidates:
-            found = project.resolve(module, tuple(finding.data["ref"]))
+        for candidate in candidates:
+            finding, data = candidate.finding, candidate.values
+            found = project.resolve(module, tuple(data["ref"]))
             signature = project.modules[found[0]].summary.signatures.get(found[1]) if found else None
             if signature is None or signature.star_args:
                 continue
-            data = finding.data
             where = os.path.relpath(project.modules[found[0]].path, os.path.dirname(module.path))  # type: ignore[index]
             problems = _imported_problems(
                 signature, data["indices"], data["convention"], data["api"], f"{found[1]}.__call__"

@@ -13,7 +13,7 @@ from remat_lint.apis import SCANS
 from remat_lint.apis.flax import PREFIX as FLAX_PREFIX
 from remat_lint.apis.jax import PREFIX as JAX_PREFIX
 from remat_lint.apis.linen import SCANS as LINEN_SCANS
-from remat_lint.findings import Finding, Severity
+from remat_lint.findings import Candidate, Finding, Severity
 from remat_lint.layer_scans import LAYER_WORDS
 from remat_lint.rule import Invalid, Rule
 
@@ -156,7 +156,7 @@ class ScanBodyNotCheckpointed(Rule):
             if in_grad:
                 self.report(body.call, message(scan))
             else:  # the project phase decides (check_project)
-                self.report(body.call, "", pending=True, symbols=symbols, scan=scan)
+                self.candidate(body.call, symbols, {"scan": scan})
 
     @staticmethod
     def collect_facts(ctx: LintContext) -> list[tuple[int, str, str, int]] | None:
@@ -181,7 +181,7 @@ class ScanBodyNotCheckpointed(Rule):
         return facts
 
     @classmethod
-    def check_project(cls, candidates: list[Finding], module: ProjectModule, project: Project) -> list[Finding]:
+    def check_project(cls, candidates: list[Candidate], module: ProjectModule, project: Project) -> list[Finding]:
         """Confirm a scanning function or Flax Module class (pending) that a grad in another module reaches."""
         from remat_lint.project.model import place, related
 
@@ -193,8 +193,9 @@ class ScanBodyNotCheckpointed(Rule):
             for level, name, transform, row in facts
             if (start := project.resolve(other, (level, name))) is not None
         ]
-        for finding in candidates:
-            symbols = [(module.name, str(name)) for name in finding.data["symbols"]]
+        for candidate in candidates:
+            finding = candidate.finding
+            symbols = [(module.name, name) for name in candidate.symbols]
             reaching = sorted(
                 (other.path, row, other, transform)
                 for other, transform, row, start in grads
@@ -203,7 +204,7 @@ class ScanBodyNotCheckpointed(Rule):
             if reaching:
                 _, row, other, transform = reaching[0]
                 where = place(other, row, module)
-                finding.message = message(str(finding.data["scan"]), f"`{transform}` at {where}")
+                finding.message = message(str(candidate.values["scan"]), f"`{transform}` at {where}")
                 finding.data = {"symbol": symbols[0][1], "differentiated_at": where}
                 finding.related = (related(other, row, f"differentiated here by `{transform}`"),)
                 kept.append(finding)
