@@ -212,7 +212,11 @@ def reaching_bindings(model: SemanticModel, name: cst.Name) -> tuple[list[Bindin
     if scope is owner:
         use = statement_of(model, name)
         bindings = [b for b in bindings if b.node is not use and precedes(model, b.node, use)]
-    ordered = sorted(bindings, key=functools.cmp_to_key(lambda x, y: -1 if precedes(model, x.node, y.node) else 1))
+
+    def order(x: Binding, y: Binding) -> int:
+        return -1 if precedes(model, x.node, y.node) else 1
+
+    ordered = sorted(bindings, key=functools.cmp_to_key(order))
     reaching: list[Binding] = []
     for binding in reversed(ordered):
         reaching.append(binding)

@@ -266,7 +266,7 @@ class _Finder:
         if isinstance(parent, cst.BooleanOperation):
             # The left operand is always tested; the right one only when the whole is.
             return parent.left is node or self._in_test(parent)
-        return isinstance(parent, (cst.If, cst.While, cst.Assert, cst.IfExp, cst.CompIf)) and parent.test is node  # type: ignore[union-attr]
+        return isinstance(parent, (cst.If, cst.While, cst.Assert, cst.IfExp, cst.CompIf)) and parent.test is node
 
     def _tested(self, expr: cst.BaseExpression, at: cst.CSTNode, construct: str) -> Iterator[ControlUse]:
         if isinstance(expr, cst.BooleanOperation):

@@ -72,7 +72,7 @@ def linen_constructor(model: SemanticModel, expr: cst.CSTNode, depth: int = 0) -
         binding = _reaching(model, expr) if value is None else None
         if binding is not None and binding.kind == "assign":
             value = binding.value  # re-bound: the assignment that reaches this use
-        elif binding is not None and _target(binding) is not None:
+        elif binding is not None and isinstance(binding.node, cst.For) and _target(binding) is not None:
             return _element_constructor(model, binding.node.iter, depth + 1)  # ``for block in self.blocks``
         return linen_constructor(model, value, depth + 1) if value is not None else None
     owner = _self_class(model, expr.value) if isinstance(expr, cst.Attribute) else None

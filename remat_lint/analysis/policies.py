@@ -127,8 +127,7 @@ def sequence_elements(model: SemanticModel, expr: cst.BaseExpression) -> list[cs
     value = model.assigned_value(expr) if isinstance(expr, cst.Name) else expr
     if not isinstance(value, (cst.Tuple, cst.List, cst.Set)):
         return None
-    mutable = isinstance(expr, cst.Name) and not isinstance(value, cst.Tuple)
-    if mutable and any(
+    if (isinstance(expr, cst.Name) and not isinstance(value, cst.Tuple)) and any(
         isinstance(a.value, cst.Name) and a.value.value == expr.value and a.attr.value in _MUTATORS
         for a in model.attributes
     ):

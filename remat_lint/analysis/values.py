@@ -287,8 +287,9 @@ class Values:
             if self._mutated(table.value):
                 return None
             table = self.model.assigned_value(table)  # type: ignore[assignment]
-        if isinstance(table, cst.Dict) and all(isinstance(e, cst.DictElement) for e in table.elements):
-            return [(self.single(e.key, depth), e.value) for e in table.elements]  # type: ignore[union-attr]
+        entries = [e for e in table.elements if isinstance(e, cst.DictElement)] if isinstance(table, cst.Dict) else []
+        if isinstance(table, cst.Dict) and len(entries) == len(table.elements):  # no ``**other``
+            return [(self.single(e.key, depth), e.value) for e in entries]
         if (
             isinstance(table, cst.Call)
             and self.model.qualified_name(table.func) == "builtins.dict"
@@ -350,6 +351,7 @@ def _subscript_writes(module: cst.Module) -> set[str]:
     stack: list[cst.CSTNode] = [module]
     while stack:
         node = stack.pop()
+        targets: list[cst.CSTNode]
         if isinstance(node, cst.Assign):
             targets = [t.target for t in node.targets]
         elif isinstance(node, (cst.AugAssign, cst.AnnAssign, cst.Del)):
