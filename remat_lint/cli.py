@@ -12,7 +12,7 @@ import gc
 import os
 import sys
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, TextIO, TypeVar
 
 from remat_lint import __version__, autofix, jax_version, recording
 from remat_lint.cache import DEFAULT_DIR, Cache
@@ -29,6 +29,7 @@ from remat_lint.sources import SUFFIX as NOTEBOOK
 from remat_lint.sources import in_cells
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+_T = TypeVar("_T")
 
 
 class UsageError(Exception):
@@ -603,10 +604,15 @@ def _display(result: RunResult) -> None:
     for finding in result.findings:
         shown = display_path(finding.path)
         if shown != finding.path:
-            for by_path in (result.sources, result.notebooks):
-                if finding.path in by_path:
-                    by_path[shown] = by_path[finding.path]  # type: ignore[index]
+            _alias(result.sources, finding.path, shown)
+            _alias(result.notebooks, finding.path, shown)
         finding.path = shown
+
+
+def _alias(by_path: dict[str, _T], path: str, shown: str) -> None:
+    """``by_path``'s entry for ``path`` under ``shown`` too."""
+    if path in by_path:
+        by_path[shown] = by_path[path]
 
 
 def _fix(

@@ -61,11 +61,11 @@ def lint_source(
         return result
     if verdict.needs_only:  # the other rules' prefilters reject the file: they run as if it were not kept
         rules = [rule for rule in rules if rule.prefilter_apis]
-    if verdict.too_deep:  # libcst would crash the process
-        error = verdict.error
+    error = verdict.error
+    if verdict.too_deep and error is not None:  # a nesting limit: libcst would crash the process
         result.findings.append(
             diagnostic(path, f"SyntaxError: {error.msg}", error.lineno or 1, (error.offset or 1) - 1)
-        )  # type: ignore[union-attr]
+        )
         return result
     try:
         module = cst.parse_module(source)

@@ -455,7 +455,7 @@ def project_root(resolver: Resolver, linted: Iterable[str]) -> str | None:
     settings = resolver.in_folder(common)
     if settings.config_file is not None:
         return os.path.abspath(settings.project_root or settings.root)
-    for directory in (common, *Path(common).parents):
+    for directory in (Path(common), *Path(common).parents):
         if any(os.path.exists(os.path.join(directory, marker)) for marker in PROJECT_MARKERS):
             return str(directory)
     return None
