@@ -105,7 +105,8 @@ def project_phase(
             module = project.module_of(result.path)
             try:
                 confirmed = (
-                    rule.check_project(candidates, module, project)
+                    # None only for a rule with project_needs_module = False, whose check_project takes None (REM008)
+                    rule.check_project(candidates, module, project)  # type: ignore[arg-type]
                     if module is not None or not rule.project_needs_module
                     else []
                 )

@@ -136,9 +136,7 @@ class Rule:
         self.ctx.raw_findings.append(RawFinding(type(self), node, message, fix, pending=pending))
 
     @classmethod
-    def check_project(
-        cls, candidates: list[Candidate], module: ProjectModule | None, project: Project
-    ) -> list[Finding]:
+    def check_project(cls, candidates: list[Candidate], module: ProjectModule, project: Project) -> list[Finding]:
         """The project phase of a project-wide rule, after every file was linted: of this rule's
         candidates in one file (``module`` in ``project``; None, for a rule that sets
         ``project_needs_module = False``, when the file has no summary), the findings
@@ -150,7 +148,7 @@ class Rule:
         return []
 
     @staticmethod
-    def collect_facts(ctx: LintContext) -> dict[str, Any] | None:
+    def collect_facts(ctx: LintContext) -> object:
         """Per-file facts for ``check_project``; None when the rule needs none. Plain picklable
         data: facts travel from worker processes and live in the result cache."""
         return None

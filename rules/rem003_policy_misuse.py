@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 import difflib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Sequence
 
 from remat_lint.apis import POLICIES, PolicyInfo, is_policy_namespace, policy_info
 from remat_lint.findings import Applicability, Candidate, Finding, Severity
@@ -221,9 +221,9 @@ class PolicyMisuse(Rule):
             if info is not None:
                 self._check_policy_call(call, info)
             elif qname == "builtins.getattr" and len(call.args) == 2:
-                name = _literal_name(self.ctx, call.args)
-                if name is not None and name not in POLICIES and name not in probed:
-                    self._report_unknown(call, name, call.args[1].value)
+                probe = _literal_name(self.ctx, call.args)
+                if probe is not None and probe not in POLICIES and probe not in probed:
+                    self._report_unknown(call, probe, call.args[1].value)
         for site in self.ctx.sites:
             value = policies.site_policy(site)
             if value is not None:
@@ -312,7 +312,7 @@ class PolicyMisuse(Rule):
                 for other, facts in project.facts(cls.code)
                 if other.name != symbol[0]
                 for ref, row in facts["lookups"]
-                if project.resolve(other, tuple(ref)) == symbol  # type: ignore[arg-type]
+                if project.resolve(other, tuple(ref)) == symbol
             )
             if reads:
                 where = place(reads[0][2], reads[0][1], module)
@@ -490,7 +490,7 @@ class PolicyMisuse(Rule):
         return probed, assigned
 
 
-def _literal_name(ctx: LintContext, args: tuple[cst.Arg, ...] | list[cst.Arg]) -> str | None:
+def _literal_name(ctx: LintContext, args: Sequence[cst.Arg]) -> str | None:
     """``name`` in ``getattr(<policy namespace>, 'name', ...)``."""
     namespace, name = args[0].value, args[1].value
     if not is_policy_namespace(ctx.qualified_name(namespace)) or not isinstance(name, cst.SimpleString):
@@ -508,12 +508,9 @@ def _string_items(model: SemanticModel, value: cst.BaseExpression) -> list[str] 
     """The strings of a list, tuple or set literal of string literals, or of one a name is bound to
     once and never mutated (``NAMES = ["q", "k"]``); None for anything else."""
     elements = policies.sequence_elements(model, value)
-    items = [e.evaluated_value for e in elements or () if isinstance(e, cst.SimpleString)]
-    return (
-        items
-        if elements is not None and len(items) == len(elements) and all(isinstance(i, str) for i in items)
-        else None
-    )  # type: ignore[return-value]
+    values = [e.evaluated_value for e in elements or () if isinstance(e, cst.SimpleString)]
+    items = [v for v in values if isinstance(v, str)]
+    return items if elements is not None and len(items) == len(elements) else None
 
 
 def _uncalled_lookups(model: SemanticModel) -> list[cst.BaseExpression]:
@@ -526,7 +523,7 @@ def _uncalled_lookups(model: SemanticModel) -> list[cst.BaseExpression]:
             continue
         if isinstance(node, cst.Subscript):
             found.append(node.value)
-        elif isinstance(node.func, cst.Attribute) and node.func.attr.value == "get":
+        elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "get":
             found.append(node.func.value)
     return found
 

@@ -168,8 +168,12 @@ class RematModuleInstance(Rule):
         project phase confirms when the class is a linen Module (check_project)."""
         model = self.ctx.model
         target = site.target
-        constructor = target if isinstance(target, cst.Call) else model.assigned_value(target)  # type: ignore[arg-type]
-        ref = ref_of(model, constructor.func) if isinstance(constructor, cst.Call) else None
+        if target is None:
+            return
+        constructor = target if isinstance(target, cst.Call) else model.assigned_value(target)
+        if not isinstance(constructor, cst.Call):
+            return
+        ref = ref_of(model, constructor.func)
         if ref is None or ref[0] == LOCAL or only_where_error_expected(model, site.node, _TARGET_ERROR):
             return
         data = {
@@ -177,8 +181,8 @@ class RematModuleInstance(Rule):
             "api": site.api.display,
             "target": self.ctx.code(target),
             "cls": self.ctx.code(constructor.func),
-        }  # type: ignore[union-attr,arg-type]
-        self.candidate(site.node, [ref[1].rsplit(".", 1)[-1]], data, fix=self._fix(site, constructor))  # type: ignore[arg-type]
+        }
+        self.candidate(site.node, [ref[1].rsplit(".", 1)[-1]], data, fix=self._fix(site, constructor))
 
     @classmethod
     def check_project(cls, candidates: list[Candidate], module: ProjectModule, project: Project) -> list[Finding]:
@@ -186,7 +190,7 @@ class RematModuleInstance(Rule):
         kept = []
         for candidate in candidates:
             finding, data = candidate.finding, candidate.values
-            symbol = project.resolve(module, tuple(data["ref"]))  # type: ignore[arg-type]
+            symbol = project.resolve(module, tuple(data["ref"]))
             if symbol is not None and project.base_names(symbol) & LINEN_MODULE_CLASSES:
                 finding.message = _instance_message(data["api"], data["target"], data["cls"])
                 finding.data = {"class": symbol[1]}

@@ -171,10 +171,12 @@ class UnknownCheckpointName(Rule):
                 unknown.setdefault(id(use.node), []).append(use)
         for group in unknown.values():
             use = group[0]
-            data = {"names": [u.name for u in group], "factory": use.factory, "role": use.role, "via": use.via}
-            # Decided with the whole project in view (pending); ``symbols``: a file that mentions one
-            # of the names is read for the project phase.
-            self.candidate(use.node, data["names"], data, message=message(names.declared, **data))
+            unknown_names = [u.name for u in group]
+            data = {"names": unknown_names, "factory": use.factory, "role": use.role, "via": use.via}
+            text = message(names.declared, unknown_names, use.factory, use.role, use.via)
+            # Decided with the whole project in view; ``symbols``: a file that mentions one of the
+            # names is read for the project phase.
+            self.candidate(use.node, unknown_names, data, message=text)
 
     @staticmethod
     def collect_facts(ctx: LintContext) -> dict[str, Any]:

@@ -134,7 +134,9 @@ class IgnoredStaticArgnames(Rule):
         names = _string_literals(arg.value)
         if not names or "static_argnums" in site.keywords or site.has_star_args:
             return None
-        target = site.target if isinstance(site.target, cst.FunctionDef) else self.ctx.model.definition(site.target)
+        target = site.target
+        if not isinstance(target, cst.FunctionDef):
+            target = self.ctx.model.definition(target) if target is not None else None
         if not isinstance(target, (cst.FunctionDef, cst.Lambda)):
             return None
         positional = [p.name.value for p in (*target.params.posonly_params, *target.params.params)]

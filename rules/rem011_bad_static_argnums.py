@@ -216,14 +216,14 @@ class BadStaticArgnums(Rule):
             if site.target is not None and static_args.convention(site) != "jax"
             else None
         )
-        if ref is not None and ref[0] != LOCAL:
+        if ref is not None and ref[0] != LOCAL and written.arg is not None:
             data = {
                 "ref": ref,
                 "indices": written.indices,
                 "convention": static_args.convention(site),
                 "api": site.api.display,
                 "written": self.ctx.code(written.arg.value),
-            }  # type: ignore[union-attr]
+            }
             self.candidate(site.node, [ref[1].rsplit(".", 1)[-1]], data)
 
     @classmethod
@@ -234,20 +234,20 @@ class BadStaticArgnums(Rule):
             finding, data = candidate.finding, candidate.values
             found = project.resolve(module, tuple(data["ref"]))
             signature = project.modules[found[0]].summary.signatures.get(found[1]) if found else None
-            if signature is None or signature.star_args:
+            if found is None or signature is None or signature.star_args:
                 continue
-            where = os.path.relpath(project.modules[found[0]].path, os.path.dirname(module.path))  # type: ignore[index]
+            where = os.path.relpath(project.modules[found[0]].path, os.path.dirname(module.path))
             problems = _imported_problems(
                 signature, data["indices"], data["convention"], data["api"], f"{found[1]}.__call__"
-            )  # type: ignore[index]
+            )
             if problems:
                 why = "; ".join(dict.fromkeys(problems))
                 finding.message = (
                     f"`static_argnums={data['written']}` fails or selects the wrong argument in `{data['api']}`. "
-                    f"{why[0].upper()}{why[1:]} (`{found[1]}` is defined in {where})"  # type: ignore[index]
+                    f"{why[0].upper()}{why[1:]} (`{found[1]}` is defined in {where})"
                 )
-                finding.data = {"class": found[1], "defined_in": where}  # type: ignore[index]
-                definition = project.definition(found, f"`{found[1]}` is defined here")  # type: ignore[arg-type]
+                finding.data = {"class": found[1], "defined_in": where}
+                definition = project.definition(found, f"`{found[1]}` is defined here")
                 finding.related = (definition,) if definition is not None else ()
                 kept.append(finding)
         return kept
@@ -381,7 +381,7 @@ class BadStaticArgnums(Rule):
         selected = [static_args.select(site, fn, index).param for index in indices]
         if not selected or any(p is None for p in selected):
             return []
-        positions = [fn.args.index(p) + shift for p in selected]  # type: ignore[arg-type]
+        positions = [fn.args.index(p) + shift for p in selected]
         if not all(0 <= position < len(fn.args) for position in positions):
             return []
         meant = [fn.args[position] for position in positions]
@@ -501,7 +501,7 @@ def _trailing_comment(ctx, site: RematSite, arg: cst.Arg) -> str | None:  # type
         holder = ctx.model.parent(holder)
     if holder is None or "\n" in ctx.code(holder).strip("\n"):
         return None
-    trailing = holder.trailing_whitespace  # type: ignore[union-attr]
+    trailing = holder.trailing_whitespace
     return _first_comment(trailing.comment.value) if trailing.comment is not None else None
 
 

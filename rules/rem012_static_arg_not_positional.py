@@ -101,6 +101,7 @@ class StaticArgNotPositional(Rule):
     ]
 
     def check(self) -> None:
+        from remat_lint.analysis.bodies import is_call_method
         from remat_lint.analysis.static_args import convention, fails_at_wrap, static_argnums
         from remat_lint.analysis.tracing import flax_class_target, invocations
 
@@ -112,9 +113,7 @@ class StaticArgNotPositional(Rule):
                 or fn.site.api.family not in ("jax", "haiku", "flax")
             ):
                 continue
-            if fn.site.api.family == "flax" and not (
-                flax_class_target(model, fn.site) and fn.node.name.value == "__call__"
-            ):
+            if fn.site.api.family == "flax" and not (flax_class_target(model, fn.site) and is_call_method(fn.node)):
                 continue  # a lifted function is called with its Module first; another method is not called as ``m(...)``
             written = static_argnums(fn.site)
             if not written.indices or fn.site.has_star_args or fails_at_wrap(model, fn.site) or written.form == "list":

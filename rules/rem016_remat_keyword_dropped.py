@@ -92,13 +92,14 @@ class RematKeywordDropped(Rule):
     ]
 
     def check(self) -> None:
+        from remat_lint.analysis.bodies import is_call_method
         from remat_lint.analysis.exports import exported_name
         from remat_lint.analysis.tracing import flax_class_target, invocations
 
         model = self.ctx.model
         for fn in self.ctx.bodies.functions:
             site = fn.site
-            if site.api.qname != PARTITIONING_REMAT or not fn.entry or fn.node.name.value != "__call__":
+            if site.api.qname != PARTITIONING_REMAT or not fn.entry or not is_call_method(fn.node):
                 continue
             if not flax_class_target(model, site):
                 continue

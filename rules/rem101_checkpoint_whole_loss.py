@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Iterator
 
-from remat_lint.apis import DIFF_APIS
+from remat_lint.apis import DIFF_APIS, VJPS
 from remat_lint.findings import Candidate, Finding, Severity
 from remat_lint.rule import Invalid, Rule
 
@@ -199,7 +199,7 @@ class CheckpointWholeLoss(Rule):
 
     def _whole_checkpoint(self, d: Differentiation) -> RematSite | None:
         """The outermost checkpoint wrapping all of ``d``'s function, when nothing exempts it."""
-        from remat_lint.analysis.differentiation import VJPS, pullback_deferred
+        from remat_lint.analysis.differentiation import pullback_deferred
         from remat_lint.analysis.smoke_tests import in_smoke_test
 
         sites = d.denoted.sites or d.denoted.wrapped

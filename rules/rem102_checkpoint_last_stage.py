@@ -266,7 +266,7 @@ class CheckpointLastStage(Rule):
             skip = id(site) in differentiated or self._exempt(site)
             name = exported_name(self.ctx.model, site) if not skip else None
             if name is not None:
-                of = {name: {"after": [], "through": []}}
+                of: dict[str, dict[str, list[str]]] = {name: {"after": [], "through": []}}
                 self.candidate(site.node, [name], {"called": name, "of": of, "checkpoint": True})
 
     def _exported(self, functions: list[cst.FunctionDef]) -> None:

@@ -176,6 +176,11 @@ def receiver_class(model: SemanticModel, expr: cst.CSTNode) -> cst.ClassDef | No
     return model.functions[id(owner)].class_node
 
 
+def is_call_method(node: Function) -> bool:
+    """``node`` is a ``__call__`` def (a lambda is no method)."""
+    return isinstance(node, cst.FunctionDef) and node.name.value == "__call__"
+
+
 def is_instance_method(model: SemanticModel, node: cst.FunctionDef) -> bool:
     info = model.functions.get(id(node))
     if info is None or info.class_node is None or not positional_params(node):

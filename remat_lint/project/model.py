@@ -125,8 +125,8 @@ class Project:
             return (target.name, name)
         ref = target.summary.imports.get(name)
         if ref is not None:  # re-exported: ``from .losses import loss_fn`` in a package's __init__
-            dotted = absolute(ref, target.name, target.package)
-            return self._lookup(dotted, depth + 1) if dotted is not None else None
+            exported = absolute(ref, target.name, target.package)
+            return self._lookup(exported, depth + 1) if exported is not None else None
         return None
 
     def values(
