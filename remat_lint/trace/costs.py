@@ -167,8 +167,10 @@ class Program:
                 analysis = (
                     (analysis[0] if analysis else {}) if isinstance(analysis, (list, tuple)) else (analysis or {})
                 )
-                temp = compiled.memory_analysis().temp_size_in_bytes
-                self._by_text[text] = Costs(int(temp), float(analysis.get("flops", math.nan)))
+                memory = compiled.memory_analysis()
+                if memory is None:  # a backend without it: no costs to compare (the caller's compile failure)
+                    raise RuntimeError("XLA gave no memory analysis for the compiled program")
+                self._by_text[text] = Costs(int(memory.temp_size_in_bytes), float(analysis.get("flops", math.nan)))
             self._cache[key] = self._by_text[text]
         return self._cache[key]
 

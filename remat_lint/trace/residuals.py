@@ -139,7 +139,9 @@ def _policies(program: Program, site: Site) -> list[dict[str, Any]]:
     variants = VARIANTS if site.prevent_cse else {**VARIANTS, "prevent_cse=True": Edit(params={"prevent_cse": True})}
     try:
         edits = {name: edits_for([site], edit) for name, edit in variants.items()}
-        rows = {name: {"policy": name, "residual_bytes": program.residual_bytes(e)} for name, e in edits.items()}
+        rows: dict[str, dict[str, Any]] = {
+            name: {"policy": name, "residual_bytes": program.residual_bytes(e)} for name, e in edits.items()
+        }
         lowest = program.costs({}).temp_bytes  # as written: what the verdicts compile
         small = sum(1 for _ in walk(program.closed.jaxpr)) <= SMALL_PROGRAM
         for name in sorted(rows, key=lambda n: rows[n]["residual_bytes"]):
