@@ -171,7 +171,7 @@ def _fix_file(
         if not chosen:
             return current
         try:
-            new = current.apply([e for f in chosen for e in f.fix.edits])  # type: ignore[union-attr]
+            new = current.apply([e for f in chosen for e in f.fix.edits])  # type: ignore[union-attr]  # ``fixable`` keeps findings with a fix
             new.data()
         except UnicodeEncodeError:
             outcome.warnings.append(

@@ -12,7 +12,7 @@ import gc
 import os
 import sys
 from pathlib import Path
-from typing import Any, TextIO, TypeVar
+from typing import Any, NoReturn, TextIO, TypeVar
 
 from remat_lint import __version__, autofix, jax_version, recording
 from remat_lint.cache import DEFAULT_DIR, Cache
@@ -37,7 +37,7 @@ class UsageError(Exception):
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         raise UsageError(message)
 
 
@@ -672,7 +672,7 @@ def _report(
         if args.output_file:
             _write_report(args.output_file, reporter(args.output_format)(shown, sources))
         elif args.output_format in ("full", "concise") and _colour(args.color, out):
-            out.write(reporter(args.output_format)(shown, sources, colour=True))  # type: ignore[call-arg]
+            out.write(reporter(args.output_format)(shown, sources, colour=True))  # type: ignore[call-arg]  # Only the full and concise reporters take ``colour`` (checked above).
         else:
             out.write(reporter(args.output_format)(shown, sources))
     for form, path in args.extra_output:

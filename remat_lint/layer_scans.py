@@ -114,9 +114,12 @@ def _bindings(target: ast.AST, value: ast.expr | None) -> Iterator[tuple[str, as
     elif isinstance(target, ast.Attribute):
         yield target.attr, value
     elif isinstance(target, (ast.Tuple, ast.List)):
-        pairs = isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(target.elts)
-        for i, element in enumerate(target.elts):
-            yield from _bindings(element, value.elts[i] if pairs else value)  # type: ignore[attr-defined]
+        if isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(target.elts):
+            for element, item in zip(target.elts, value.elts, strict=True):
+                yield from _bindings(element, item)
+        else:
+            for element in target.elts:
+                yield from _bindings(element, value)
     elif isinstance(target, ast.Starred):
         yield from _bindings(target.value, value)
 

@@ -98,7 +98,7 @@ class Positions:
         # The statement's first token follows its leading (blank or comment) lines, and those of
         # its first decorator.
         decorators = getattr(statement, "decorators", ())
-        leading = len(statement.leading_lines) + (len(decorators[0].leading_lines) if decorators else 0)  # type: ignore[attr-defined]
+        leading = len(statement.leading_lines) + (len(decorators[0].leading_lines) if decorators else 0)  # type: ignore[attr-defined]  # ``statement`` is a statement: it has leading_lines
         offset = first_line - 1 - leading
         lines = sub.code.split("\n")
         if lines and lines[-1] == "":
@@ -150,7 +150,7 @@ def _nested(statement: cst.CSTNode, tree: ast.stmt) -> dict[int, tuple[ast.stmt,
         isinstance(statement, c) and isinstance(tree, a) for c, a in _BODIES
     ):
         return {}
-    return _pairs(block.body, tree.body)  # type: ignore[attr-defined]
+    return _pairs(block.body, tree.body)  # type: ignore[attr-defined]  # ``_BODIES`` pairs only node types with a body
 
 
 def _in_bases(child: cst.CSTNode, tree: ast.stmt) -> bool:

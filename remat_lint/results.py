@@ -105,8 +105,7 @@ def project_phase(
             module = project.module_of(result.path)
             try:
                 confirmed = (
-                    # None only for a rule with project_needs_module = False, whose check_project takes None (REM008)
-                    rule.check_project(candidates, module, project)  # type: ignore[arg-type]
+                    rule.check_project(candidates, module, project)  # type: ignore[arg-type]  # None only for a rule with project_needs_module = False, whose check_project takes None (REM008)
                     if module is not None or not rule.project_needs_module
                     else []
                 )

@@ -228,7 +228,7 @@ class _Scan:
         if textual is False and not named:
             return None
         is_test = settings.is_test_file(path)
-        key = cache.key(data, codes, is_test, facts) if cache is not None else None  # type: ignore[arg-type]
+        key = cache.key(data, codes, is_test, facts) if cache is not None else None  # type: ignore[arg-type]  # ``data`` is bytes here: a Finding (unreadable file) returned above
         cached = cache.get(key, path) if cache is not None and key is not None else None
         if cached is not None and not (named and cached.summary is None):
             results[index] = cached

@@ -148,7 +148,7 @@ class IgnoredStaticArgnames(Rule):
         replacement = spelled if isinstance(arg.value, cst.Tuple) and arg.value.lpar else f"({spelled})"
         return FixSpec(
             f"Use `static_argnums=({spelled})` (pass those arguments positionally)",
-            [(arg.keyword, "static_argnums"), (arg.value, replacement)],  # type: ignore[list-item]
+            [(arg.keyword, "static_argnums"), (arg.value, replacement)],  # type: ignore[list-item]  # a keyword argument: ``arg.keyword`` is set
             applicability=Applicability.UNSAFE,
         )
 
@@ -165,4 +165,4 @@ def _string_literals(value: cst.BaseExpression) -> list[str] | None:
     """The names a literal ``static_argnames`` value spells, or None when not literal."""
     items = [e.value for e in value.elements] if isinstance(value, (cst.Tuple, cst.List)) else [value]
     names = [item.evaluated_value for item in items if isinstance(item, cst.SimpleString)]
-    return names if len(names) == len(items) and all(isinstance(n, str) for n in names) else None  # type: ignore[return-value]
+    return names if len(names) == len(items) and all(isinstance(n, str) for n in names) else None  # type: ignore[return-value]  # every name is a str when the lengths match and all() holds

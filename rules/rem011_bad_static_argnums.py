@@ -396,7 +396,7 @@ class BadStaticArgnums(Rule):
         if not failing:
             return []
         counting = "counts `self` as argument 0" if counting_self else "does not count `self`"
-        names = ", ".join(f"`{p.name.value}`" for p in selected)  # type: ignore[union-attr]
+        names = ", ".join(f"`{p.name.value}`" for p in selected)  # type: ignore[union-attr]  # no parameter is None here (returned above)
         fixed = ", ".join(str(i + shift) for i in indices) + ("," if len(indices) == 1 else "")
         return [
             f"`{site.api.display}` {counting}, so these indices select {names}; `{failing[0].name.value}` stays "
@@ -405,7 +405,7 @@ class BadStaticArgnums(Rule):
 
     def _comment(self, site: RematSite, written: StaticArgnums, fn: CheckpointedFunction) -> list[str]:
         """A comment that names the parameters the indices are meant to select."""
-        comment = _trailing_comment(self.ctx, site, written.arg)  # type: ignore[arg-type]
+        comment = _trailing_comment(self.ctx, site, written.arg)  # type: ignore[arg-type]  # ``check`` skips a site without static_argnums
         if comment is None or written.indices is None:
             return []
         params = {p.name.value for p in bodies.positional_params(fn.node)}
@@ -415,11 +415,11 @@ class BadStaticArgnums(Rule):
         if len(words) > len(written.indices) and ("self" in words or not _NAME_LIST.fullmatch(comment)):
             return []  # more names than indices only in a plain list of names (not ``0=self, 2=deterministic``)
         selected = [static_args.select(site, fn, i).param for i in written.indices]
-        if any(p is None for p in selected) or {p.name.value for p in selected} == set(words):  # type: ignore[union-attr]
+        if any(p is None for p in selected) or {p.name.value for p in selected} == set(words):  # type: ignore[union-attr]  # ``any(p is None ...)`` returns first
             return []
-        shown = ", ".join(f"{i} selects `{p.name.value}`" for i, p in zip(written.indices, selected, strict=True))  # type: ignore[union-attr]
+        shown = ", ".join(f"{i} selects `{p.name.value}`" for i, p in zip(written.indices, selected, strict=True))  # type: ignore[union-attr]  # no parameter is None here (returned above)
         if len(words) > len(written.indices):
-            left = ", ".join(f"`{w}`" for w in words if w not in {p.name.value for p in selected})  # type: ignore[union-attr]
+            left = ", ".join(f"`{w}`" for w in words if w not in {p.name.value for p in selected})  # type: ignore[union-attr]  # no parameter is None here (returned above)
             return [f"the comment names {', '.join(f'`{w}`' for w in words)}, but only {shown}: {left} stays traced"]
         counting = {
             "flax-self": f"`{site.api.display}` counts `self` as argument 0",
@@ -429,7 +429,7 @@ class BadStaticArgnums(Rule):
         return [f"the comment names {', '.join(f'`{w}`' for w in words)}, but {counting}: {shown}"]
 
     def _fix(self, site: RematSite, written: StaticArgnums) -> FixSpec | None:
-        value = written.arg.value  # type: ignore[union-attr]
+        value = written.arg.value  # type: ignore[union-attr]  # ``check`` skips a site without static_argnums
         if written.form == "list" and static_args.convention(site) != "flax-no-self" and isinstance(value, cst.List):
             items = [self.ctx.code(e.value) for e in value.elements]
             tuple_text = "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
@@ -486,7 +486,7 @@ def _name(fn: CheckpointedFunction) -> str:
     return fn.node.name.value if isinstance(fn.node, cst.FunctionDef) else "the lambda"
 
 
-def _trailing_comment(ctx, site: RematSite, arg: cst.Arg) -> str | None:  # type: ignore[no-untyped-def]
+def _trailing_comment(ctx, site: RematSite, arg: cst.Arg) -> str | None:  # type: ignore[no-untyped-def]  # ``ctx``: a LintContext (not imported here at run time)
     """The comment at the end of the line that holds ``static_argnums``: after its comma or the
     argument (multi-line calls), or after the statement or decorator when the call is one line."""
     for whitespace in (

@@ -309,7 +309,7 @@ def _result_only_called(model: SemanticModel, call: cst.Call) -> bool:
     name = _assigned_name(parent, call)
     if name is None or _at_module_level(model, call):
         return False  # stored, passed on, returned, or a module-level name other modules may import
-    uses = [n for n in _names(model, name) if n is not parent.targets[0].target]  # type: ignore[union-attr]
+    uses = [n for n in _names(model, name) if n is not parent.targets[0].target]  # type: ignore[union-attr]  # ``_assigned_name``: parent is a one-target Assign
     return bool(uses) and all(_is_called(model.parent(n), n) for n in uses)
 
 

@@ -173,7 +173,7 @@ class ScanBodyNotCheckpointed(Rule):
             if not d.api.reverse or in_smoke_test(model, d.node):
                 continue
             if isinstance(d.node, cst.Decorator):  # @jax.grad def loss
-                ref = (LOCAL, d.target.name.value) if model.parent(d.target) is model.module else None  # type: ignore[attr-defined]
+                ref = (LOCAL, d.target.name.value) if model.parent(d.target) is model.module else None  # type: ignore[attr-defined]  # a decorator's target is the def it decorates
                 transform = d.node.decorator
             else:
                 ref, transform = ref_of(model, d.target), d.node.func

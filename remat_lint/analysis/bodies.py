@@ -278,7 +278,7 @@ class _Resolver:
             return None
         binding = bindings[0]
         if binding.kind in ("def", "class"):
-            return binding.node  # type: ignore[return-value]
+            return binding.node  # type: ignore[return-value]  # a def or class binding's node is its FunctionDef or ClassDef
         return binding.value if binding.kind == "assign" and isinstance(binding.value, cst.Lambda) else None
 
     def _call(self, call: cst.Call, drop: int, bound: frozenset[str], depth: int) -> list[CheckpointedFunction]:

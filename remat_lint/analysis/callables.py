@@ -128,7 +128,7 @@ class Callables:
 
     def _binding(self, binding: Binding, depth: int) -> Denoted:
         if binding.kind == "def":
-            return self._def(binding.node)  # type: ignore[arg-type]
+            return self._def(binding.node)  # type: ignore[arg-type]  # a def binding's node is its FunctionDef
         if binding.kind == "assign" and binding.value is not None:
             return self.denote(binding.value, depth + 1)
         return Denoted()  # a parameter, an import, a loop target...
@@ -158,7 +158,7 @@ def self_writes(model: SemanticModel, function: cst.FunctionDef, name: str) -> l
         ):
             parent = model.parent(model.parent(node))
             plain = isinstance(parent, cst.Assign) and len(parent.targets) == 1 and parent.targets[0].target is node
-            found.append(parent.value if plain else None)  # type: ignore[union-attr]
+            found.append(parent.value if plain else None)  # type: ignore[union-attr]  # ``plain``: parent is an Assign
         stack.extend(child_nodes(node))
     return found
 

@@ -134,7 +134,7 @@ class ConfigSources:
         binding = self.model.single_binding(expr.value)
         if binding is None:
             return None
-        if binding.kind == "class" and self._is_config_class(binding.node):  # type: ignore[arg-type]
+        if binding.kind == "class" and self._is_config_class(binding.node):  # type: ignore[arg-type]  # a class binding's node is its ClassDef
             default = _field_default(binding.node, field)  # type: ignore[arg-type]  # ``Config.remat_policy``
             values = self.values.possible(default, depth) if default is not None else None
             return tuple(v.sourced(via) for v in values) if values is not None else None

@@ -169,8 +169,8 @@ def _in_tail(
         if denoted.sites:
             yield LastStage(call, denoted.sites, after, whole=alone)
             continue
-        for inner in last_stages(model, callables, callee, depth - 1):  # type: ignore[arg-type]
-            through = (callee.name.value, *inner.through)  # type: ignore[union-attr]
+        for inner in last_stages(model, callables, callee, depth - 1):  # type: ignore[arg-type]  # callee is set: a call without sites or callee was skipped above
+            through = (callee.name.value, *inner.through)  # type: ignore[union-attr]  # callee is set: a call without sites or callee was skipped above
             after_all = list(dict.fromkeys([*inner.after, *after]))
             yield LastStage(inner.call, inner.sites, after_all, through, whole=alone and inner.whole)
 

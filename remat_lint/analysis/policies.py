@@ -77,7 +77,7 @@ def constant_return(model: SemanticModel, expr: cst.BaseExpression) -> tuple[boo
     if len(values) != 1 or None in values:
         return None
     (value,) = values
-    return value[0], definition  # type: ignore[index]
+    return value[0], definition  # type: ignore[index]  # ``None in values`` returned above
 
 
 def _constant(expr: cst.BaseExpression) -> tuple[bool | None] | None:
@@ -117,7 +117,7 @@ def policy_names(model: SemanticModel, call: cst.Call, info: PolicyInfo) -> list
         for element in elements or ():
             if isinstance(element, cst.SimpleString) and isinstance(element.evaluated_value, str):
                 node = arg.value if via else element
-                found.append(PolicyName(element.evaluated_value, element, node, via, info.name, role))  # type: ignore[arg-type]
+                found.append(PolicyName(element.evaluated_value, element, node, via, info.name, role))  # type: ignore[arg-type]  # ``elements`` is None without a role
     return found
 
 

@@ -358,7 +358,7 @@ class SemanticModel:
         if binding is None:
             return None
         if binding.kind in ("def", "class"):
-            return binding.node  # type: ignore[return-value]
+            return binding.node  # type: ignore[return-value]  # a def or class binding's node is its FunctionDef or ClassDef
         if binding.kind == "assign" and isinstance(binding.value, cst.Lambda):
             return binding.value
         return None
@@ -452,7 +452,7 @@ class _Builder:
         scope = self.scope
         if name in scope.global_names and scope.parent is not None:
             # Made whenever the function runs: it may reach any use of the global.
-            scope.module.bind(Binding(name, kind, node, order=self.order, anytime=True, **kw))  # type: ignore[arg-type]
+            scope.module.bind(Binding(name, kind, node, order=self.order, anytime=True, **kw))  # type: ignore[arg-type]  # ``kw``: Binding's optional fields, as the callers name them
         elif name in scope.nonlocal_names:
             # Rebinding an enclosing function's variable: it resolves to nothing there any more.
             outer = scope.parent
@@ -461,7 +461,7 @@ class _Builder:
                     outer.bind(Binding(name, "other", node, order=self.order, anytime=True))
                 outer = outer.parent
         else:
-            scope.bind(Binding(name, kind, node, order=self.order, guards=self.guards, **kw))  # type: ignore[arg-type]
+            scope.bind(Binding(name, kind, node, order=self.order, guards=self.guards, **kw))  # type: ignore[arg-type]  # ``kw``: Binding's optional fields, as the callers name them
         self.order += 1
 
     def bind_target(

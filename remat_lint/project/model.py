@@ -143,10 +143,10 @@ class Project:
                 continue
             answer = self._imported_value(module, value) if depth < _MAX_REEXPORTS else None
             resolved = self.values(answer[0], answer[1], depth + 1) if answer is not None else None
-            if resolved is None:
+            if answer is None or resolved is None:
                 return None
             found += resolved[0]
-            sources += [answer[0], *resolved[1]]  # type: ignore[index]
+            sources += [answer[0], *resolved[1]]
         return tuple(found), sources
 
     def _imported_value(self, module: ProjectModule, value: Constant) -> tuple[ProjectModule, Constants] | None:

@@ -184,7 +184,7 @@ def _is_abstract(value: Any) -> bool:
 
 def _tagged(fun: Callable[..., Any], name: str, *, differentiate: bool) -> Callable[..., Any]:
     fun.__name__ = fun.__qualname__ = name  # cost analysis finds ``jax.checkpoint(loss)`` by name
-    fun.differentiate = differentiate  # type: ignore[attr-defined]
+    fun.differentiate = differentiate  # type: ignore[attr-defined]  # read back by prepare(): a flag on the function
     return fun
 
 
