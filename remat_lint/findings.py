@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Mapping
 
 
 class Severity(str, enum.Enum):
@@ -106,3 +106,19 @@ class Finding:
     @property
     def sort_key(self) -> tuple[str, int, int, int, str]:
         return (self.path, self.cell or 0, self.start.row, self.start.column, self.code)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A finding that only the project phase can confirm (a project-wide rule's ``Rule.candidate``).
+
+    ``finding`` is located, fixed and ``# noqa``-checked like any finding; it is reported only when
+    the rule's ``check_project`` returns it (reworded in place) or builds findings from it (at other
+    modules' calls). Plain picklable data: candidates live in the result cache and cross processes.
+    """
+
+    finding: Finding
+    # Names the decision needs (``loss_fn``, ``Block``): files that mention one are read for the project
+    # although the prefilter rejects them (a ``train.py`` that only imports the loss).
+    symbols: tuple[str, ...]
+    values: Mapping[str, Any] = field(default_factory=dict)  # what ``check`` saw that ``check_project`` needs

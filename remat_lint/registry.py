@@ -22,7 +22,7 @@ import pkgutil
 from dataclasses import asdict, dataclass, fields
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from remat_lint.findings import Applicability, Severity
 from remat_lint.rule import DOCS_URL, FixAvailability, clean_doc, summary_of
@@ -167,11 +167,11 @@ def _imported_index() -> tuple[RuleInfo, ...]:
 
 
 def _info(row: dict[str, object]) -> RuleInfo:
-    fields = dict(row)
+    fields: dict[str, Any] = dict(row)  # RuleInfo's fields, as the generated table spells them
     fields["severity"] = Severity(fields["severity"])
     fields["fix"] = FixAvailability(fields["fix"])
-    fields["fix_applicability"] = tuple(Applicability(a) for a in fields["fix_applicability"])  # type: ignore[attr-defined]
-    return RuleInfo(**fields)  # type: ignore[arg-type]
+    fields["fix_applicability"] = tuple(Applicability(a) for a in fields["fix_applicability"])
+    return RuleInfo(**fields)
 
 
 def table_source() -> str:

@@ -13,9 +13,9 @@ import enum
 import re
 import textwrap
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Iterable, Mapping
 
-from remat_lint.findings import Applicability, Finding, Severity
+from remat_lint.findings import Applicability, Candidate, Finding, Severity
 from remat_lint.trace.request import TraceCheck
 
 if TYPE_CHECKING:
@@ -58,6 +58,8 @@ class RawFinding:
     message: str
     fix: FixSpec | None = None
     data: dict[str, Any] = field(default_factory=dict)
+    # A candidate's (``Rule.candidate``): the symbols and values its ``Candidate`` carries; None for a final finding.
+    pending: tuple[tuple[str, ...], Mapping[str, Any]] | None = None
 
 
 class FixAvailability(str, enum.Enum):
@@ -119,23 +121,34 @@ class Rule:
     ) -> None:
         self.ctx.raw_findings.append(RawFinding(type(self), node, message, fix, data))
 
+    def candidate(
+        self,
+        node: cst.CSTNode,
+        symbols: Iterable[str],
+        values: Mapping[str, Any] | None = None,
+        *,
+        message: str = "",
+        fix: FixSpec | None = None,
+    ) -> None:
+        """Report a ``Candidate`` at ``node`` that only ``check_project`` can confirm: ``symbols``
+        name what the decision needs, ``values`` what ``check`` saw (plain picklable data)."""
+        pending = (tuple(symbols), dict(values or {}))
+        self.ctx.raw_findings.append(RawFinding(type(self), node, message, fix, pending=pending))
+
     @classmethod
-    def check_project(cls, candidates: list[Finding], module: ProjectModule | None, project: Project) -> list[Finding]:
+    def check_project(cls, candidates: list[Candidate], module: ProjectModule, project: Project) -> list[Finding]:
         """The project phase of a project-wide rule, after every file was linted: of this rule's
         candidates in one file (``module`` in ``project``; None, for a rule that sets
-        ``project_needs_module = False``, when the file has no summary), those
+        ``project_needs_module = False``, when the file has no summary), the findings
         it confirms, reworded in place where the project tells more.
 
-        A rule creates findings here by reporting candidates in ``check`` with ``pending=True``
-        (located, fixed and ``noqa``-checked like any finding) that only the project confirms;
-        unconfirmed candidates are dropped. A finding reported without ``pending`` is final: the
-        project phase keeps it and never shows it to the rule. ``symbols=[...]`` in a candidate's data names what the
-        decision needs (``loss_fn``, ``Block``): files that mention them are read for the project
-        although the prefilter rejects them (a ``train.py`` that only imports the loss)."""
+        A rule creates findings here by reporting candidates in ``check`` with ``self.candidate``
+        that only the project confirms; unconfirmed candidates are dropped. A finding reported with
+        ``self.report`` is final: the project phase keeps it and never shows it to the rule."""
         return []
 
     @staticmethod
-    def collect_facts(ctx: LintContext) -> dict[str, Any] | None:
+    def collect_facts(ctx: LintContext) -> object:
         """Per-file facts for ``check_project``; None when the rule needs none. Plain picklable
         data: facts travel from worker processes and live in the result cache."""
         return None

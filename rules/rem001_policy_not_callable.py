@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from remat_lint.apis import POLICIES
 from remat_lint.apis.jax import POLICY_NAMESPACE
-from remat_lint.findings import Applicability, Finding, Severity
+from remat_lint.findings import Applicability, Candidate, Finding, Severity
 from remat_lint.lazy_import import LazyModule
 from remat_lint.project.summary import Constant
 from remat_lint.rule import FixAvailability, FixSpec, Invalid, Rule
@@ -151,20 +151,21 @@ class PolicyNotCallable(Rule):
             return
         plain = [Constant(v.kind, v.literal, v.qname) for v in possible or ()]
         symbols = sorted({(v.qname or "").rsplit(".", 1)[-1] for v in imported})  # the defining file names it
-        self.report(node, "", pending=True, symbols=symbols, values=plain, policy=self.ctx.code(value))
+        self.candidate(node, symbols, {"values": plain, "policy": self.ctx.code(value)})
 
     @classmethod
-    def check_project(cls, candidates: list[Finding], module: ProjectModule, project: Project) -> list[Finding]:
+    def check_project(cls, candidates: list[Candidate], module: ProjectModule, project: Project) -> list[Finding]:
         """Confirm the candidates whose imported values are all strings (or one bool or number)."""
         kept = []
-        for finding in candidates:
-            resolved = project.values(module, finding.data["values"])
+        for candidate in candidates:
+            finding = candidate.finding
+            resolved = project.values(module, candidate.values["values"])
             found = problem(resolved[0]) if resolved is not None else None
             if resolved is None or found is None:
                 continue
             where = ", ".join(sorted({os.path.relpath(m.path, os.path.dirname(module.path)) for m in resolved[1]}))
-            names = [str(name) for name in finding.data["symbols"]]
-            finding.message = f"`policy={finding.data['policy']}` (from {where}) {found}"
+            names = candidate.symbols
+            finding.message = f"`policy={candidate.values['policy']}` (from {where}) {found}"
             finding.data = {"from": where}
             defined = (
                 project.definition((m.name, name), f"`{name}` is defined here") for m in resolved[1] for name in names

@@ -184,7 +184,7 @@ class UnknownKeyword(Rule):
         if first in POLICY_SYNONYMS and "policy" not in keywords and not star:
             arg = keywords[first]
             if not isinstance(arg.value, (cst.List, cst.Tuple, cst.Set, cst.Dict)):
-                fix = FixSpec(f"Rename `{first}=` to `policy=`", [(arg.keyword, "policy")])  # type: ignore[list-item]
+                fix = FixSpec(f"Rename `{first}=` to `policy=`", [(arg.keyword, "policy")])  # type: ignore[list-item]  # a keyword argument: ``arg.keyword`` is set
         self.report(
             node,
             f"`{api.display}` does not take {shown}{hint}. It raises `TypeError: {FUNCTION_NAMES[api.qname]}() got "

@@ -1,10 +1,10 @@
 from __future__ import annotations
 
 import difflib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Sequence
 
 from remat_lint.apis import POLICIES, PolicyInfo, is_policy_namespace, policy_info
-from remat_lint.findings import Applicability, Finding, Severity
+from remat_lint.findings import Applicability, Candidate, Finding, Severity
 from remat_lint.lazy_import import LazyModule
 from remat_lint.project.modules import LOCAL
 from remat_lint.rule import FixAvailability, FixSpec, Invalid, Rule
@@ -221,9 +221,9 @@ class PolicyMisuse(Rule):
             if info is not None:
                 self._check_policy_call(call, info)
             elif qname == "builtins.getattr" and len(call.args) == 2:
-                name = _literal_name(self.ctx, call.args)
-                if name is not None and name not in POLICIES and name not in probed:
-                    self._report_unknown(call, name, call.args[1].value)
+                probe = _literal_name(self.ctx, call.args)
+                if probe is not None and probe not in POLICIES and probe not in probed:
+                    self._report_unknown(call, probe, call.args[1].value)
         for site in self.ctx.sites:
             value = policies.site_policy(site)
             if value is not None:
@@ -271,7 +271,7 @@ class PolicyMisuse(Rule):
         for name, table in _module_tables(self.ctx.model):
             if id(table) not in seen:  # other modules may read it by key: the project phase decides
                 for value in self._factory_entries(table):
-                    self._check_uncalled(value, _READ_BY_KEY, pending=True, symbols=[name])
+                    self._check_uncalled(value, _READ_BY_KEY, symbols=[name])
 
     def _factory_entries(self, table: cst.Dict | cst.Call) -> list[cst.BaseExpression]:
         """The entries of a table of policies, when the plain policies in it show that entries are
@@ -298,20 +298,21 @@ class PolicyMisuse(Rule):
         return {"lookups": lookups} if lookups else None
 
     @classmethod
-    def check_project(cls, candidates: list[Finding], module: ProjectModule, project: Project) -> list[Finding]:
+    def check_project(cls, candidates: list[Candidate], module: ProjectModule, project: Project) -> list[Finding]:
         """Confirm the uncalled factories in module-level tables (pending) that another module
         reads by key; the first such lookup is named."""
         from remat_lint.project.model import place, related
 
         kept = []
-        for finding in candidates:
-            symbol = (module.name, str(finding.data["symbols"][0]))
+        for candidate in candidates:
+            finding = candidate.finding
+            symbol = (module.name, candidate.symbols[0])
             reads = sorted(
                 (other.path, row, other)
                 for other, facts in project.facts(cls.code)
                 if other.name != symbol[0]
                 for ref, row in facts["lookups"]
-                if project.resolve(other, tuple(ref)) == symbol  # type: ignore[arg-type]
+                if project.resolve(other, tuple(ref)) == symbol
             )
             if reads:
                 where = place(reads[0][2], reads[0][1], module)
@@ -348,7 +349,9 @@ class PolicyMisuse(Rule):
             fix=FixSpec(f"Use the policy `{func}`", [(call, func)]),
         )
 
-    def _check_uncalled(self, value: cst.BaseExpression, where: str, **data: Any) -> None:
+    def _check_uncalled(self, value: cst.BaseExpression, where: str, symbols: list[str] | None = None) -> None:
+        """Report a factory used uncalled; with ``symbols`` (a module-level table other modules may
+        read by key), a candidate for the project phase."""
         info = policy_info(self.ctx.qualified_name(value)) or self._held_factory(value)
         if info is None or info.kind != "factory" or self._expected(value, "TypeError"):
             return
@@ -356,13 +359,15 @@ class PolicyMisuse(Rule):
         hint = CALL_HINTS.get(info.name) or (
             ", ".join(f"{name}=..." for name in info.keyword_only) if info.keyword_only else "'name', ..."
         )
-        self.report(
-            value,
+        text = (
             f"`{code}` is a policy factory used uncalled {where}. JAX accepts it when wrapping, and the first "
             f"grad/vjp calls it as a policy and raises `TypeError: {info.name}() got an unexpected keyword "
-            f"argument ...`; call it: `{code}({hint})`",
-            **data,
+            f"argument ...`; call it: `{code}({hint})`"
         )
+        if symbols is None:
+            self.report(value, text)
+        else:
+            self.candidate(value, symbols, message=text)
 
     def _held_factory(self, value: cst.BaseExpression) -> PolicyInfo | None:
         """The one factory that every value ``value`` can hold is (``pick("names")`` returning
@@ -485,7 +490,7 @@ class PolicyMisuse(Rule):
         return probed, assigned
 
 
-def _literal_name(ctx: LintContext, args: tuple[cst.Arg, ...] | list[cst.Arg]) -> str | None:
+def _literal_name(ctx: LintContext, args: Sequence[cst.Arg]) -> str | None:
     """``name`` in ``getattr(<policy namespace>, 'name', ...)``."""
     namespace, name = args[0].value, args[1].value
     if not is_policy_namespace(ctx.qualified_name(namespace)) or not isinstance(name, cst.SimpleString):
@@ -503,12 +508,9 @@ def _string_items(model: SemanticModel, value: cst.BaseExpression) -> list[str] 
     """The strings of a list, tuple or set literal of string literals, or of one a name is bound to
     once and never mutated (``NAMES = ["q", "k"]``); None for anything else."""
     elements = policies.sequence_elements(model, value)
-    items = [e.evaluated_value for e in elements or () if isinstance(e, cst.SimpleString)]
-    return (
-        items
-        if elements is not None and len(items) == len(elements) and all(isinstance(i, str) for i in items)
-        else None
-    )  # type: ignore[return-value]
+    values = [e.evaluated_value for e in elements or () if isinstance(e, cst.SimpleString)]
+    items = [v for v in values if isinstance(v, str)]
+    return items if elements is not None and len(items) == len(elements) else None
 
 
 def _uncalled_lookups(model: SemanticModel) -> list[cst.BaseExpression]:
@@ -521,7 +523,7 @@ def _uncalled_lookups(model: SemanticModel) -> list[cst.BaseExpression]:
             continue
         if isinstance(node, cst.Subscript):
             found.append(node.value)
-        elif isinstance(node.func, cst.Attribute) and node.func.attr.value == "get":
+        elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "get":
             found.append(node.func.value)
     return found
 

@@ -8,7 +8,7 @@ from remat_lint.analysis.guards import only_where_error_expected
 from remat_lint.analysis.linen import bound_linen_method, linen_constructor
 from remat_lint.analysis.sites import RematSite
 from remat_lint.apis import LINEN_MODULE_CLASSES
-from remat_lint.findings import Applicability, Finding, Severity
+from remat_lint.findings import Applicability, Candidate, Finding, Severity
 from remat_lint.project.extract import ref_of
 from remat_lint.project.modules import LOCAL
 from remat_lint.rule import FixAvailability, FixSpec, Invalid, Rule
@@ -168,8 +168,12 @@ class RematModuleInstance(Rule):
         project phase confirms when the class is a linen Module (check_project)."""
         model = self.ctx.model
         target = site.target
-        constructor = target if isinstance(target, cst.Call) else model.assigned_value(target)  # type: ignore[arg-type]
-        ref = ref_of(model, constructor.func) if isinstance(constructor, cst.Call) else None
+        if target is None:
+            return
+        constructor = target if isinstance(target, cst.Call) else model.assigned_value(target)
+        if not isinstance(constructor, cst.Call):
+            return
+        ref = ref_of(model, constructor.func)
         if ref is None or ref[0] == LOCAL or only_where_error_expected(model, site.node, _TARGET_ERROR):
             return
         data = {
@@ -177,19 +181,18 @@ class RematModuleInstance(Rule):
             "api": site.api.display,
             "target": self.ctx.code(target),
             "cls": self.ctx.code(constructor.func),
-        }  # type: ignore[union-attr,arg-type]
-        self.report(
-            site.node, "", self._fix(site, constructor), pending=True, symbols=[ref[1].rsplit(".", 1)[-1]], **data
-        )  # type: ignore[arg-type]
+        }
+        self.candidate(site.node, [ref[1].rsplit(".", 1)[-1]], data, fix=self._fix(site, constructor))
 
     @classmethod
-    def check_project(cls, candidates: list[Finding], module: ProjectModule, project: Project) -> list[Finding]:
+    def check_project(cls, candidates: list[Candidate], module: ProjectModule, project: Project) -> list[Finding]:
         """Confirm the candidates whose class is a linen Module of the project."""
         kept = []
-        for finding in candidates:
-            symbol = project.resolve(module, tuple(finding.data["ref"]))  # type: ignore[arg-type]
+        for candidate in candidates:
+            finding, data = candidate.finding, candidate.values
+            symbol = project.resolve(module, tuple(data["ref"]))
             if symbol is not None and project.base_names(symbol) & LINEN_MODULE_CLASSES:
-                finding.message = _instance_message(finding.data["api"], finding.data["target"], finding.data["cls"])
+                finding.message = _instance_message(data["api"], data["target"], data["cls"])
                 finding.data = {"class": symbol[1]}
                 definition = project.definition(symbol, f"`{symbol[1]}` is defined here")
                 finding.related = (definition,) if definition is not None else ()

@@ -5,7 +5,7 @@ import os
 import re
 from typing import TYPE_CHECKING, Any
 
-from remat_lint.findings import Finding, Severity
+from remat_lint.findings import Candidate, Finding, Severity
 from remat_lint.rule import Invalid, Rule
 
 if TYPE_CHECKING:
@@ -171,10 +171,12 @@ class UnknownCheckpointName(Rule):
                 unknown.setdefault(id(use.node), []).append(use)
         for group in unknown.values():
             use = group[0]
-            data = {"names": [u.name for u in group], "factory": use.factory, "role": use.role, "via": use.via}
-            # Decided with the whole project in view (pending); ``symbols``: a file that mentions one
-            # of the names is read for the project phase.
-            self.report(use.node, message(names.declared, **data), pending=True, symbols=data["names"], **data)
+            unknown_names = [u.name for u in group]
+            data = {"names": unknown_names, "factory": use.factory, "role": use.role, "via": use.via}
+            text = message(names.declared, unknown_names, use.factory, use.role, use.via)
+            # Decided with the whole project in view; ``symbols``: a file that mentions one of the
+            # names is read for the project phase.
+            self.candidate(use.node, unknown_names, data, message=text)
 
     @staticmethod
     def collect_facts(ctx: LintContext) -> dict[str, Any]:
@@ -188,7 +190,9 @@ class UnknownCheckpointName(Rule):
         }
 
     @classmethod
-    def check_project(cls, candidates: list[Finding], module: ProjectModule | None, project: Project) -> list[Finding]:
+    def check_project(
+        cls, candidates: list[Candidate], module: ProjectModule | None, project: Project
+    ) -> list[Finding]:
         """Keep names that no file of the project declares (nor builds, nor mentions), when the
         project declares some; the sources that cannot be known are named in the message."""
         facts = list(project.facts(cls.code))
@@ -197,14 +201,15 @@ class UnknownCheckpointName(Rule):
         if not declared and not patterns:
             return []  # the names come from another package or a library
         known = declared.union(*(f["strings"] for _, f in facts))
-        here = os.path.dirname(candidates[0].path)
+        here = os.path.dirname(candidates[0].finding.path)
         unknown = [f"`{code}` in {os.path.relpath(m.path, here)}" for m, f in facts for code in f["unknown"]]
         kept = []
-        for finding in candidates:
-            remaining = [name for name in finding.data["names"] if not _known(name, known, patterns)]
+        for candidate in candidates:
+            finding = candidate.finding
+            remaining = [name for name in candidate.values["names"] if not _known(name, known, patterns)]
             if remaining:
-                finding.data["names"] = remaining
-                data = {key: finding.data[key] for key in ("names", "factory", "role", "via")}
+                data = {**candidate.values, "names": remaining}
+                finding.data = data  # --trace reads the names (trace/evidence.py)
                 finding.message = message(declared, unknown=unknown, **data)  # suggest from the whole project
                 if unknown:  # one of them may give the name after all (real-world trap T10)
                     finding.severity = Severity.INFO

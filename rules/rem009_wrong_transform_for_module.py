@@ -178,7 +178,7 @@ class WrongTransformForModule(Rule):
             return None
         if isinstance(site.node, cst.Decorator):
             owner = self.ctx.model.parent(site.node)
-            if owner is None or owner.decorators[0] is not site.node:  # type: ignore[attr-defined]
+            if owner is None or owner.decorators[0] is not site.node:  # type: ignore[attr-defined]  # a decorator's parent is a FunctionDef or ClassDef
                 return None
         spelled, missing_import = self.ctx.spell(linen.REMAT)
         if missing_import is not None:

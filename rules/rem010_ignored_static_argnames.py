@@ -134,7 +134,9 @@ class IgnoredStaticArgnames(Rule):
         names = _string_literals(arg.value)
         if not names or "static_argnums" in site.keywords or site.has_star_args:
             return None
-        target = site.target if isinstance(site.target, cst.FunctionDef) else self.ctx.model.definition(site.target)
+        target = site.target
+        if not isinstance(target, cst.FunctionDef):
+            target = self.ctx.model.definition(target) if target is not None else None
         if not isinstance(target, (cst.FunctionDef, cst.Lambda)):
             return None
         positional = [p.name.value for p in (*target.params.posonly_params, *target.params.params)]
@@ -146,7 +148,7 @@ class IgnoredStaticArgnames(Rule):
         replacement = spelled if isinstance(arg.value, cst.Tuple) and arg.value.lpar else f"({spelled})"
         return FixSpec(
             f"Use `static_argnums=({spelled})` (pass those arguments positionally)",
-            [(arg.keyword, "static_argnums"), (arg.value, replacement)],  # type: ignore[list-item]
+            [(arg.keyword, "static_argnums"), (arg.value, replacement)],  # type: ignore[list-item]  # a keyword argument: ``arg.keyword`` is set
             applicability=Applicability.UNSAFE,
         )
 
@@ -163,4 +165,4 @@ def _string_literals(value: cst.BaseExpression) -> list[str] | None:
     """The names a literal ``static_argnames`` value spells, or None when not literal."""
     items = [e.value for e in value.elements] if isinstance(value, (cst.Tuple, cst.List)) else [value]
     names = [item.evaluated_value for item in items if isinstance(item, cst.SimpleString)]
-    return names if len(names) == len(items) and all(isinstance(n, str) for n in names) else None  # type: ignore[return-value]
+    return names if len(names) == len(items) and all(isinstance(n, str) for n in names) else None  # type: ignore[return-value]  # every name is a str when the lengths match and all() holds

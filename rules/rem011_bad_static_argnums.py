@@ -4,7 +4,7 @@ import os
 import re
 from typing import TYPE_CHECKING
 
-from remat_lint.findings import Applicability, Finding, Severity
+from remat_lint.findings import Applicability, Candidate, Finding, Severity
 from remat_lint.lazy_import import LazyModule
 from remat_lint.project.modules import LOCAL
 from remat_lint.rule import FixAvailability, FixSpec, Invalid, Rule
@@ -216,38 +216,38 @@ class BadStaticArgnums(Rule):
             if site.target is not None and static_args.convention(site) != "jax"
             else None
         )
-        if ref is not None and ref[0] != LOCAL:
+        if ref is not None and ref[0] != LOCAL and written.arg is not None:
             data = {
                 "ref": ref,
                 "indices": written.indices,
                 "convention": static_args.convention(site),
                 "api": site.api.display,
                 "written": self.ctx.code(written.arg.value),
-            }  # type: ignore[union-attr]
-            self.report(site.node, "", pending=True, symbols=[ref[1].rsplit(".", 1)[-1]], **data)
+            }
+            self.candidate(site.node, [ref[1].rsplit(".", 1)[-1]], data)
 
     @classmethod
-    def check_project(cls, candidates: list[Finding], module: ProjectModule, project: Project) -> list[Finding]:
+    def check_project(cls, candidates: list[Candidate], module: ProjectModule, project: Project) -> list[Finding]:
         """Judge the candidates against the imported class's ``__call__`` signature."""
         kept = []
-        for finding in candidates:
-            found = project.resolve(module, tuple(finding.data["ref"]))
+        for candidate in candidates:
+            finding, data = candidate.finding, candidate.values
+            found = project.resolve(module, tuple(data["ref"]))
             signature = project.modules[found[0]].summary.signatures.get(found[1]) if found else None
-            if signature is None or signature.star_args:
+            if found is None or signature is None or signature.star_args:
                 continue
-            data = finding.data
-            where = os.path.relpath(project.modules[found[0]].path, os.path.dirname(module.path))  # type: ignore[index]
+            where = os.path.relpath(project.modules[found[0]].path, os.path.dirname(module.path))
             problems = _imported_problems(
                 signature, data["indices"], data["convention"], data["api"], f"{found[1]}.__call__"
-            )  # type: ignore[index]
+            )
             if problems:
                 why = "; ".join(dict.fromkeys(problems))
                 finding.message = (
                     f"`static_argnums={data['written']}` fails or selects the wrong argument in `{data['api']}`. "
-                    f"{why[0].upper()}{why[1:]} (`{found[1]}` is defined in {where})"  # type: ignore[index]
+                    f"{why[0].upper()}{why[1:]} (`{found[1]}` is defined in {where})"
                 )
-                finding.data = {"class": found[1], "defined_in": where}  # type: ignore[index]
-                definition = project.definition(found, f"`{found[1]}` is defined here")  # type: ignore[arg-type]
+                finding.data = {"class": found[1], "defined_in": where}
+                definition = project.definition(found, f"`{found[1]}` is defined here")
                 finding.related = (definition,) if definition is not None else ()
                 kept.append(finding)
         return kept
@@ -381,7 +381,7 @@ class BadStaticArgnums(Rule):
         selected = [static_args.select(site, fn, index).param for index in indices]
         if not selected or any(p is None for p in selected):
             return []
-        positions = [fn.args.index(p) + shift for p in selected]  # type: ignore[arg-type]
+        positions = [fn.args.index(p) + shift for p in selected]
         if not all(0 <= position < len(fn.args) for position in positions):
             return []
         meant = [fn.args[position] for position in positions]
@@ -396,7 +396,7 @@ class BadStaticArgnums(Rule):
         if not failing:
             return []
         counting = "counts `self` as argument 0" if counting_self else "does not count `self`"
-        names = ", ".join(f"`{p.name.value}`" for p in selected)  # type: ignore[union-attr]
+        names = ", ".join(f"`{p.name.value}`" for p in selected)  # type: ignore[union-attr]  # no parameter is None here (returned above)
         fixed = ", ".join(str(i + shift) for i in indices) + ("," if len(indices) == 1 else "")
         return [
             f"`{site.api.display}` {counting}, so these indices select {names}; `{failing[0].name.value}` stays "
@@ -405,7 +405,7 @@ class BadStaticArgnums(Rule):
 
     def _comment(self, site: RematSite, written: StaticArgnums, fn: CheckpointedFunction) -> list[str]:
         """A comment that names the parameters the indices are meant to select."""
-        comment = _trailing_comment(self.ctx, site, written.arg)  # type: ignore[arg-type]
+        comment = _trailing_comment(self.ctx, site, written.arg)  # type: ignore[arg-type]  # ``check`` skips a site without static_argnums
         if comment is None or written.indices is None:
             return []
         params = {p.name.value for p in bodies.positional_params(fn.node)}
@@ -415,11 +415,11 @@ class BadStaticArgnums(Rule):
         if len(words) > len(written.indices) and ("self" in words or not _NAME_LIST.fullmatch(comment)):
             return []  # more names than indices only in a plain list of names (not ``0=self, 2=deterministic``)
         selected = [static_args.select(site, fn, i).param for i in written.indices]
-        if any(p is None for p in selected) or {p.name.value for p in selected} == set(words):  # type: ignore[union-attr]
+        if any(p is None for p in selected) or {p.name.value for p in selected} == set(words):  # type: ignore[union-attr]  # ``any(p is None ...)`` returns first
             return []
-        shown = ", ".join(f"{i} selects `{p.name.value}`" for i, p in zip(written.indices, selected, strict=True))  # type: ignore[union-attr]
+        shown = ", ".join(f"{i} selects `{p.name.value}`" for i, p in zip(written.indices, selected, strict=True))  # type: ignore[union-attr]  # no parameter is None here (returned above)
         if len(words) > len(written.indices):
-            left = ", ".join(f"`{w}`" for w in words if w not in {p.name.value for p in selected})  # type: ignore[union-attr]
+            left = ", ".join(f"`{w}`" for w in words if w not in {p.name.value for p in selected})  # type: ignore[union-attr]  # no parameter is None here (returned above)
             return [f"the comment names {', '.join(f'`{w}`' for w in words)}, but only {shown}: {left} stays traced"]
         counting = {
             "flax-self": f"`{site.api.display}` counts `self` as argument 0",
@@ -429,7 +429,7 @@ class BadStaticArgnums(Rule):
         return [f"the comment names {', '.join(f'`{w}`' for w in words)}, but {counting}: {shown}"]
 
     def _fix(self, site: RematSite, written: StaticArgnums) -> FixSpec | None:
-        value = written.arg.value  # type: ignore[union-attr]
+        value = written.arg.value  # type: ignore[union-attr]  # ``check`` skips a site without static_argnums
         if written.form == "list" and static_args.convention(site) != "flax-no-self" and isinstance(value, cst.List):
             items = [self.ctx.code(e.value) for e in value.elements]
             tuple_text = "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
@@ -486,7 +486,7 @@ def _name(fn: CheckpointedFunction) -> str:
     return fn.node.name.value if isinstance(fn.node, cst.FunctionDef) else "the lambda"
 
 
-def _trailing_comment(ctx, site: RematSite, arg: cst.Arg) -> str | None:  # type: ignore[no-untyped-def]
+def _trailing_comment(ctx, site: RematSite, arg: cst.Arg) -> str | None:  # type: ignore[no-untyped-def]  # ``ctx``: a LintContext (not imported here at run time)
     """The comment at the end of the line that holds ``static_argnums``: after its comma or the
     argument (multi-line calls), or after the statement or decorator when the call is one line."""
     for whitespace in (
@@ -501,7 +501,7 @@ def _trailing_comment(ctx, site: RematSite, arg: cst.Arg) -> str | None:  # type
         holder = ctx.model.parent(holder)
     if holder is None or "\n" in ctx.code(holder).strip("\n"):
         return None
-    trailing = holder.trailing_whitespace  # type: ignore[union-attr]
+    trailing = holder.trailing_whitespace
     return _first_comment(trailing.comment.value) if trailing.comment is not None else None
 
 

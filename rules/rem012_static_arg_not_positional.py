@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from remat_lint.findings import Finding, Severity
+from remat_lint.findings import Candidate, Finding, Severity
 from remat_lint.rule import Invalid, Rule
 
 if TYPE_CHECKING:
@@ -101,6 +101,7 @@ class StaticArgNotPositional(Rule):
     ]
 
     def check(self) -> None:
+        from remat_lint.analysis.bodies import is_call_method
         from remat_lint.analysis.static_args import convention, fails_at_wrap, static_argnums
         from remat_lint.analysis.tracing import flax_class_target, invocations
 
@@ -112,9 +113,7 @@ class StaticArgNotPositional(Rule):
                 or fn.site.api.family not in ("jax", "haiku", "flax")
             ):
                 continue
-            if fn.site.api.family == "flax" and not (
-                flax_class_target(model, fn.site) and fn.node.name.value == "__call__"
-            ):
+            if fn.site.api.family == "flax" and not (flax_class_target(model, fn.site) and is_call_method(fn.node)):
                 continue  # a lifted function is called with its Module first; another method is not called as ``m(...)``
             written = static_argnums(fn.site)
             if not written.indices or fn.site.has_star_args or fails_at_wrap(model, fn.site) or written.form == "list":
@@ -169,28 +168,25 @@ class StaticArgNotPositional(Rule):
         ]
         if static:
             instance = fn.site.api.family == "flax"  # a lifted Module class: its instances are called
-            self.report(
-                fn.site.node,
-                "",
-                pending=True,
-                symbols=[name],
-                instance=instance,
-                static=static,
-                shift=shift,
-                display=fn.site.api.display,
-                enabled=enabled,
-            )
+            values = {
+                "instance": instance,
+                "static": static,
+                "shift": shift,
+                "display": fn.site.api.display,
+                "enabled": enabled,
+            }
+            self.candidate(fn.site.node, [name], values)
 
     @classmethod
-    def check_project(cls, candidates: list[Finding], module: ProjectModule, project: Project) -> list[Finding]:
+    def check_project(cls, candidates: list[Candidate], module: ProjectModule, project: Project) -> list[Finding]:
         """The calls in other modules of the exported wraps (pending) that pass a static argument
         by keyword or not at all: one finding at each, naming the wrap."""
         from remat_lint.project.calls import at_calls, distinct, wrap_place
 
         found = []
         for candidate in candidates:
-            data = candidate.data
-            symbol = (module.name, str(data["symbols"][0]))
+            data = candidate.values
+            symbol = (module.name, candidate.symbols[0])
             for other, call in distinct(project.calls_of(symbol, instance=bool(data["instance"]))):
                 missed = next(
                     ((i, p) for i, p in data["static"] if p in call.keywords or i - data["shift"] >= call.positional),
@@ -201,13 +197,13 @@ class StaticArgNotPositional(Rule):
                 index, name = missed
                 how = "passed by keyword" if name in call.keywords else "not passed"
                 message = (
-                    f"`{name}` is in `static_argnums` of `{symbol[1]}` ({wrap_place(candidate, other)}) but {how}, so this "
+                    f"`{name}` is in `static_argnums` of `{symbol[1]}` ({wrap_place(candidate.finding, other)}) but {how}, so this "
                     f"call raises `ValueError`{data['enabled']}. `{data['display']}` checks `static_argnums=({index},)` only "
                     f"against the call's positional arguments ({call.positional}{_MODULE_FIRST if data['shift'] else ''}): "
                     f"a keyword or a default does not count; pass `{name}` positionally"
                 )
                 found += at_calls(
-                    candidate,
+                    candidate.finding,
                     project,
                     other,
                     call,

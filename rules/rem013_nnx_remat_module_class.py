@@ -121,7 +121,7 @@ def _is_nnx_class(model: SemanticModel, expr: cst.CSTNode, depth: int = 0) -> bo
         return _is_nnx_classdef(model, expr, depth)
     if model.qualified_name(expr) in NNX_MODULE_CLASSES:
         return True
-    definition = model.definition(expr)
+    definition: cst.CSTNode | None = model.definition(expr)
     if definition is None and isinstance(expr, cst.Name):
         bindings, certain = reaching_bindings(model, expr)
         definition = bindings[0].node if certain and bindings[0].kind == "class" else None

@@ -104,7 +104,12 @@ class CompactAboveRemat(Rule):
             owner = model.functions[id(method)].class_node
             decorators = list(method.decorators)
             compact = next((d for d in decorators if model.qualified_name(d.decorator) == COMPACT), None)
-            if owner is None or compact is None or decorators.index(compact) > decorators.index(site.node):
+            if (
+                owner is None
+                or compact is None
+                or not isinstance(site.node, cst.Decorator)
+                or decorators.index(compact) > decorators.index(site.node)
+            ):
                 continue
             if not is_linen_classdef(model, owner):
                 continue

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, Sequence
 
 import libcst as cst
 
@@ -105,7 +105,7 @@ class JaxCheckpointAroundModules(Rule):
         for site in self.ctx.sites:
             # ``jax.checkpoint(hk.Linear(4))`` or a name bound to a Haiku layer only checkpointed
             # (a Flax instance is REM009's).
-            if site.api.family == "jax" and site.form == "call" and site.target is not None:
+            if site.api.family == "jax" and site.form == "call" and isinstance(site.target, cst.BaseExpression):
                 constructor = self._constructor(site.target, site.node)
                 if constructor is not None and _framework(self.ctx.model, constructor.func) == "Haiku":
                     self._report(site, "Haiku", self.ctx.code(constructor.func))
@@ -126,7 +126,8 @@ class JaxCheckpointAroundModules(Rule):
     def _first_layer_call(self, fn: CheckpointedFunction) -> tuple[Framework, str] | None:
         model = self.ctx.model
         site = fn.site.node  # for a decorator, the function around the decorated def
-        outer = model.enclosing_function(model.parent(site) if isinstance(site, cst.Decorator) else site)
+        around = model.parent(site) if isinstance(site, cst.Decorator) else site
+        outer = model.enclosing_function(around) if around is not None else None
         if outer is None:
             return None
         in_linen_method = outer.class_node is not None and is_linen_classdef(model, outer.class_node)
@@ -147,6 +148,7 @@ class JaxCheckpointAroundModules(Rule):
         model = self.ctx.model
         if isinstance(callee, cst.Call):
             return callee
+        uses: Sequence[cst.CSTNode]  # the instance's uses: ``self.x`` attributes or names
         if isinstance(callee, cst.Attribute):  # ``self.dense``, assigned once in ``setup``
             assignment, uses = self_attribute(model, callee)
             value = assignment.value if assignment is not None else None
@@ -193,8 +195,12 @@ def _creates_parameters(model: SemanticModel, cls: cst.ClassDef) -> bool:
         if qname in linen.PARAM_LAYERS | haiku.PARAM_LAYERS | haiku.PARAM_CALLS:
             return True
         func = node.func
-        is_self = isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self"
-        if is_self and func.attr.value == "param":  # type: ignore[union-attr]
+        if (
+            isinstance(func, cst.Attribute)
+            and isinstance(func.value, cst.Name)
+            and func.value.value == "self"
+            and func.attr.value == "param"
+        ):
             return True
     return False
 

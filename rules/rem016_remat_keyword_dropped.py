@@ -3,7 +3,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from remat_lint.apis.linen import PARTITIONING_REMAT
-from remat_lint.findings import Finding, Severity
+from remat_lint.findings import Candidate, Finding, Severity
 from remat_lint.rule import Invalid, Rule
 
 if TYPE_CHECKING:
@@ -92,13 +92,14 @@ class RematKeywordDropped(Rule):
     ]
 
     def check(self) -> None:
+        from remat_lint.analysis.bodies import is_call_method
         from remat_lint.analysis.exports import exported_name
         from remat_lint.analysis.tracing import flax_class_target, invocations
 
         model = self.ctx.model
         for fn in self.ctx.bodies.functions:
             site = fn.site
-            if site.api.qname != PARTITIONING_REMAT or not fn.entry or fn.node.name.value != "__call__":
+            if site.api.qname != PARTITIONING_REMAT or not fn.entry or not is_call_method(fn.node):
                 continue
             if not flax_class_target(model, site):
                 continue
@@ -111,7 +112,7 @@ class RematKeywordDropped(Rule):
                     p.name.value: None if p.default is None else self.ctx.code(p.default)
                     for p in (*fn.args, *fn.keyword_only)
                 }
-                self.report(site.node, "", pending=True, symbols=[name], params=params)
+                self.candidate(site.node, [name], {"params": params})
 
     def _check_call(self, fn: CheckpointedFunction, call: cst.Call) -> None:
         params = {p.name.value: p for p in (*fn.args, *fn.keyword_only)}
@@ -125,20 +126,22 @@ class RematKeywordDropped(Rule):
             return
 
     @classmethod
-    def check_project(cls, candidates: list[Finding], module: ProjectModule, project: Project) -> list[Finding]:
+    def check_project(cls, candidates: list[Candidate], module: ProjectModule, project: Project) -> list[Finding]:
         """The calls in other modules of the instances of the exported wraps (pending) that pass a
         keyword of their ``__call__``: one finding at each, naming the wrap."""
         from remat_lint.project.calls import at_calls, distinct, wrap_place
 
         found = []
         for candidate in candidates:
-            symbol, params = (module.name, str(candidate.data["symbols"][0])), candidate.data["params"]
+            symbol, params = (module.name, candidate.symbols[0]), candidate.values["params"]
             for other, call in distinct(project.calls_of(symbol, instance=True)):
                 name = next((k for k in call.keywords if k in params), None)
                 if name is not None:
-                    text = message(name, params[name], f"`{symbol[1]}` is wrapped at {wrap_place(candidate, other)}: ")
+                    text = message(
+                        name, params[name], f"`{symbol[1]}` is wrapped at {wrap_place(candidate.finding, other)}: "
+                    )
                     found += at_calls(
-                        candidate,
+                        candidate.finding,
                         project,
                         other,
                         call,

@@ -155,8 +155,8 @@ def _state_updates(model: SemanticModel, call: cst.Call, depth: int) -> set[str]
     if layer is not None:
         qname = model.qualified_name(layer.construction.func) or ""
         return {STATEFUL_LAYERS[qname]} if qname in STATEFUL_LAYERS and not _may_be_off(call, layer) else set()
-    cls = receiver_class(model, call.func.value)  # type: ignore[attr-defined]
-    built = instance_attribute(model, cls, call.func.attr.value) if cls is not None else None  # type: ignore[attr-defined]
+    cls = receiver_class(model, call.func.value)  # type: ignore[attr-defined]  # ``call`` is ``self.<attr>(...)`` (this function's contract)
+    built = instance_attribute(model, cls, call.func.attr.value) if cls is not None else None  # type: ignore[attr-defined]  # ``call`` is ``self.<attr>(...)`` (this function's contract)
     module = model.definition(built.func) if isinstance(built, cst.Call) else None
     forward = method(model, module, "__call__") if isinstance(module, cst.ClassDef) and depth < _MAX_DEPTH else None
     if forward is None or forward.decorators:  # a checkpointed __call__ raises too, but names other state

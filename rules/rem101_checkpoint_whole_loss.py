@@ -2,8 +2,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Iterator
 
-from remat_lint.apis import DIFF_APIS
-from remat_lint.findings import Finding, Severity
+from remat_lint.apis import DIFF_APIS, VJPS
+from remat_lint.findings import Candidate, Finding, Severity
 from remat_lint.lazy_import import LazyModule
 from remat_lint.rule import Invalid, Rule
 
@@ -198,11 +198,11 @@ class CheckpointWholeLoss(Rule):
         for site, symbol in self._exported():
             if id(site) not in differentiated and not self._exempt(site):
                 # Another module may differentiate it: the project phase decides (check_project).
-                self.report(site.node, "", pending=True, symbols=[symbol])
+                self.candidate(site.node, [symbol])
 
     def _whole_checkpoint(self, d: Differentiation) -> RematSite | None:
         """The outermost checkpoint wrapping all of ``d``'s function, when nothing exempts it."""
-        from remat_lint.analysis.differentiation import VJPS, pullback_deferred
+        from remat_lint.analysis.differentiation import pullback_deferred
         from remat_lint.analysis.smoke_tests import in_smoke_test
 
         sites = d.denoted.sites or d.denoted.wrapped
@@ -238,13 +238,14 @@ class CheckpointWholeLoss(Rule):
                 yield site, name
 
     @classmethod
-    def check_project(cls, candidates: list[Finding], module: ProjectModule, project: Project) -> list[Finding]:
+    def check_project(cls, candidates: list[Candidate], module: ProjectModule, project: Project) -> list[Finding]:
         """Confirm the exported checkpoints (pending) that another module differentiates whole."""
         from remat_lint.project.model import place, related
 
         kept = []
-        for finding in candidates:
-            symbol = (module.name, str(finding.data["symbols"][0]))
+        for candidate in candidates:
+            finding = candidate.finding
+            symbol = (module.name, candidate.symbols[0])
             if project.in_loop_body(symbol):
                 continue
             uses = [reach for reach in project.differentiations_reaching(symbol) if reach.whole]  # itself, or a wrapper

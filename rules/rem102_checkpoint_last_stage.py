@@ -3,7 +3,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
-from remat_lint.findings import Finding, Severity
+from remat_lint.findings import Candidate, Finding, Severity
 from remat_lint.lazy_import import LazyModule
 from remat_lint.rule import Invalid, Rule
 
@@ -267,8 +267,8 @@ class CheckpointLastStage(Rule):
             skip = id(site) in differentiated or self._exempt(site)
             name = exported_name(self.ctx.model, site) if not skip else None
             if name is not None:
-                of = {name: {"after": [], "through": []}}
-                self.report(site.node, "", pending=True, symbols=[name], called=name, of=of, checkpoint=True)
+                of: dict[str, dict[str, list[str]]] = {name: {"after": [], "through": []}}
+                self.candidate(site.node, [name], {"called": name, "of": of, "checkpoint": True})
 
     def _exported(self, functions: list[cst.FunctionDef]) -> None:
         """The last stages of module-level functions that another module may differentiate: the
@@ -283,39 +283,40 @@ class CheckpointLastStage(Rule):
                     of = stages.setdefault(id(stage.call), (stage, {}))[1]
                     of[function.name.value] = {"after": stage.after, "through": stage.through}
         for stage, of in stages.values():
-            self.report(stage.call, "", pending=True, symbols=list(of), called=self.ctx.code(stage.call.func), of=of)
+            self.candidate(stage.call, list(of), {"called": self.ctx.code(stage.call.func), "of": of})
 
     @classmethod
-    def check_project(cls, candidates: list[Finding], module: ProjectModule, project: Project) -> list[Finding]:
+    def check_project(cls, candidates: list[Candidate], module: ProjectModule, project: Project) -> list[Finding]:
         """Confirm the candidates whose function another module differentiates (reverse mode)."""
         from remat_lint.project.model import related
 
         kept = []
-        for finding in candidates:
-            checkpoint = bool(finding.data.get("checkpoint"))  # the symbol is the checkpoint itself
+        for candidate in candidates:
+            finding, data = candidate.finding, candidate.values
+            checkpoint = bool(data.get("checkpoint"))  # the symbol is the checkpoint itself
             reaches = [
                 (name, reach)
-                for name in finding.data["symbols"]
+                for name in candidate.symbols
                 for reach in project.differentiations_reaching((module.name, name))
                 if reach.differentiation.kind in _WORST_FIRST
             ]
             if checkpoint and (
                 any(reach.whole for _, reach in reaches)  # differentiated whole: REM101's
-                or project.in_loop_body((module.name, finding.data["symbols"][0]))
+                or project.in_loop_body((module.name, candidate.symbols[0]))
             ):
                 continue
             if reaches:
                 name, reach = min(reaches, key=lambda use: use[1].rank(_WORST_FIRST))
                 d = reach.differentiation
                 where = f"{os.path.relpath(reach.module.path, os.path.dirname(module.path))}:{d.row}"
-                stage = finding.data["of"][name]
+                stage = data["of"][name]
                 after = [*stage["after"], *reach.after]
                 # Differentiated itself, or called last by the differentiated function (through other tails).
                 on_way = () if checkpoint else (name,)
                 through = (*reach.path[1:], *on_way, *stage["through"]) if reach.path else tuple(stage["through"])
                 differentiated = reach.path[0] if reach.path else name
                 effect = EFFECT[_effect_of(d.kind, after)].format(t=d.transform)
-                finding.message = message(finding.data["called"], f"`{differentiated}`", after, effect, through, where)
+                finding.message = message(data["called"], f"`{differentiated}`", after, effect, through, where)
                 finding.data = {"symbol": name, "differentiated_at": where}
                 finding.related = (related(reach.module, d.row, f"differentiated here by `{d.transform}`"),)
                 kept.append(finding)

@@ -4,7 +4,7 @@ import os
 import weakref
 from typing import TYPE_CHECKING
 
-from remat_lint.findings import Applicability, Finding, Severity
+from remat_lint.findings import Applicability, Candidate, Finding, Severity
 from remat_lint.lazy_import import LazyModule
 from remat_lint.rule import FixAvailability, FixSpec, Invalid, Rule
 
@@ -161,9 +161,7 @@ class PreventCseOutsideScan(Rule):
                 if functions := _unrolled_in(self.ctx.model, self._direct_uses(site)):
                     # Another module may import the checkpoint itself and scan it.
                     symbols = [*functions, *filter(None, [exported])]
-                    self.report(
-                        site.node, "", fix=self._fix(site, arg), pending=True, symbols=symbols, unrolled_in=functions
-                    )
+                    self.candidate(site.node, symbols, {"unrolled_in": functions}, fix=self._fix(site, arg))
             return
         for site, arg in candidates:
             if self._in_class(site):
@@ -172,7 +170,7 @@ class PreventCseOutsideScan(Rule):
                 self.report(site.node, _MESSAGE, fix=self._fix(site, arg))
             elif (helper := _returned_by(self.ctx.model, site.node)) is not None:
                 # Its callers decide, in the project phase (check_project).
-                self.report(site.node, "", fix=self._fix(site, arg), pending=True, symbols=[helper])
+                self.candidate(site.node, [helper], fix=self._fix(site, arg))
 
     @staticmethod
     def collect_facts(ctx: LintContext) -> list[tuple[int, str, bool, str | None]] | None:
@@ -193,15 +191,16 @@ class PreventCseOutsideScan(Rule):
         return facts
 
     @classmethod
-    def check_project(cls, candidates: list[Finding], module: ProjectModule, project: Project) -> list[Finding]:
+    def check_project(cls, candidates: list[Candidate], module: ProjectModule, project: Project) -> list[Finding]:
         """Confirm a helper's checkpoint when the project calls the helper and only calls the
         results directly, in no function that a loop body reaches."""
         kept = []
-        for finding in candidates:
-            symbol = (module.name, str(finding.data["symbols"][0]))
-            if "unrolled_in" in finding.data:
-                functions = [str(f) for f in finding.data["unrolled_in"]]
-                if not any(project.in_loop_body((module.name, str(f))) for f in finding.data["symbols"]):
+        for candidate in candidates:
+            finding = candidate.finding
+            symbol = (module.name, candidate.symbols[0])
+            if "unrolled_in" in candidate.values:
+                functions = [str(f) for f in candidate.values["unrolled_in"]]
+                if not any(project.in_loop_body((module.name, f)) for f in candidate.symbols):
                     named = ", ".join(f"`{f}`" for f in functions)
                     finding.message = (
                         f"`prevent_cse=False` on a checkpoint called only in Python loops of {named} makes it save no "
@@ -307,7 +306,7 @@ def _result_only_called(model: SemanticModel, call: cst.Call) -> bool:
     name = _assigned_name(parent, call)
     if name is None or _at_module_level(model, call):
         return False  # stored, passed on, returned, or a module-level name other modules may import
-    uses = [n for n in _names(model, name) if n is not parent.targets[0].target]  # type: ignore[union-attr]
+    uses = [n for n in _names(model, name) if n is not parent.targets[0].target]  # type: ignore[union-attr]  # ``_assigned_name``: parent is a one-target Assign
     return bool(uses) and all(_is_called(model.parent(n), n) for n in uses)
 
 

@@ -84,4 +84,4 @@ class TrivialCustomPolicy(Rule):
             if constant is None or constant[0] is True:
                 continue
             problem = ALWAYS_FALSE if constant[0] is False else ALWAYS_NONE
-            self.report(site.node, f"`policy={self.ctx.code(value)}` is a custom policy that {problem}")  # type: ignore[arg-type]
+            self.report(site.node, f"`policy={self.ctx.code(value)}` is a custom policy that {problem}")  # type: ignore[arg-type]  # ``constant`` is None when ``value`` is

@@ -91,9 +91,11 @@ class CheckpointLinearLayer(Rule):
 
     def _linear_layer(self, site: RematSite, fn: CheckpointedFunction | None) -> str | None:
         layer = site.target
-        qname = self.ctx.qualified_name(layer)  # type: ignore[arg-type]
-        if (site.api.family == "flax" and qname in LINEAR_CLASSES) or (site.api.family == "jax" and qname in MATMULS):
-            return f"`{self.ctx.code(layer)}`"  # type: ignore[arg-type]
+        qname = self.ctx.qualified_name(layer) if layer is not None else None
+        if layer is not None and (
+            (site.api.family == "flax" and qname in LINEAR_CLASSES) or (site.api.family == "jax" and qname in MATMULS)
+        ):
+            return f"`{self.ctx.code(layer)}`"
         if fn is None or fn.star_args or fn.bound:
             return None
         returned = _single_return(fn.node)

@@ -153,6 +153,7 @@ def _full_setting_mapped_to_none(model: SemanticModel, policy: cst.Name) -> tupl
     """The setting ``"full"`` and the table ``policy`` is looked up in, when the table maps it to None
     and the lookup may ask for it (a literal key asks for itself only)."""
     value = model.assigned_value(policy)
+    key: cst.BaseExpression | None
     if isinstance(value, cst.Subscript) and len(value.slice) == 1 and isinstance(value.slice[0].slice, cst.Index):
         table, key = value.value, value.slice[0].slice.value
     elif isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value == "get":

@@ -160,10 +160,10 @@ class ImpureCheckpointBody(Rule):
             for helper in bodies.helpers(fn.node):
                 scoped = scoped_by_with(self.ctx.model, helper.call)
                 effects = finder.effects(helper.function, None)
-                effect = next((e for e in effects if not (scoped and e.kind in SCOPED_KINDS)), None)
-                if effect is not None:
+                first = next((e for e in effects if not (scoped and e.kind in SCOPED_KINDS)), None)
+                if first is not None:
                     name = self.ctx.code(helper.call.func)
-                    self.report(helper.call, f"Calls `{name}`, which {_explain(effect)}")
+                    self.report(helper.call, f"Calls `{name}`, which {_explain(first)}")
 
 
 def _explain(effect: Effect) -> str:

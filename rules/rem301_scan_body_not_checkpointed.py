@@ -14,7 +14,7 @@ from remat_lint.apis.flax import PREFIX as FLAX_PREFIX
 from remat_lint.apis.jax import PREFIX as JAX_PREFIX
 from remat_lint.apis.linen import SCANS as LINEN_SCANS
 from remat_lint.engine.prefilter.layer_scans import LAYER_WORDS
-from remat_lint.findings import Finding, Severity
+from remat_lint.findings import Candidate, Finding, Severity
 from remat_lint.rule import Invalid, Rule
 
 if TYPE_CHECKING:
@@ -141,22 +141,23 @@ class ScanBodyNotCheckpointed(Rule):
         for body in scans:
             if body.api not in SCANS or body.kind != "loop" or body.denoted.sites:
                 continue
-            if in_smoke_test(model, body.call):
+            call = body.call
+            if not isinstance(call, cst.Call) or in_smoke_test(model, call):
                 continue
             linen = body.api in LINEN_SCANS
-            if not (self._scans_params(body) if linen else self._over_layers(body)):
+            if not (self._scans_params(call) if linen else self._over_layers(body, call)):
                 continue
             # Linen Modules are differentiated through `apply` elsewhere: ask for some grad here.
-            in_grad = bool(differentiated) if linen else self._inside(body.call, differentiated)
+            in_grad = bool(differentiated) if linen else self._inside(call, differentiated)
             # Not differentiated here: another module's grad may reach the function (the Module class).
-            symbols = [] if in_grad else self._reachable_as(body.call, linen)
+            symbols = [] if in_grad else self._reachable_as(call, linen)
             if not (in_grad or symbols) or not self._remat_free(body):
                 continue
-            scan = self.ctx.code(body.call.func)
+            scan = self.ctx.code(call.func)
             if in_grad:
-                self.report(body.call, message(scan))
+                self.report(call, message(scan))
             else:  # the project phase decides (check_project)
-                self.report(body.call, "", pending=True, symbols=symbols, scan=scan)
+                self.candidate(call, symbols, {"scan": scan})
 
     @staticmethod
     def collect_facts(ctx: LintContext) -> list[tuple[int, str, str, int]] | None:
@@ -172,7 +173,7 @@ class ScanBodyNotCheckpointed(Rule):
             if not d.api.reverse or in_smoke_test(model, d.node):
                 continue
             if isinstance(d.node, cst.Decorator):  # @jax.grad def loss
-                ref = (LOCAL, d.target.name.value) if model.parent(d.target) is model.module else None  # type: ignore[attr-defined]
+                ref = (LOCAL, d.target.name.value) if model.parent(d.target) is model.module else None  # type: ignore[attr-defined]  # a decorator's target is the def it decorates
                 transform = d.node.decorator
             else:
                 ref, transform = ref_of(model, d.target), d.node.func
@@ -181,7 +182,7 @@ class ScanBodyNotCheckpointed(Rule):
         return facts
 
     @classmethod
-    def check_project(cls, candidates: list[Finding], module: ProjectModule, project: Project) -> list[Finding]:
+    def check_project(cls, candidates: list[Candidate], module: ProjectModule, project: Project) -> list[Finding]:
         """Confirm a scanning function or Flax Module class (pending) that a grad in another module reaches."""
         from remat_lint.project.model import place, related
 
@@ -193,8 +194,9 @@ class ScanBodyNotCheckpointed(Rule):
             for level, name, transform, row in facts
             if (start := project.resolve(other, (level, name))) is not None
         ]
-        for finding in candidates:
-            symbols = [(module.name, str(name)) for name in finding.data["symbols"]]
+        for candidate in candidates:
+            finding = candidate.finding
+            symbols = [(module.name, name) for name in candidate.symbols]
             reaching = sorted(
                 (other.path, row, other, transform)
                 for other, transform, row, start in grads
@@ -203,7 +205,7 @@ class ScanBodyNotCheckpointed(Rule):
             if reaching:
                 _, row, other, transform = reaching[0]
                 where = place(other, row, module)
-                finding.message = message(str(finding.data["scan"]), f"`{transform}` at {where}")
+                finding.message = message(str(candidate.values["scan"]), f"`{transform}` at {where}")
                 finding.data = {"symbol": symbols[0][1], "differentiated_at": where}
                 finding.related = (related(other, row, f"differentiated here by `{transform}`"),)
                 kept.append(finding)
@@ -238,8 +240,8 @@ class ScanBodyNotCheckpointed(Rule):
     def _inside(self, node: cst.CSTNode, functions: set[int]) -> bool:
         return any(id(a) in functions for a in self.ctx.model.ancestors(node))
 
-    def _over_layers(self, body: LoopBody) -> bool:
-        xs = body_argument(body.call, 2, "xs")
+    def _over_layers(self, body: LoopBody, call: cst.Call) -> bool:
+        xs = body_argument(call, 2, "xs")
         spelled = [self.ctx.code(xs)] if xs is not None else []
         if isinstance(body.denoted.function, cst.FunctionDef):
             spelled.append(body.denoted.function.name.value)
@@ -247,8 +249,8 @@ class ScanBodyNotCheckpointed(Rule):
             spelled.append(body.expr.value)
         return any(word in text.lower() for text in spelled for word in LAYER_WORDS)
 
-    def _scans_params(self, body: LoopBody) -> bool:
-        axes = body_argument(body.call, 1, "variable_axes")
+    def _scans_params(self, call: cst.Call) -> bool:
+        axes = body_argument(call, 1, "variable_axes")
         if not isinstance(axes, cst.Dict):
             return False
         keys = [e.key for e in axes.elements if isinstance(e, cst.DictElement)]
@@ -265,7 +267,7 @@ class ScanBodyNotCheckpointed(Rule):
         if scope is None:
             return False
         scopes = [scope]
-        if not isinstance(scope, cst.ClassDef):
+        if isinstance(scope, (cst.FunctionDef, cst.Lambda)):
             scopes += [h.function for h in self.ctx.bodies.helpers(scope)]
         model = self.ctx.model
         for current in scopes:

@@ -176,6 +176,11 @@ def receiver_class(model: SemanticModel, expr: cst.CSTNode) -> cst.ClassDef | No
     return model.functions[id(owner)].class_node
 
 
+def is_call_method(node: Function) -> bool:
+    """``node`` is a ``__call__`` def (a lambda is no method)."""
+    return isinstance(node, cst.FunctionDef) and node.name.value == "__call__"
+
+
 def is_instance_method(model: SemanticModel, node: cst.FunctionDef) -> bool:
     info = model.functions.get(id(node))
     if info is None or info.class_node is None or not positional_params(node):
@@ -273,7 +278,7 @@ class _Resolver:
             return None
         binding = bindings[0]
         if binding.kind in ("def", "class"):
-            return binding.node  # type: ignore[return-value]
+            return binding.node  # type: ignore[return-value]  # a def or class binding's node is its FunctionDef or ClassDef
         return binding.value if binding.kind == "assign" and isinstance(binding.value, cst.Lambda) else None
 
     def _call(self, call: cst.Call, drop: int, bound: frozenset[str], depth: int) -> list[CheckpointedFunction]:

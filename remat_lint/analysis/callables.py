@@ -128,7 +128,7 @@ class Callables:
 
     def _binding(self, binding: Binding, depth: int) -> Denoted:
         if binding.kind == "def":
-            return self._def(binding.node)  # type: ignore[arg-type]
+            return self._def(binding.node)  # type: ignore[arg-type]  # a def binding's node is its FunctionDef
         if binding.kind == "assign" and binding.value is not None:
             return self.denote(binding.value, depth + 1)
         return Denoted()  # a parameter, an import, a loop target...
@@ -158,7 +158,7 @@ def self_writes(model: SemanticModel, function: cst.FunctionDef, name: str) -> l
         ):
             parent = model.parent(model.parent(node))
             plain = isinstance(parent, cst.Assign) and len(parent.targets) == 1 and parent.targets[0].target is node
-            found.append(parent.value if plain else None)  # type: ignore[union-attr]
+            found.append(parent.value if plain else None)  # type: ignore[union-attr]  # ``plain``: parent is an Assign
         stack.extend(child_nodes(node))
     return found
 
@@ -212,7 +212,11 @@ def reaching_bindings(model: SemanticModel, name: cst.Name) -> tuple[list[Bindin
     if scope is owner:
         use = statement_of(model, name)
         bindings = [b for b in bindings if b.node is not use and precedes(model, b.node, use)]
-    ordered = sorted(bindings, key=functools.cmp_to_key(lambda x, y: -1 if precedes(model, x.node, y.node) else 1))
+
+    def order(x: Binding, y: Binding) -> int:
+        return -1 if precedes(model, x.node, y.node) else 1
+
+    ordered = sorted(bindings, key=functools.cmp_to_key(order))
     reaching: list[Binding] = []
     for binding in reversed(ordered):
         reaching.append(binding)

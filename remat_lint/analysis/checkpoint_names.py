@@ -63,7 +63,7 @@ class CheckpointNames:
             for part in expr.parts:
                 if isinstance(part, cst.FormattedStringText):
                     parts.append(re.escape(part.value.replace("{{", "{").replace("}}", "}")))
-                elif part.format_spec is None and part.conversion is None:
+                elif isinstance(part, cst.FormattedStringExpression) and not (part.format_spec or part.conversion):
                     parts.append(self._alternatives(part.expression, depth))
                 else:
                     parts.append(_ANYTHING)
@@ -73,19 +73,19 @@ class CheckpointNames:
             return None if left == right == _ANYTHING else left + right
         if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Modulo):
             template = _literal(expr.left)
-            right = expr.right
-            fills = [e.value for e in right.elements] if isinstance(right, cst.Tuple) else [right]
+            filled = expr.right
+            fills = [e.value for e in filled.elements] if isinstance(filled, cst.Tuple) else [filled]
             if template is None:
                 return None
             return _holes(template.replace("%%", "\0"), _PERCENT_SPEC, [self._alternatives(e, depth) for e in fills])
         if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "format":
             template = _literal(expr.func.value)
             if template is not None and not any(a.star for a in expr.args):
-                fills = [self._alternatives(a.value, depth) for a in expr.args if a.keyword is None]
+                alternatives = [self._alternatives(a.value, depth) for a in expr.args if a.keyword is None]
                 fields = _FORMAT_FIELD.findall(template.replace("{{", "").replace("}}", ""))
                 in_order = all(f == "{}" for f in fields)  # ``{0}``, ``{name}``, specs: holes match anything
                 return _holes(
-                    template.replace("{{", "\1").replace("}}", "\2"), _FORMAT_FIELD, fills if in_order else []
+                    template.replace("{{", "\1").replace("}}", "\2"), _FORMAT_FIELD, alternatives if in_order else []
                 )
         return None
 
@@ -142,10 +142,10 @@ class CheckpointNames:
             if node.attr.value == attr and isinstance(node.value, cst.Name) and node.value.value == "self":
                 parent = self.model.parent(node)
                 if isinstance(parent, cst.AssignTarget) and any(a is cls for a in self.model.ancestors(node)):
-                    statement = self.model.parent(parent)
-                    if not isinstance(statement, cst.Assign):
+                    assign = self.model.parent(parent)
+                    if not isinstance(assign, cst.Assign):
                         return None
-                    sources.append(statement.value)
+                    sources.append(assign.value)
         return self._union(sources, depth) if sources else None
 
     def _union(self, sources: list[cst.BaseExpression], depth: int) -> Names | None:

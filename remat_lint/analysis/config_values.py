@@ -134,13 +134,13 @@ class ConfigSources:
         binding = self.model.single_binding(expr.value)
         if binding is None:
             return None
-        if binding.kind == "class" and self._is_config_class(binding.node):  # type: ignore[arg-type]
+        if binding.kind == "class" and self._is_config_class(binding.node):  # type: ignore[arg-type]  # a class binding's node is its ClassDef
             default = _field_default(binding.node, field)  # type: ignore[arg-type]  # ``Config.remat_policy``
             values = self.values.possible(default, depth) if default is not None else None
             return tuple(v.sourced(via) for v in values) if values is not None else None
         if binding.kind == "assign" and isinstance(binding.value, cst.Call):
-            cls = self.model.definition(binding.value.func)
-            if not isinstance(cls, cst.ClassDef) or not self._is_config_class(cls):
+            defined = self.model.definition(binding.value.func)
+            if not isinstance(defined, cst.ClassDef) or not self._is_config_class(defined):
                 return None
             argument = keyword_value(binding.value, field)
             if argument is not None:
@@ -148,7 +148,7 @@ class ConfigSources:
             elif any(a.keyword is None for a in binding.value.args):
                 return None  # positional arguments: which field each fills is not worked out
             else:
-                default = _field_default(cls, field)
+                default = _field_default(defined, field)
                 values = self.values.possible(default, depth) if default is not None else None
             return tuple(v.sourced(via) for v in values) if values is not None else None
         if binding.kind == "param":
@@ -163,9 +163,13 @@ class ConfigSources:
         if owner is None or self_writes_in(self.model, owner, expr.attr.value):
             return None
         for statement in _class_statements(owner):
-            declared = isinstance(statement, cst.AnnAssign) and isinstance(statement.target, cst.Name)
-            if declared and statement.target.value == expr.attr.value and statement.value is None:  # type: ignore[union-attr]
-                cls = self.model.definition(statement.annotation.annotation)  # type: ignore[union-attr]
+            if (
+                isinstance(statement, cst.AnnAssign)
+                and isinstance(statement.target, cst.Name)
+                and statement.target.value == expr.attr.value
+                and statement.value is None
+            ):
+                cls = self.model.definition(statement.annotation.annotation)
                 return cls if isinstance(cls, cst.ClassDef) and self._is_config_class(cls) else None
         return None
 

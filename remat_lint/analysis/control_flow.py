@@ -102,7 +102,7 @@ def _flag_use(model: SemanticModel, name: cst.Name) -> str | None:
     if isinstance(parent, cst.Arg) and parent.value is name:
         call = model.parent(parent)
         layer = layer_of(model, call) if isinstance(call, cst.Call) else None
-        return "tested" if layer is not None and flag_argument(call, layer) is name else "handed on"  # type: ignore[arg-type]
+        return "tested" if layer is not None and flag_argument(call, layer) is name else "handed on"  # type: ignore[arg-type]  # a layer is only found for a Call
     return None
 
 
@@ -237,7 +237,7 @@ class _Finder:
             inner = _Finder(self.model, received, self.depth + 1, leaves=plain_params(self.model, body, received))
             use = next((u for n in body for u in inner.visit(n)), None)
             if use is not None and (use.use in ("order", "range") or self._leaf(mine)):  # ours may be a pytree
-                name = self.model.module.code_for_node(call.func if skip == 0 else call.func.func)  # type: ignore[attr-defined]
+                name = self.model.module.code_for_node(call.func if skip == 0 else call.func.func)  # type: ignore[attr-defined]  # skip 1: ``Block(cfg)(x)``, whose func is a Call
                 yield ControlUse(
                     statement_of(self.model, call), arg.value, mine, use.use, f"{use.construct} in `{name}`"
                 )
@@ -266,7 +266,7 @@ class _Finder:
         if isinstance(parent, cst.BooleanOperation):
             # The left operand is always tested; the right one only when the whole is.
             return parent.left is node or self._in_test(parent)
-        return isinstance(parent, (cst.If, cst.While, cst.Assert, cst.IfExp, cst.CompIf)) and parent.test is node  # type: ignore[union-attr]
+        return isinstance(parent, (cst.If, cst.While, cst.Assert, cst.IfExp, cst.CompIf)) and parent.test is node
 
     def _tested(self, expr: cst.BaseExpression, at: cst.CSTNode, construct: str) -> Iterator[ControlUse]:
         if isinstance(expr, cst.BooleanOperation):

@@ -174,7 +174,7 @@ def resolve_diff(model: SemanticModel, expr: cst.CSTNode, depth: int = 0) -> Dif
             return None  # partial(jax.grad, loss) already holds the function
         return resolve_diff(model, positional[0].value, depth + 1)
     inner = DIFF_APIS.get(model.qualified_name(expr.func) or "")
-    if inner is not None and not positional and all(a.keyword.value != inner.target_param for a in expr.args):  # type: ignore[union-attr]
+    if inner is not None and not positional and all(a.keyword.value != inner.target_param for a in expr.args):  # type: ignore[union-attr]  # no positional argument: every argument has a keyword
         return inner
     return None
 
@@ -209,7 +209,7 @@ def pullback_deferred(model: SemanticModel, d: Differentiation) -> bool:
     if not isinstance(target, cst.Tuple) or len(target.elements) < 2 or not hasattr(block, "body"):
         return True
     pullback = target.elements[1].value
-    siblings = list(block.body)  # type: ignore[union-attr]
+    siblings = list(block.body)  # type: ignore[union-attr]  # ``hasattr(block, "body")`` checked above
     following = siblings[siblings.index(line) + 1 :][:1]
     return not (
         isinstance(pullback, cst.Name)

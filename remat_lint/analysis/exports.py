@@ -16,14 +16,15 @@ def exported_name(model: SemanticModel, site: RematSite, *, conditional: bool = 
         name = site.target.name.value if site.target.decorators[0] is site.node else None
         statement: cst.CSTNode | None = site.target
     else:
-        value, statement = site.node, model.parent(site.node)
+        value: cst.CSTNode = site.node
+        statement = model.parent(site.node)
         if conditional and isinstance(statement, cst.IfExp) and value in (statement.body, statement.orelse):
             value, statement = statement, model.parent(statement)
         targets = statement.targets if isinstance(statement, cst.Assign) and statement.value is value else ()
         name = targets[0].target.value if len(targets) == 1 and isinstance(targets[0].target, cst.Name) else None
     if not name or len(model.module_scope.bindings.get(name, ())) != 1:
         return None
-    return name if at_module_level(model, statement) else None
+    return name if statement is not None and at_module_level(model, statement) else None
 
 
 def at_module_level(model: SemanticModel, statement: cst.CSTNode) -> bool:

@@ -59,7 +59,11 @@ def _expected(model: SemanticModel, node: cst.CSTNode, errors: frozenset[str] | 
     if depth == 0 or owner is None:
         return False
     calls = _calls_of(model, owner)
-    return bool(calls) and all(_expected(model, call, errors, depth - 1, broad=False) for call in calls)
+    return (
+        calls is not None
+        and bool(calls)
+        and all(_expected(model, call, errors, depth - 1, broad=False) for call in calls)
+    )
 
 
 def _owner(model: SemanticModel, node: cst.CSTNode) -> cst.FunctionDef | cst.ClassDef | None:

@@ -102,7 +102,7 @@ def last_stages(
     """``depth``: how many calls of plain same-module functions to follow when the last stage is
     inside one (``return head(h).mean()`` where ``head`` returns a checkpointed call)."""
     for tail, head in _tails(function):
-        first = isinstance(function, cst.Lambda) or len(tail) == len(_top_level(function.body))  # type: ignore[union-attr]
+        first = isinstance(function, cst.Lambda) or len(tail) == len(_top_level(function.body))
         yield from _in_tail(model, callables, tail, head, depth, first)
 
 
@@ -169,17 +169,21 @@ def _in_tail(
         if denoted.sites:
             yield LastStage(call, denoted.sites, after, whole=alone)
             continue
-        for inner in last_stages(model, callables, callee, depth - 1):  # type: ignore[arg-type]
-            through = (callee.name.value, *inner.through)  # type: ignore[union-attr]
+        for inner in last_stages(model, callables, callee, depth - 1):  # type: ignore[arg-type]  # callee is set: a call without sites or callee was skipped above
+            through = (callee.name.value, *inner.through)  # type: ignore[union-attr]  # callee is set: a call without sites or callee was skipped above
             after_all = list(dict.fromkeys([*inner.after, *after]))
             yield LastStage(inner.call, inner.sites, after_all, through, whole=alone and inner.whole)
 
 
 def _unbatched(model: SemanticModel, func: cst.BaseExpression) -> cst.BaseExpression:
     """``f`` for ``jax.vmap(f)`` (the batched stage is checkpointed just the same), else ``func``."""
-    vmapped = isinstance(func, cst.Call) and model.qualified_name(func.func) in VMAP_APIS
-    if vmapped and func.args and not func.args[0].keyword:  # type: ignore[union-attr]
-        return func.args[0].value  # type: ignore[union-attr]
+    if (
+        isinstance(func, cst.Call)
+        and model.qualified_name(func.func) in VMAP_APIS
+        and func.args
+        and not func.args[0].keyword
+    ):
+        return func.args[0].value
     return func
 
 
@@ -187,7 +191,7 @@ def _top_level(body: cst.BaseSuite) -> list[cst.CSTNode]:
     if isinstance(body, cst.SimpleStatementSuite):
         return list(body.body)
     found: list[cst.CSTNode] = []
-    for statement in body.body:  # type: ignore[attr-defined]
+    for statement in body.body:
         found.extend(statement.body if isinstance(statement, cst.SimpleStatementLine) else [statement])
     return found
 

@@ -49,7 +49,7 @@ def is_linen_class(model: SemanticModel, expr: cst.CSTNode, depth: int = 0) -> b
     definition = model.definition(expr)
     if definition is None and (binding := _reaching(model, expr)) is not None:  # Block = nn.remat(Block)
         if binding.kind == "class":
-            definition = binding.node  # type: ignore[assignment]
+            definition = binding.node  # type: ignore[assignment]  # a class binding's node is its ClassDef
         elif binding.kind == "assign" and isinstance(binding.value, cst.Call):
             return is_linen_class(model, binding.value, depth + 1)
     return isinstance(definition, cst.ClassDef) and is_linen_classdef(model, definition, depth + 1)
@@ -72,13 +72,13 @@ def linen_constructor(model: SemanticModel, expr: cst.CSTNode, depth: int = 0) -
         binding = _reaching(model, expr) if value is None else None
         if binding is not None and binding.kind == "assign":
             value = binding.value  # re-bound: the assignment that reaches this use
-        elif binding is not None and _target(binding) is not None:
+        elif binding is not None and isinstance(binding.node, cst.For) and _target(binding) is not None:
             return _element_constructor(model, binding.node.iter, depth + 1)  # ``for block in self.blocks``
         return linen_constructor(model, value, depth + 1) if value is not None else None
     owner = _self_class(model, expr.value) if isinstance(expr, cst.Attribute) else None
     if owner is None:
         return None
-    name = expr.attr.value  # type: ignore[attr-defined]
+    name = expr.attr.value  # type: ignore[attr-defined]  # an owner is only found for an Attribute
     values = _setup_assignments(model, owner, name)
     if not values or _class_members(model, owner, name) != []:
         return None  # not assigned in setup, or also a class attribute or field
@@ -103,8 +103,8 @@ def _element_constructor(model: SemanticModel, sequence: cst.BaseExpression, dep
     owner = _self_class(model, sequence.value) if isinstance(sequence, cst.Attribute) else None
     if owner is None:
         return None
-    values = _setup_assignments(model, owner, sequence.attr.value)  # type: ignore[attr-defined]
-    if not values or _class_members(model, owner, sequence.attr.value) != []:  # type: ignore[attr-defined]
+    values = _setup_assignments(model, owner, sequence.attr.value)  # type: ignore[attr-defined]  # an owner is only found for an Attribute
+    if not values or _class_members(model, owner, sequence.attr.value) != []:  # type: ignore[attr-defined]  # an owner is only found for an Attribute
         return None
     constructors = [_element_constructor(model, value, depth + 1) for value in values]
     return constructors[0] if all(constructors) else None
@@ -215,7 +215,7 @@ def _setup_assignments(model: SemanticModel, node: cst.ClassDef, attr: str) -> l
             continue
         parent = model.parent(attribute)
         if isinstance(parent, cst.AssignTarget):
-            values.append(model.parent(parent).value)  # type: ignore[union-attr]
+            values.append(model.parent(parent).value)  # type: ignore[union-attr]  # an AssignTarget's parent is an Assign
         elif isinstance(parent, cst.AnnAssign) and parent.target is attribute and parent.value is not None:
             values.append(parent.value)
     return values

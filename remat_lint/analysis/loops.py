@@ -75,21 +75,27 @@ class Loops:
         decorators below the loop's."""
         decorator = self.model.parent(call)
         function = self.model.parent(decorator)
-        if not isinstance(function, cst.FunctionDef) or body_argument(call, *LOOP_APIS[qname]) is not None:
+        if (
+            not isinstance(decorator, cst.Decorator)
+            or not isinstance(function, cst.FunctionDef)
+            or body_argument(call, *LOOP_APIS[qname]) is not None
+        ):
             return
-        below = function.decorators[function.decorators.index(decorator) + 1 :]  # type: ignore[arg-type]
+        below = function.decorators[function.decorators.index(decorator) + 1 :]
         sites = [s for d in below if (s := callables.site_of(d)) is not None]
         self.bodies.append(LoopBody(qname, "loop", call, function.name, Denoted(sites, function)))
 
     def _add_vmapped(self, function: cst.FunctionDef | cst.Lambda) -> None:
         """``@jax.vmap`` / ``@functools.partial(jax.vmap, in_axes=...)`` on a def."""
-        for decorator in getattr(function, "decorators", ()):
+        if not isinstance(function, cst.FunctionDef):  # a lambda has no decorators
+            return
+        for decorator in function.decorators:
             expr = decorator.decorator
             if isinstance(expr, cst.Call) and self.model.qualified_name(expr.func) in PARTIAL and expr.args:
                 expr = expr.args[0].value
             qname = self.model.qualified_name(expr)
             if qname in VMAP_APIS:
-                body = LoopBody(qname, "vmap", decorator, function.name, Denoted(function=function))  # type: ignore[attr-defined]
+                body = LoopBody(qname, "vmap", decorator, function.name, Denoted(function=function))
                 self.bodies.append(body)
 
     @property

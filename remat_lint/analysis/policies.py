@@ -77,7 +77,7 @@ def constant_return(model: SemanticModel, expr: cst.BaseExpression) -> tuple[boo
     if len(values) != 1 or None in values:
         return None
     (value,) = values
-    return value[0], definition  # type: ignore[index]
+    return value[0], definition  # type: ignore[index]  # ``None in values`` returned above
 
 
 def _constant(expr: cst.BaseExpression) -> tuple[bool | None] | None:
@@ -117,7 +117,7 @@ def policy_names(model: SemanticModel, call: cst.Call, info: PolicyInfo) -> list
         for element in elements or ():
             if isinstance(element, cst.SimpleString) and isinstance(element.evaluated_value, str):
                 node = arg.value if via else element
-                found.append(PolicyName(element.evaluated_value, element, node, via, info.name, role))  # type: ignore[arg-type]
+                found.append(PolicyName(element.evaluated_value, element, node, via, info.name, role))  # type: ignore[arg-type]  # ``elements`` is None without a role
     return found
 
 
@@ -127,8 +127,7 @@ def sequence_elements(model: SemanticModel, expr: cst.BaseExpression) -> list[cs
     value = model.assigned_value(expr) if isinstance(expr, cst.Name) else expr
     if not isinstance(value, (cst.Tuple, cst.List, cst.Set)):
         return None
-    mutable = isinstance(expr, cst.Name) and not isinstance(value, cst.Tuple)
-    if mutable and any(
+    if (isinstance(expr, cst.Name) and not isinstance(value, cst.Tuple)) and any(
         isinstance(a.value, cst.Name) and a.value.value == expr.value and a.attr.value in _MUTATORS
         for a in model.attributes
     ):

@@ -25,7 +25,7 @@ import dataclasses
 import functools
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 import libcst as cst
 
@@ -212,7 +212,7 @@ class SemanticModel:
                 index.setdefault(call.func.value, []).append(call.func)
         return index
 
-    def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
+    def parent(self, node: cst.CSTNode | None) -> cst.CSTNode | None:  # None: the parent of no node
         return self.parents.get(id(node))
 
     def ancestors(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
@@ -358,7 +358,7 @@ class SemanticModel:
         if binding is None:
             return None
         if binding.kind in ("def", "class"):
-            return binding.node  # type: ignore[return-value]
+            return binding.node  # type: ignore[return-value]  # a def or class binding's node is its FunctionDef or ClassDef
         if binding.kind == "assign" and isinstance(binding.value, cst.Lambda):
             return binding.value
         return None
@@ -452,7 +452,7 @@ class _Builder:
         scope = self.scope
         if name in scope.global_names and scope.parent is not None:
             # Made whenever the function runs: it may reach any use of the global.
-            scope.module.bind(Binding(name, kind, node, order=self.order, anytime=True, **kw))  # type: ignore[arg-type]
+            scope.module.bind(Binding(name, kind, node, order=self.order, anytime=True, **kw))  # type: ignore[arg-type]  # ``kw``: Binding's optional fields, as the callers name them
         elif name in scope.nonlocal_names:
             # Rebinding an enclosing function's variable: it resolves to nothing there any more.
             outer = scope.parent
@@ -461,7 +461,7 @@ class _Builder:
                     outer.bind(Binding(name, "other", node, order=self.order, anytime=True))
                 outer = outer.parent
         else:
-            scope.bind(Binding(name, kind, node, order=self.order, guards=self.guards, **kw))  # type: ignore[arg-type]
+            scope.bind(Binding(name, kind, node, order=self.order, guards=self.guards, **kw))  # type: ignore[arg-type]  # ``kw``: Binding's optional fields, as the callers name them
         self.order += 1
 
     def bind_target(
@@ -570,7 +570,7 @@ class _Builder:
 
     def on_as_name(self, node: cst.AsName) -> None:
         self.visit_children(node)
-        self.bind_target(node.name, node)  # type: ignore[arg-type]
+        self.bind_target(node.name, node)
 
     def on_named_expr(self, node: cst.NamedExpr) -> None:
         self.visit_children(node)
@@ -674,7 +674,8 @@ def _all_params(params: cst.Parameters) -> Iterator[cst.Param]:
         yield params.star_kwarg
 
 
-_HANDLERS = {
+# Each handler takes the node class it is registered for.
+_HANDLERS: dict[type[cst.CSTNode], Callable[[_Builder, Any], None]] = {
     cst.Name: _Builder.on_name,
     cst.Call: _Builder.on_call,
     cst.Attribute: _Builder.on_attribute,

@@ -17,7 +17,7 @@ Forms recognised (``api`` is any of ``apis.REMAT_APIS`` reached through imports 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, Sequence
 
 import libcst as cst
 
@@ -100,11 +100,11 @@ def resolve_remat(model: SemanticModel, expr: cst.CSTNode, depth: int = 0) -> Re
     return None
 
 
-def _positional(args: tuple[cst.Arg, ...] | list[cst.Arg], skip: int) -> list[cst.Arg]:
+def _positional(args: Sequence[cst.Arg], skip: int) -> list[cst.Arg]:
     return [a for a in args if a.keyword is None and not a.star][skip:]
 
 
-def _gives_target(args: tuple[cst.Arg, ...] | list[cst.Arg], api: RematApi) -> bool:
+def _gives_target(args: Sequence[cst.Arg], api: RematApi) -> bool:
     """Whether a call passes the checkpointed function, positionally or as ``fun=``/``target=``."""
     return bool(_positional(args, 0)) or any(
         a.keyword is not None and a.keyword.value == api.target_param for a in args
@@ -158,8 +158,9 @@ def _spread_keywords(model: SemanticModel, value: cst.BaseExpression) -> dict[st
             e.key.evaluated_value if isinstance(e, cst.DictElement) and isinstance(e.key, cst.SimpleString) else None
             for e in value.elements
         ]
-        if all(isinstance(k, str) and k.isidentifier() for k in keys):
-            return {k: cst.Arg(e.value, keyword=cst.Name(k)) for k, e in zip(keys, value.elements, strict=True)}  # type: ignore[arg-type]
+        names = [k for k in keys if isinstance(k, str) and k.isidentifier()]
+        if len(names) == len(keys):
+            return {k: cst.Arg(e.value, keyword=cst.Name(k)) for k, e in zip(names, value.elements, strict=True)}
     return {}
 
 

@@ -58,8 +58,8 @@ def static_argnums(site: RematSite, values: Values | None = None) -> StaticArgnu
     if isinstance(value, (cst.Tuple, cst.List)):
         form: Form = "tuple" if isinstance(value, cst.Tuple) else "list"
         ints = [_int(e.value) if not isinstance(e, cst.StarredElement) else None for e in value.elements]
-        known = None if any(i is None for i in ints) else tuple(ints)  # type: ignore[arg-type]
-        return StaticArgnums(arg, form, known)
+        known = tuple(i for i in ints if i is not None)
+        return StaticArgnums(arg, form, known if len(known) == len(ints) else None)
     single = _int(value)
     if single is None and values is not None:
         return _held(arg, values.single(value))
@@ -73,7 +73,7 @@ def _held(arg: cst.Arg, held: Value | None) -> StaticArgnums:
     if held is not None and held.kind in ("tuple", "list"):
         items = held.items or ()
         ints = tuple(i.literal for i in items if i.kind == "int" and isinstance(i.literal, int))
-        return StaticArgnums(arg, held.kind, ints if held.items is not None and len(ints) == len(items) else None)  # type: ignore[arg-type]
+        return StaticArgnums(arg, held.kind, ints if held.items is not None and len(ints) == len(items) else None)
     return StaticArgnums(arg, "other", None)
 
 

@@ -118,7 +118,9 @@ def flax_class_target(model: SemanticModel, site: RematSite) -> bool:
     target = site.target
     if isinstance(target, cst.Call) and model.qualified_name(target.func) in PARTIAL and target.args:
         target = target.args[0].value
-    return isinstance(target, cst.ClassDef) or isinstance(model.definition(target), cst.ClassDef)
+    return isinstance(target, cst.ClassDef) or (
+        target is not None and isinstance(model.definition(target), cst.ClassDef)
+    )
 
 
 def calls_of(model: SemanticModel, value: cst.BaseExpression) -> list[cst.Call]:

@@ -132,7 +132,7 @@ class Values:
                 values = None
             if values is None:
                 return None
-            found = union(found, values)  # type: ignore[assignment]
+            found = union(found, values)  # type: ignore[assignment]  # the union of two known sets is known
         return found
 
     def _imported(self, qname: str | None) -> Possible | None:
@@ -286,15 +286,16 @@ class Values:
         if isinstance(table, cst.Name):
             if self._mutated(table.value):
                 return None
-            table = self.model.assigned_value(table)  # type: ignore[assignment]
-        if isinstance(table, cst.Dict) and all(isinstance(e, cst.DictElement) for e in table.elements):
-            return [(self.single(e.key, depth), e.value) for e in table.elements]  # type: ignore[union-attr]
+            table = self.model.assigned_value(table)  # type: ignore[assignment]  # None falls through the isinstance tests below to ``return None``
+        entries = [e for e in table.elements if isinstance(e, cst.DictElement)] if isinstance(table, cst.Dict) else []
+        if isinstance(table, cst.Dict) and len(entries) == len(table.elements):  # no ``**other``
+            return [(self.single(e.key, depth), e.value) for e in entries]
         if (
             isinstance(table, cst.Call)
             and self.model.qualified_name(table.func) == "builtins.dict"
             and all(a.keyword is not None for a in table.args)
         ):
-            return [(Value("str", a.keyword.value), a.value) for a in table.args]  # type: ignore[union-attr]
+            return [(Value("str", a.keyword.value), a.value) for a in table.args]  # type: ignore[union-attr]  # all() above: every argument has a keyword
         return None
 
     def _mutated(self, name: str) -> bool:
@@ -327,7 +328,7 @@ class Values:
             values = (Value("none"),) if expr is None else self.possible(expr, depth)
             if values is None:
                 return None
-            found = union(found, tuple(v.sourced(f"{definition.name.value}()") for v in values))  # type: ignore[assignment]
+            found = union(found, tuple(v.sourced(f"{definition.name.value}()") for v in values))  # type: ignore[assignment]  # the union of two known sets is known
         return found
 
 
@@ -350,6 +351,7 @@ def _subscript_writes(module: cst.Module) -> set[str]:
     stack: list[cst.CSTNode] = [module]
     while stack:
         node = stack.pop()
+        targets: list[cst.CSTNode]
         if isinstance(node, cst.Assign):
             targets = [t.target for t in node.targets]
         elif isinstance(node, (cst.AugAssign, cst.AnnAssign, cst.Del)):

@@ -145,14 +145,14 @@ def record() -> Iterator[Recording]:
         _probe(recording, path, dir_fd, False)
         return real[1](path, dir_fd=dir_fd)
 
-    os.stat, os.lstat = stat, lstat  # type: ignore[assignment]
-    sys.stdout, sys.stderr = _Tee(real[2], recording, 1), _Tee(real[3], recording, 2)  # type: ignore[assignment]
+    os.stat, os.lstat = stat, lstat
+    sys.stdout, sys.stderr = _Tee(real[2], recording, 1), _Tee(real[3], recording, 2)
     _current = recording
     try:
         yield recording
     finally:
         _current = None
-        os.stat, os.lstat, sys.stdout, sys.stderr = real  # type: ignore[assignment]
+        os.stat, os.lstat, sys.stdout, sys.stderr = real
 
 
 def _probe(recording: Recording, path: Any, dir_fd: int | None, follow_symlinks: bool) -> None:

@@ -33,7 +33,9 @@ from __future__ import annotations
 import marshal
 import os
 import sys
-from _operator import _compare_digest as compare_digest  # hmac.compare_digest itself, without hmac's 4 ms import
+from _operator import _compare_digest
+
+compare_digest = _compare_digest  # hmac.compare_digest itself, without hmac's 4 ms import (cache.py uses it too)
 
 try:  # the module hashlib.blake2b comes from: 0.2 ms to import where hashlib (OpenSSL) takes 2.7 ms
     from _blake2 import blake2b

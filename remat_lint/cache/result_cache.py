@@ -99,7 +99,7 @@ class Cache:
         if not isinstance(result, FileResult):
             return None
         result.path = path
-        for finding in result.findings:
+        for finding in [*result.findings, *(c.finding for c in [*result.candidates, *result.suppressed_candidates])]:
             finding.path = path
         return result
 

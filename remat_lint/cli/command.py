@@ -12,7 +12,7 @@ import gc
 import os
 import sys
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, NoReturn, TextIO, TypeVar
 
 from remat_lint import __version__
 from remat_lint.cache import recording
@@ -32,6 +32,7 @@ from remat_lint.output import autofix
 from remat_lint.output.reporters import FORMATS, reporter
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+_T = TypeVar("_T")
 
 
 class UsageError(Exception):
@@ -39,7 +40,7 @@ class UsageError(Exception):
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         raise UsageError(message)
 
 
@@ -606,10 +607,15 @@ def _display(result: RunResult) -> None:
     for finding in result.findings:
         shown = display_path(finding.path)
         if shown != finding.path:
-            for by_path in (result.sources, result.notebooks):
-                if finding.path in by_path:
-                    by_path[shown] = by_path[finding.path]  # type: ignore[index]
+            _alias(result.sources, finding.path, shown)
+            _alias(result.notebooks, finding.path, shown)
         finding.path = shown
+
+
+def _alias(by_path: dict[str, _T], path: str, shown: str) -> None:
+    """``by_path``'s entry for ``path`` under ``shown`` too."""
+    if path in by_path:
+        by_path[shown] = by_path[path]
 
 
 def _fix(
@@ -669,7 +675,7 @@ def _report(
         if args.output_file:
             _write_report(args.output_file, reporter(args.output_format)(shown, sources))
         elif args.output_format in ("full", "concise") and _colour(args.color, out):
-            out.write(reporter(args.output_format)(shown, sources, colour=True))  # type: ignore[call-arg]
+            out.write(reporter(args.output_format)(shown, sources, colour=True))  # type: ignore[call-arg]  # Only the full and concise reporters take ``colour`` (checked above).
         else:
             out.write(reporter(args.output_format)(shown, sources))
     for form, path in args.extra_output:

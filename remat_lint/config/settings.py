@@ -328,11 +328,12 @@ def _tomllib() -> ModuleType:
 def _read_toml(path: Path) -> dict[str, Any]:
     tomllib = _tomllib()
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
+        data: dict[str, Any] = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read {path}: {exc}") from exc
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path} is not valid TOML: {exc}") from exc
+    return data
 
 
 def _table(config_file: Path) -> dict[str, Any]:

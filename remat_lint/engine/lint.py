@@ -18,7 +18,7 @@ from libcst.metadata import CodeRange
 from remat_lint.engine.context import LintContext
 from remat_lint.engine.prefilter.stages import Prefilter, prefilter_for
 from remat_lint.engine.results import FileResult, build_project, diagnostic, project_codes, project_phase
-from remat_lint.findings import Finding, Fix, Position, TextEdit
+from remat_lint.findings import Candidate, Finding, Fix, Position, TextEdit
 from remat_lint.output.noqa import Suppressions
 from remat_lint.project.extract import summarize
 from remat_lint.registry import all_rules
@@ -61,11 +61,11 @@ def lint_source(
         return result
     if verdict.needs_only:  # the other rules' prefilters reject the file: they run as if it were not kept
         rules = [rule for rule in rules if rule.prefilter_apis]
-    if verdict.too_deep:  # libcst would crash the process
-        error = verdict.error
+    error = verdict.error
+    if verdict.too_deep and error is not None:  # a nesting limit: libcst would crash the process
         result.findings.append(
             diagnostic(path, f"SyntaxError: {error.msg}", error.lineno or 1, (error.offset or 1) - 1)
-        )  # type: ignore[union-attr]
+        )
         return result
     try:
         module = cst.parse_module(source)
@@ -96,12 +96,12 @@ def lint_source(
                 result.facts[rule.code] = collected
         if project_codes(frozenset(rule.code for rule in rules)):
             result.summary = summarize(ctx)
-        findings = _locate(ctx, ctx.raw_findings) if ctx.raw_findings else []
+        findings, candidates = _locate(ctx, ctx.raw_findings) if ctx.raw_findings else ([], [])
     except RecursionError:
         result.findings.append(diagnostic(path, "file too deeply nested to analyse"))
         return result
-    if findings or UnusedNoqa.code in checked:
-        findings = _apply_noqa(result, findings, Suppressions.parse(source), source, checked, apply_noqa)
+    if findings or candidates or UnusedNoqa.code in checked:
+        findings = _apply_noqa(result, findings, candidates, Suppressions.parse(source), source, checked, apply_noqa)
     result.findings.extend(findings)
     if not defer_project:
         project_phase([result], build_project(None, [result]), codes)
@@ -109,16 +109,27 @@ def lint_source(
 
 
 def _apply_noqa(
-    result: FileResult, findings: list[Finding], s: Suppressions, source: str, checked: set[str], apply_noqa: bool
+    result: FileResult,
+    findings: list[Finding],
+    candidates: list[Candidate],
+    s: Suppressions,
+    source: str,
+    checked: set[str],
+    apply_noqa: bool,
 ) -> list[Finding]:
-    """The findings no ``# noqa`` suppresses (the others go to ``result.suppressed``), and REM100's.
+    """The findings no ``# noqa`` suppresses (the others go to ``result.suppressed``), and REM100's;
+    the candidates go to ``result.candidates`` or ``result.suppressed_candidates`` the same way.
     flake8 applies inline directives itself (``apply_noqa=False``): the file-level ``# remat-lint:
     noqa`` and the spellings flake8 does not read (``#noqa``) are ours in both modes."""
     check = s.suppresses if apply_noqa else (lambda code, row: s.file_suppresses(code) or s.unseen_by_flake8(code, row))
     result.suppressed = [f for f in findings if check(f.code, f.start.row)]
     kept = [f for f in findings if not check(f.code, f.start.row)]
+    for candidate in candidates:
+        hides = check(candidate.finding.code, candidate.finding.start.row)
+        (result.suppressed_candidates if hides else result.candidates).append(candidate)
     if UnusedNoqa.code in checked:
-        hidden = [f for f in findings if s.suppresses(f.code, f.start.row)]
+        proposed = [*findings, *(c.finding for c in candidates)]
+        hidden = [f for f in proposed if s.suppresses(f.code, f.start.row)]
         # A rule that reports at other modules' calls decides this file's lines in the project phase.
         decided = checked - {rule.code for rule in all_rules() if rule.reports_at_calls}
         kept += [f for f in unused_noqa(result.path, source, s, hidden, decided) if not check(f.code, f.start.row)]
@@ -141,9 +152,11 @@ def _syntax_error(path: str, source: str, exc: cst.ParserSyntaxError) -> Finding
     return diagnostic(path, f"SyntaxError: {exc.message}", exc.raw_line, exc.raw_column)
 
 
-def _locate(ctx: LintContext, raw: Iterable[RawFinding]) -> list[Finding]:
+def _locate(ctx: LintContext, raw: Iterable[RawFinding]) -> tuple[list[Finding], list[Candidate]]:
+    """The findings and the candidates (``Rule.candidate``) of the rules' reports, located."""
     positions = ctx.positions
-    findings = []
+    findings: list[Finding] = []
+    candidates: list[Candidate] = []
     seen: set[tuple[str, int]] = set()
     for item in raw:
         key = (item.rule.code, id(item.node))
@@ -151,20 +164,22 @@ def _locate(ctx: LintContext, raw: Iterable[RawFinding]) -> list[Finding]:
             continue
         seen.add(key)
         span = positions[item.node]
-        findings.append(
-            Finding(
-                code=item.rule.code,
-                name=item.rule.name,
-                severity=item.rule.severity,
-                message=item.message,
-                path=ctx.path,
-                start=_pos(span.start),
-                end=_pos(span.end),
-                fix=_fix(ctx, positions, item.fix) if item.fix else None,
-                data=item.data,
-            )
+        finding = Finding(
+            code=item.rule.code,
+            name=item.rule.name,
+            severity=item.rule.severity,
+            message=item.message,
+            path=ctx.path,
+            start=_pos(span.start),
+            end=_pos(span.end),
+            fix=_fix(ctx, positions, item.fix) if item.fix else None,
+            data=item.data,
         )
-    return findings
+        if item.pending is None:
+            findings.append(finding)
+        else:
+            candidates.append(Candidate(finding, *item.pending))
+    return findings, candidates
 
 
 def _pos(p: Any) -> Position:

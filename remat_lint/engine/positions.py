@@ -10,7 +10,7 @@ exactly; otherwise (or without an ``ast``) the whole module's positions are comp
 from __future__ import annotations
 
 import ast
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import libcst as cst
 from libcst.metadata import CodePosition, CodeRange, MetadataWrapper, PositionProvider
@@ -26,7 +26,7 @@ class Positions:
         self.tree = tree
         self._top_level: dict[int, tuple[ast.stmt, ast.stmt]] | None = None
         self._statements: dict[int, tuple[Any, int] | None] = {}
-        self._whole: Any = None
+        self._whole: Mapping[cst.CSTNode, CodeRange] | None = None
         self._source_lines: list[str] | None = None
 
     def __getitem__(self, node: cst.CSTNode) -> CodeRange:
@@ -70,7 +70,7 @@ class Positions:
                 return entry
         return None
 
-    def _everything(self) -> Any:
+    def _everything(self) -> Mapping[cst.CSTNode, CodeRange]:
         if self._whole is None:
             self._whole = MetadataWrapper(self.module, unsafe_skip_copy=True).resolve(PositionProvider)
         return self._whole
@@ -98,7 +98,7 @@ class Positions:
         # The statement's first token follows its leading (blank or comment) lines, and those of
         # its first decorator.
         decorators = getattr(statement, "decorators", ())
-        leading = len(statement.leading_lines) + (len(decorators[0].leading_lines) if decorators else 0)  # type: ignore[attr-defined]
+        leading = len(statement.leading_lines) + (len(decorators[0].leading_lines) if decorators else 0)  # type: ignore[attr-defined]  # ``statement`` is a statement: it has leading_lines
         offset = first_line - 1 - leading
         lines = sub.code.split("\n")
         if lines and lines[-1] == "":
@@ -150,19 +150,19 @@ def _nested(statement: cst.CSTNode, tree: ast.stmt) -> dict[int, tuple[ast.stmt,
         isinstance(statement, c) and isinstance(tree, a) for c, a in _BODIES
     ):
         return {}
-    return _pairs(block.body, tree.body)  # type: ignore[attr-defined]
+    return _pairs(block.body, tree.body)  # type: ignore[attr-defined]  # ``_BODIES`` pairs only node types with a body
 
 
 def _in_bases(child: cst.CSTNode, tree: ast.stmt) -> bool:
     """Whether ``child``, of the statement ``tree`` is the ``ast`` of, is a base or keyword of a
     class whose bases and keywords are all on the line of ``class``."""
-    return (
-        isinstance(child, cst.Arg)
-        and isinstance(tree, ast.ClassDef)
-        and all(n.lineno == n.end_lineno == tree.lineno for n in (*tree.bases, *tree.keywords))
-    )
+    if not isinstance(child, cst.Arg) or not isinstance(tree, ast.ClassDef):
+        return False
+    nodes: list[ast.expr | ast.keyword] = [*tree.bases, *tree.keywords]
+    return all(n.lineno == n.end_lineno == tree.lineno for n in nodes)
 
 
 def _first_line(tree: ast.stmt) -> int:
     """The line of a statement's first token: its first decorator's, if any."""
-    return min([tree.lineno, *(d.lineno for d in getattr(tree, "decorator_list", ()))])
+    decorators: list[ast.expr] = getattr(tree, "decorator_list", [])
+    return min([tree.lineno, *(d.lineno for d in decorators)])

@@ -11,7 +11,7 @@ import tokenize
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
-from remat_lint.findings import Finding, Position, Severity, TextEdit
+from remat_lint.findings import Candidate, Finding, Position, Severity, TextEdit
 
 if TYPE_CHECKING:
     from remat_lint.project.model import Project
@@ -54,6 +54,9 @@ class FileResult:
     parsed: bool = False
     # The findings a `# noqa` suppressed: --ignore-noqa reports them.
     suppressed: list[Finding] = field(default_factory=list)
+    # What only the project phase can confirm (``project_phase``), and those a `# noqa` suppressed.
+    candidates: list[Candidate] = field(default_factory=list)
+    suppressed_candidates: list[Candidate] = field(default_factory=list)
 
 
 def diagnostic(path: str, message: str, row: int = 1, column: int = 0) -> Finding:
@@ -76,10 +79,10 @@ def project_phase(
     context: Iterable[FileResult] = (),
     admit: Callable[[Finding], bool] = lambda finding: True,
 ) -> None:
-    """Let the project-wide rules among ``codes`` decide their candidates (``pending``) in
-    ``results`` with the whole project in view: each file's candidates of a rule go to its
-    ``Rule.check_project`` with the file's module; what it returns is reported, the other
-    candidates are dropped. Every other finding is final and kept here. Only rules with candidates
+    """Let the project-wide rules among ``codes`` decide their candidates in ``results`` with the
+    whole project in view: each file's candidates of a rule go to its ``Rule.check_project`` with
+    the file's module; what it returns is reported, the other candidates are dropped. Every
+    finding is final and kept here. Only rules with candidates
     are imported. A rule that fails here loses its candidates in that file, which gets a REM000
     finding.
     A rule that ``reports_at_calls`` may return findings in other files (the calls of a wrap): those
@@ -91,18 +94,18 @@ def project_phase(
     from remat_lint.registry import rule_class
 
     context = list(context)
-    fired = {f.code for r in [*results, *context] for f in r.findings if f.data.get("pending")} & project_codes(codes)
+    fired = {c.finding.code for r in [*results, *context] for c in r.candidates} & project_codes(codes)
     by_path = {os.path.realpath(r.path): r for r in results}
     reported = {id(r) for r in results}
     for rule in map(rule_class, sorted(fired)):
         for result in [*results, *context] if rule.reports_at_calls else results:
-            candidates = [f for f in result.findings if f.code == rule.code and f.data.get("pending")]
+            candidates = [c for c in result.candidates if c.finding.code == rule.code]
             if not candidates:
                 continue
             module = project.module_of(result.path)
             try:
                 confirmed = (
-                    rule.check_project(candidates, module, project)
+                    rule.check_project(candidates, module, project)  # type: ignore[arg-type]  # None only for a rule with project_needs_module = False, whose check_project takes None (REM008)
                     if module is not None or not rule.project_needs_module
                     else []
                 )
@@ -110,16 +113,13 @@ def project_phase(
                 confirmed = []
                 error = f"internal error in {rule.code} (project phase), please report it: {type(exc).__name__}: {exc}"
                 result.findings.append(diagnostic(result.path, error))
-            for finding in confirmed:
-                finding.data.pop("pending", None)
             for finding in (f for f in confirmed if f.path != result.path):  # at another file's call
                 target = by_path.get(os.path.realpath(finding.path))
                 if target is not None and admit(finding):
                     finding.path = target.path
                     target.findings.append(finding)
             if id(result) in reported:
-                dropped = {id(f) for f in candidates} - {id(f) for f in confirmed}
-                result.findings = [f for f in result.findings if id(f) not in dropped]
+                result.findings += [f for f in confirmed if f.path == result.path]
 
 
 def build_project(root: str | None, results: Iterable[FileResult]) -> Project:

@@ -128,6 +128,7 @@ def run(
     if ignore_noqa:  # the cache keeps what a run with noqa reports; the suppressed findings beside it
         for result in results:
             result.findings += result.suppressed
+            result.candidates += result.suppressed_candidates
     decoded = decode_source(*stdin) if stdin is not None else None
     buffers = {stdin[0]: decoded.text} if stdin is not None and isinstance(decoded, SourceFile) else None
     ProjectPass(
@@ -188,7 +189,7 @@ def _lint(
     results = scan.results
     for task, result in pairs:
         results[task.index] = result
-        if texts is not None and (result.findings or result.suppressed):
+        if texts is not None and (result.findings or result.suppressed or result.candidates):
             texts[task.path] = task.text
         if cache is not None and task.key is not None:
             cache.put(task.key, result)
@@ -227,11 +228,11 @@ class _Scan:
         if textual is False and not named:
             return None
         is_test = settings.is_test_file(path)
-        key = cache.key(data, codes, is_test, facts) if cache is not None else None  # type: ignore[arg-type]
+        key = cache.key(data, codes, is_test, facts) if cache is not None else None  # type: ignore[arg-type]  # ``data`` is bytes here: a Finding (unreadable file) returned above
         cached = cache.get(key, path) if cache is not None and key is not None else None
         if cached is not None and not (named and cached.summary is None):
             results[index] = cached
-            if self.texts is not None and (cached.findings or cached.suppressed):
+            if self.texts is not None and (cached.findings or cached.suppressed or cached.candidates):
                 self.texts[path] = source.text
         elif textual is None and not named and prefilter.rejected_by_text(source.text):
             # What the engine would return, here: no libcst import or worker for it (the engine's
@@ -343,8 +344,8 @@ class ProjectPass:
 
     def _symbols(self, results: list[FileResult]) -> frozenset[str] | None:
         """The symbols the project-wide candidates in ``results`` name; None when there is none."""
-        candidates = [f for r in results for f in r.findings if f.code in self.codes and f.data.get("pending")]
-        return frozenset(str(s) for f in candidates for s in f.data.get("symbols", ())) if candidates else None
+        candidates = [c for r in results for c in r.candidates if c.finding.code in self.codes]
+        return frozenset(s for c in candidates for s in c.symbols) if candidates else None
 
     def _other_facts(self, root: str | None, group: list[FileResult], symbols: frozenset[str]) -> list[FileResult]:
         """The summaries and facts of the files of the project at ``root`` beside ``group``, and of
@@ -441,8 +442,7 @@ class ProjectPass:
 def _for_project(result: FileResult) -> FileResult:
     """What the project phase needs of a file that was not linted: its summary, facts and
     candidates (a rule may report at a linted file's call from there); never its findings."""
-    pending = [f for f in result.findings if f.data.get("pending")]
-    return FileResult(result.path, pending, facts=result.facts, summary=result.summary)
+    return FileResult(result.path, facts=result.facts, summary=result.summary, candidates=result.candidates)
 
 
 def project_root(resolver: Resolver, linted: Iterable[str]) -> str | None:
@@ -455,7 +455,7 @@ def project_root(resolver: Resolver, linted: Iterable[str]) -> str | None:
     settings = resolver.in_folder(common)
     if settings.config_file is not None:
         return os.path.abspath(settings.project_root or settings.root)
-    for directory in (common, *Path(common).parents):
+    for directory in (Path(common), *Path(common).parents):
         if any(os.path.exists(os.path.join(directory, marker)) for marker in PROJECT_MARKERS):
             return str(directory)
     return None

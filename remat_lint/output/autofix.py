@@ -171,12 +171,12 @@ def _fix_file(
         if not chosen:
             return current
         try:
-            new = current.apply([e for f in chosen for e in f.fix.edits])  # type: ignore[union-attr]
+            new = current.apply([e for f in chosen for e in f.fix.edits])  # type: ignore[union-attr]  # ``fixable`` keeps findings with a fix
             new.data()
         except UnicodeEncodeError:
             outcome.warnings.append(
-                f"{display_path(path)}: fixes not applied: the result cannot be encoded as {source.encoding}"
-            )  # type: ignore[union-attr]
+                f"{display_path(path)}: fixes not applied: the result cannot be encoded as {_encoding(source)}"
+            )
             return current
         except ValueError as exc:  # a notebook's fix that spans cells
             outcome.warnings.append(f"{display_path(path)}: fixes not applied: {exc}")
@@ -196,6 +196,11 @@ def _fix_file(
         current = new
     outcome.warnings.append(f"{display_path(path)}: fixes did not converge after {MAX_PASSES} passes")
     return current
+
+
+def _encoding(source: Source) -> str:
+    """What a fixed file is written in: a notebook's JSON is always UTF-8."""
+    return source.encoding if isinstance(source, SourceFile) else "utf-8"
 
 
 def syntax_error(before: str, after: str) -> str | None:

@@ -55,8 +55,8 @@ def summarize(ctx: LintContext) -> ModuleSummary:
     for call in model.calls:
         ref = ref_of(model, call.func)
         caller = _top_level_definition(model, call) if ref is not None else None
-        if caller is not None:
-            calls.setdefault(caller, set()).add(ref)  # type: ignore[arg-type]
+        if caller is not None and ref is not None:
+            calls.setdefault(caller, set()).add(ref)
     summary.calls = {name: sorted(refs) for name, refs in calls.items()}
     summary.loop_bodies = _loop_body_refs(model, loops)
     for statement in model.module.body:

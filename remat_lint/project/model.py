@@ -125,8 +125,8 @@ class Project:
             return (target.name, name)
         ref = target.summary.imports.get(name)
         if ref is not None:  # re-exported: ``from .losses import loss_fn`` in a package's __init__
-            dotted = absolute(ref, target.name, target.package)
-            return self._lookup(dotted, depth + 1) if dotted is not None else None
+            exported = absolute(ref, target.name, target.package)
+            return self._lookup(exported, depth + 1) if exported is not None else None
         return None
 
     def values(
@@ -143,10 +143,10 @@ class Project:
                 continue
             answer = self._imported_value(module, value) if depth < _MAX_REEXPORTS else None
             resolved = self.values(answer[0], answer[1], depth + 1) if answer is not None else None
-            if resolved is None:
+            if answer is None or resolved is None:
                 return None
             found += resolved[0]
-            sources += [answer[0], *resolved[1]]  # type: ignore[index]
+            sources += [answer[0], *resolved[1]]
         return tuple(found), sources
 
     def _imported_value(self, module: ProjectModule, value: Constant) -> tuple[ProjectModule, Constants] | None:

@@ -38,7 +38,14 @@ class MemoryCache(Cache):
         return (
             None
             if result is None
-            else FileResult(path, list(result.findings), result.facts, result.summary, result.parsed)
+            else FileResult(
+                path,
+                list(result.findings),
+                result.facts,
+                result.summary,
+                result.parsed,
+                candidates=list(result.candidates),
+            )
         )
 
     def put(self, key: str, result: FileResult) -> None:

@@ -233,7 +233,7 @@ class Search:
     def measure(self, choice: Assignment) -> Costs:
         """The compiled costs of the program with ``choice``'s sites changed (the others as written)."""
         costs = self.program.costs(self.edits(choice))
-        self.programs.add(id(costs))  # the program's cache returns one dict per compiled program
+        self.programs.add(id(costs))  # the program's cache returns one Costs per compiled program
         return costs
 
     def confirm(self, choice: Assignment) -> int:
@@ -248,11 +248,10 @@ class Search:
     def prediction_error(self) -> Costs:
         """The largest error of the additive prediction over the assignments compiled: sites that
         interact (a checkpoint nested in another's body) make it miss in either direction."""
-        errors = [
-            {k: abs(costs[k] - self.predict(choice)[k]) for k in ("temp_bytes", "flops")}
-            for choice, costs in self.known.values()
-        ]
-        return {k: max(e[k] for e in errors) for k in ("temp_bytes", "flops")}
+        from remat_lint.trace.costs import Costs
+
+        errors = [abs(costs - self.predict(choice)) for choice, costs in self.known.values()]
+        return Costs(max(e.temp_bytes for e in errors), max(e.flops for e in errors))
 
     def next_to_confirm(self, considered: list[tuple[Assignment, Costs]], limit: int) -> Assignment | None:
         """The next assignment worth compiling, in order of fewest predicted FLOPs: not compiled,
@@ -261,33 +260,31 @@ class Search:
         such assignment is left: the cheapest compiled fit is then the cheapest fit within the
         measured error (the error grows with every compile, which re-opens assignments)."""
         error = self.prediction_error()
-        best = min((c["flops"] for _, c in self.known.values() if c["temp_bytes"] <= limit), default=math.inf)
+        best = min((c.flops for _, c in self.known.values() if c.temp_bytes <= limit), default=math.inf)
         open_ = [
             (a, p)
             for a, p in considered
-            if p["temp_bytes"] - error["temp_bytes"] <= limit
-            and p["flops"] - error["flops"] < best * (1 - PREDICTION_TOLERANCE)
+            if (p - error).temp_bytes <= limit
+            and (p - error).flops < best * (1 - PREDICTION_TOLERANCE)
             and _names(a) not in self.known
         ]
-        return min(open_, key=lambda t: (t[1]["flops"], t[1]["temp_bytes"]))[0] if open_ else None
+        return min(open_, key=lambda t: t[1].flops_first)[0] if open_ else None
 
     def predict(self, choice: Assignment) -> Costs:
         """Today's costs plus each site's own change (sites measured one at a time)."""
-        t = self.today
-        return {
-            "temp_bytes": t["temp_bytes"] + sum(o.costs["temp_bytes"] - t["temp_bytes"] for o in choice),
-            "flops": t["flops"] + sum(o.costs["flops"] - t["flops"] for o in choice),
-        }
+        from remat_lint.trace.costs import Costs
+
+        return self.today + sum((o.costs - self.today for o in choice), Costs(0, 0.0))
 
     def assignments(self) -> list[tuple[Assignment, Costs]]:
         """Every assignment with its predicted costs when there are few, else a greedy walk from the
         assignment cheapest in memory, each site in turn moved to its fewest FLOPs."""
         if math.prod(len(row) for row in self.options) <= EXHAUSTIVE_LIMIT:
             return [(choice, self.predict(choice)) for choice in itertools.product(*self.options)]
-        current = [min(row, key=lambda o: (o.costs["temp_bytes"], o.costs["flops"])) for row in self.options]
+        current = [min(row, key=lambda o: o.costs.memory_first) for row in self.options]
         walk = [(tuple(current), self.predict(tuple(current)))]
         for i, row in enumerate(self.options):
-            current[i] = min(row, key=lambda o: (o.costs["flops"], o.costs["temp_bytes"]))
+            current[i] = min(row, key=lambda o: o.costs.flops_first)
             walk.append((tuple(current), self.predict(tuple(current))))
         return walk
 
@@ -295,32 +292,32 @@ class Search:
         """The assignment with the fewest FLOPs whose compiled temp fits (see the module doc)."""
         import jax
 
-        limit = budget.limit(self.no_checkpoint["temp_bytes"])
+        limit = budget.limit(self.no_checkpoint.temp_bytes)
         considered = self.assignments()
         compiles = 0
         while compiles < CONFIRMATIONS and (choice := self.next_to_confirm(considered, limit)) is not None:
             compiles += self.confirm(choice)
         proven = choice is None
-        fit = [k for k in self.known.values() if k[1]["temp_bytes"] <= limit]
+        fit = [k for k in self.known.values() if k[1].temp_bytes <= limit]
         if not fit:  # confirm the assignment predicted smallest, which may beat every one compiled
-            smallest = min(considered, key=lambda a: (a[1]["temp_bytes"], a[1]["flops"]))[0]
+            smallest = min(considered, key=lambda a: a[1].memory_first)[0]
             self.confirm(smallest)
-            fit = [k for k in self.known.values() if k[1]["temp_bytes"] <= limit]
+            fit = [k for k in self.known.values() if k[1].temp_bytes <= limit]
         # the cheapest compiled fit; else the smallest peak compiled
         choice, got = (
-            min(fit, key=lambda k: (k[1]["flops"], k[1]["temp_bytes"]))
+            min(fit, key=lambda k: k[1].flops_first)
             if fit
-            else min(self.known.values(), key=lambda k: (k[1]["temp_bytes"], k[1]["flops"]))
+            else min(self.known.values(), key=lambda k: k[1].memory_first)
         )
         fits = bool(fit)
         return {
             "budget": budget.text,
             "budget_bytes": limit,
             "fits": fits,
-            "today": self.today,
-            "no_checkpoint": self.no_checkpoint,
-            "chosen" if fits else "smallest": got,
-            "predicted": self.predict(choice),
+            "today": self.today.to_json(),
+            "no_checkpoint": self.no_checkpoint.to_json(),
+            "chosen" if fits else "smallest": got.to_json(),
+            "predicted": self.predict(choice).to_json(),
             "compiles": len(self.programs),
             "proven": proven,  # no assignment left that could beat the choice within the measured prediction error
             "candidates": sum(len(row) - 1 for row in self.options),
@@ -335,15 +332,17 @@ class Search:
                     "line": self.lines[i],
                     "function": site.function,
                     "options": [
-                        {"candidate": o.candidate.name, "residual_bytes": o.residual_bytes, **o.costs}
+                        {"candidate": o.candidate.name, "residual_bytes": o.residual_bytes, **o.costs.to_json()}
                         for o in self.options[i]
                     ],
                 }
                 for i, site in enumerate(self.sites)
             ],
             # predicted, for --plot: each distinct point once (assignments often tie)
-            "considered": [list(p) for p in dict.fromkeys((c["temp_bytes"], c["flops"]) for _, c in considered)],
-            "front": [{**c, "assignment": [o.candidate.name for o in a]} for a, c in pareto_front(considered)],
+            "considered": [list(p) for p in dict.fromkeys(c.memory_first for _, c in considered)],
+            "front": [
+                {**c.to_json(), "assignment": [o.candidate.name for o in a]} for a, c in pareto_front(considered)
+            ],
         }
 
     def site_row(self, o: _Option) -> dict[str, Any]:
@@ -355,7 +354,7 @@ class Search:
             "chosen": o.candidate.name,
             "policy": o.candidate.policy,
             "residual_bytes_saved": self.today_residuals - o.residual_bytes,
-            "flops_added": o.costs["flops"] - self.today["flops"],
+            "flops_added": o.costs.flops - self.today.flops,
         }
 
 
@@ -366,8 +365,8 @@ def _names(choice: Assignment) -> tuple[str, ...]:
 def pareto_front(points: list[tuple[Assignment, Costs]]) -> list[tuple[Assignment, Costs]]:
     """The assignments no other beats in both peak temp and FLOPs, by increasing temp."""
     front: list[tuple[Assignment, Costs]] = []
-    for a, c in sorted(points, key=lambda p: (p[1]["temp_bytes"], p[1]["flops"])):
-        if not front or c["flops"] < front[-1][1]["flops"]:
+    for a, c in sorted(points, key=lambda p: p[1].memory_first):
+        if not front or c.flops < front[-1][1].flops:
             front.append((a, c))
     return front
 

@@ -184,7 +184,7 @@ def _is_abstract(value: Any) -> bool:
 
 def _tagged(fun: Callable[..., Any], name: str, *, differentiate: bool) -> Callable[..., Any]:
     fun.__name__ = fun.__qualname__ = name  # cost analysis finds ``jax.checkpoint(loss)`` by name
-    fun.differentiate = differentiate  # type: ignore[attr-defined]
+    fun.differentiate = differentiate  # type: ignore[attr-defined]  # read back by prepare(): a flag on the function
     return fun
 
 
@@ -204,7 +204,8 @@ def from_spec(spec: TargetSpec, module: ModuleType, differentiates: bool) -> Pre
     """A ``[[tool.remat-lint.trace.targets]]`` entry."""
     differentiate = spec.transform != "none" and not (spec.transform == "auto" and differentiates)
     if spec.module is not None:
-        return _flax_target(spec, differentiate)
+        return _flax_target(spec, spec.module, differentiate)
+    assert spec.function is not None  # parse_targets: a target without a module names a function
     fun = _resolve_in(spec.function, module)
     call = functools.partial(fun, **spec.static) if spec.static else fun
     return prepare(
@@ -228,9 +229,9 @@ def _resolve_in(ref: str, module: ModuleType) -> Any:
     return _resolve(ref)
 
 
-def _flax_target(spec: TargetSpec, differentiate: bool) -> Prepared:
-    """``module = "pkg.mod:MLP"``: abstract ``init`` (no weights allocated), then ``apply``."""
-    cls = _resolve(spec.module)
+def _flax_target(spec: TargetSpec, module: str, differentiate: bool) -> Prepared:
+    """``module = "pkg.mod:MLP"`` (``spec.module``): abstract ``init`` (no weights allocated), then ``apply``."""
+    cls = _resolve(module)
     margs = spec.module_args
     model = cls(**margs) if isinstance(margs, dict) else cls(*(margs or []))
     init_args = [abstract(a) for a in (spec.init_args or spec.args)]
@@ -243,7 +244,7 @@ def _flax_target(spec: TargetSpec, differentiate: bool) -> Prepared:
         extra = {"rngs": apply_rngs} if apply_rngs else {}
         return model.apply(variables, *a, **spec.static, **kw, **extra)
 
-    name = spec.module.split(":")[1] + ".apply"
+    name = module.split(":")[1] + ".apply"
     argnums = spec.argnums if spec.argnums is not None else (0,)
     return prepare(
         name,

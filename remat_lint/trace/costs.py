@@ -40,7 +40,39 @@ from remat_lint.trace.units import byte_size, flop_count
 
 TOLERANCE = 0.01
 MODES = ("value_and_grad", "grad")
-Costs = dict[str, float]  # {"temp_bytes": int, "flops": float}
+
+
+@dataclass(frozen=True)
+class Costs:
+    """What one compile of a differentiated program measured: ``memory_analysis().temp_size_in_bytes``
+    and ``cost_analysis()["flops"]`` (NaN when XLA reports none). Differences and sums (the budget
+    search's predictions) are Costs too."""
+
+    temp_bytes: int
+    flops: float
+
+    def __add__(self, other: Costs) -> Costs:
+        return Costs(self.temp_bytes + other.temp_bytes, self.flops + other.flops)
+
+    def __sub__(self, other: Costs) -> Costs:
+        return Costs(self.temp_bytes - other.temp_bytes, self.flops - other.flops)
+
+    def __abs__(self) -> Costs:
+        return Costs(abs(self.temp_bytes), abs(self.flops))
+
+    @property
+    def memory_first(self) -> tuple[int, float]:
+        """A sort key: smaller peak temp first, then fewer FLOPs."""
+        return (self.temp_bytes, self.flops)
+
+    @property
+    def flops_first(self) -> tuple[float, int]:
+        """A sort key: fewer FLOPs first, then smaller peak temp."""
+        return (self.flops, self.temp_bytes)
+
+    def to_json(self) -> dict[str, float]:
+        """As evidence and reports carry it across the worker's JSON lines to the driver."""
+        return {"temp_bytes": self.temp_bytes, "flops": self.flops}
 
 
 def fast_compile_options() -> dict[str, Any] | None:
@@ -135,8 +167,10 @@ class Program:
                 analysis = (
                     (analysis[0] if analysis else {}) if isinstance(analysis, (list, tuple)) else (analysis or {})
                 )
-                temp = compiled.memory_analysis().temp_size_in_bytes
-                self._by_text[text] = {"temp_bytes": int(temp), "flops": float(analysis.get("flops", math.nan))}
+                memory = compiled.memory_analysis()
+                if memory is None:  # a backend without it: no costs to compare (the caller's compile failure)
+                    raise RuntimeError("XLA gave no memory analysis for the compiled program")
+                self._by_text[text] = Costs(int(memory.temp_size_in_bytes), float(analysis.get("flops", math.nan)))
             self._cache[key] = self._by_text[text]
         return self._cache[key]
 
@@ -333,25 +367,25 @@ def memory_evidence(
         # grad numbers only for a checkpoint called once (a whole-loss or last-stage one, which
         # compiles under grad to the program without it): no verdict reads them, and per call
         # site they are two more compiles of the whole program
-        for mode in MODES if claim == "recompute-for-nothing" and evidence["calls"] == 1 else MODES[:1]:
-            pair = {"as_written": program.costs({}, mode), "with_fix": program.costs(edits, mode)}
-            if mode == "value_and_grad":
-                evidence.update(pair)
-            else:
-                evidence["grad"] = pair
+        modes = MODES if claim == "recompute-for-nothing" and evidence["calls"] == 1 else MODES[:1]
+        pairs = {mode: (program.costs({}, mode), program.costs(edits, mode)) for mode in modes}
     except Unsupported as exc:
         return _unconfirmed(f"cannot rewrite the checkpoint at line {site_line}: {exc}")
     except Exception as exc:
         return _unconfirmed(f"compiling the target failed: {type(exc).__name__}: {exc}")
-    status, why = _verdict(claim, evidence["as_written"], evidence["with_fix"])
+    for mode, (orig, fixed) in pairs.items():
+        pair = {"as_written": orig.to_json(), "with_fix": fixed.to_json()}
+        if mode == "value_and_grad":
+            evidence.update(pair)
+        else:
+            evidence["grad"] = pair
+    status, why = _verdict(claim, *pairs["value_and_grad"])
     loops = (
         " FLOPs count a loop body once (XLA cost_analysis)."
         if any(p in ("scan", "while") for s in sites for p in s.path)
         else ""
     )
-    reason = f"{why} value_and_grad: {_compare(evidence['as_written'], evidence['with_fix'])}"
-    if "grad" in evidence:
-        reason += f"; grad: {_compare(evidence['grad']['as_written'], evidence['grad']['with_fix'])}"
+    reason = f"{why} " + "; ".join(f"{mode}: {_compare(*pair)}" for mode, pair in pairs.items())
     reason += f".{loops}"
     return _result(status, evidence, reason)
 
@@ -387,21 +421,21 @@ def _less(a: float, b: float) -> bool:
 
 
 def _verdict(claim: str, orig: Costs, fixed: Costs) -> tuple[str, str]:
-    saves_memory = _less(orig["temp_bytes"], fixed["temp_bytes"])
+    saves_memory = _less(orig.temp_bytes, fixed.temp_bytes)
     if claim == "cse-lost":
-        if _less(fixed["temp_bytes"], orig["temp_bytes"]):
+        if _less(fixed.temp_bytes, orig.temp_bytes):
             return (
                 "confirmed",
                 "With prevent_cse=False the checkpoint's memory saving is lost: prevent_cse=True restores it.",
             )
         return "refuted", "prevent_cse=True saves no memory here."
     if claim == "saves-nothing":
-        if not saves_memory and not _less(orig["flops"], fixed["flops"]):
+        if not saves_memory and not _less(orig.flops, fixed.flops):
             return "confirmed", "The checkpoint saves no memory and removing it costs no FLOPs."
         return "refuted", "The checkpoint saves memory or FLOPs here."
     if saves_memory:
         return "refuted", "The checkpoint saves memory."
-    if _less(fixed["flops"], orig["flops"]):
+    if _less(fixed.flops, orig.flops):
         return "confirmed", "The checkpoint saves no memory and removing it saves FLOPs."
     return "refuted", "Removing the checkpoint saves no FLOPs."
 
@@ -409,9 +443,9 @@ def _verdict(claim: str, orig: Costs, fixed: Costs) -> tuple[str, str]:
 def _compare(orig: Costs, fixed: Costs) -> str:
     """As written against the fix, with the difference the original makes."""
     return (
-        f"temp {byte_size(orig['temp_bytes'], 2)} as written vs {byte_size(fixed['temp_bytes'], 2)} with the fix "
-        f"({_pct(orig['temp_bytes'], fixed['temp_bytes'])}), "
-        f"{flop_count(orig['flops'])} vs {flop_count(fixed['flops'])} ({_pct(orig['flops'], fixed['flops'])})"
+        f"temp {byte_size(orig.temp_bytes, 2)} as written vs {byte_size(fixed.temp_bytes, 2)} with the fix "
+        f"({_pct(orig.temp_bytes, fixed.temp_bytes)}), "
+        f"{flop_count(orig.flops)} vs {flop_count(fixed.flops)} ({_pct(orig.flops, fixed.flops)})"
     )
 
 

@@ -52,7 +52,7 @@ class Discovered:
     message: str
     program: str  # the differentiated program and its shapes: ``loss({w: f32[8,16]}, f32[4,8])``
     observed: str  # the test (pytest's id) or "" when the run was no pytest run
-    evidence: dict[str, Any] = field(default_factory=dict)
+    evidence: dict[str, Any] = field(default_factory=dict)  # plain data and costs.Costs (``to_json`` writes dicts)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -138,7 +138,7 @@ def _judge(
         without = program.costs(costs.edits_for([site], Edit(inline=True)))
     except Exception:  # a program that cannot be rewritten (Unsupported) or compiled says nothing
         return found
-    if without["temp_bytes"] < MIN_TEMP_BYTES or not _no_saving(as_written, without):
+    if without.temp_bytes < MIN_TEMP_BYTES or not _no_saving(as_written, without):
         return found
     at_scale = _at_scale(program, site, scaled())
     if at_scale is None:  # no saving at the test's shapes only: fixed-size buffers may hide the saving
@@ -193,11 +193,9 @@ def _at_scale(program: costs.Program, site: Site, scaled: costs.Program | None) 
 def _no_saving(as_written: costs.Costs, without: costs.Costs) -> bool:
     """Peak temp not lower by a single byte than without the checkpoint (a checkpoint that lowers it is
     never reported), and FLOPs or temp higher by more than ``costs.TOLERANCE``."""
-    if as_written["temp_bytes"] < without["temp_bytes"]:
+    if as_written.temp_bytes < without.temp_bytes:
         return False
-    return costs._less(without["flops"], as_written["flops"]) or costs._less(
-        without["temp_bytes"], as_written["temp_bytes"]
-    )
+    return costs._less(without.flops, as_written.flops) or costs._less(without.temp_bytes, as_written.temp_bytes)
 
 
 def _unknown_names(site: Site, program: costs.Program) -> list[str]:

@@ -320,13 +320,12 @@ def trace_module(
             outcome.xla_flags = line.get("xla_flags", "")
         elif "note" in line:
             outcome.warnings.append(f"{path}: {line['note']}")
-    for f in findings:
-        if f.trace is None:
-            f.trace = {"status": "unconfirmed", "evidence": None, "reason": failure or "the worker gave no result"}
     # JSON output stays an array of findings: a site's report rides on the findings at its line, and
     # every finding of the module lists all of its sites' reports.
     reports = [site.report for site in outcome.sites if site.path == path]
     for f in findings:
+        if f.trace is None:
+            f.trace = {"status": "unconfirmed", "evidence": None, "reason": failure or "the worker gave no result"}
         if reports:
             f.trace["sites"] = reports
         budgets = [{"target": b.target, **b.report} for b in outcome.budgets if b.path == path]
@@ -374,7 +373,9 @@ def run_recorded(
                 start_new_session=True,
             )
             try:
-                failure = _watch(proc, limit, lambda: progress and progress.show(f"--trace-run: running `{command}`"))
+                failure = _watch(
+                    proc, limit, lambda: progress.show(f"--trace-run: running `{command}`") if progress else None
+                )
             finally:
                 _kill(proc)
                 isolation.sweep(token)

@@ -115,7 +115,8 @@ def _subreaper(on: bool) -> bool:
 
     try:
         libc = ctypes.CDLL(None, use_errno=True)
-        return libc.prctl(_PR_SET_CHILD_SUBREAPER, int(on), 0, 0, 0) == 0
+        status: int = libc.prctl(_PR_SET_CHILD_SUBREAPER, int(on), 0, 0, 0)
+        return status == 0
     except (OSError, AttributeError):
         return False
 

@@ -133,11 +133,12 @@ class _Rewriter:
             if edit.inline:
                 return self.evaluate(eqn.params["jaxpr"], [], invals)
             params = {**eqn.params, **edit.params}
-            body, consts = eqn.params["jaxpr"], []
+            body, consts = eqn.params["jaxpr"], list[Any]()
             if self.contains(body):
                 body, consts = self._trace(body, [])
                 body = pe.convert_constvars_jaxpr(body)
             params["jaxpr"] = body
             if isinstance(params["prevent_cse"], tuple):
                 params["prevent_cse"] = (False,) * len(consts) + params["prevent_cse"]
-            return remat_p.bind(*consts, *invals, **params)
+            outs: list[Any] = remat_p.bind(*consts, *invals, **params)
+            return outs

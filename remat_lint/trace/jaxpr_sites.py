@@ -215,7 +215,7 @@ def match_score(site: Site, code: str, target: Target) -> int:
     """How surely ``site`` is the checkpoint written at ``target.line`` (0: it is not)."""
 
     def inside(loc: Loc | None) -> bool:
-        return _in_file(loc, code) and any(a <= loc[1] <= b for a, b in target.spans)  # type: ignore[index]
+        return loc is not None and _in_file(loc, code) and any(a <= loc[1] <= b for a, b in target.spans)
 
     if any(c[1] == target.line and _in_file(c, code) for c in site.calls):
         return 4  # checkpoint applied and called on that line: jax.checkpoint(f)(x)

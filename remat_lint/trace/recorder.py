@@ -188,7 +188,7 @@ def install() -> None:
 
     @functools.wraps(vjp)
     def vjp_(fun: Callable[..., Any], *primals: Any, has_aux: bool = False, **kw: Any) -> Any:
-        return vjp(RECORDER.wrap(fun, None, has_aux, "vjp"), *primals, has_aux=has_aux, **kw)
+        return vjp(RECORDER.wrap(fun, None, has_aux, "vjp"), *primals, has_aux=has_aux, **kw)  # type: ignore[call-overload]  # has_aux as the caller passed it: jax.vjp's overloads want a literal
 
     @functools.wraps(checkpoint)
     def checkpoint_(*args: Any, **kw: Any) -> Any:  # JAX's own errors for its own misuse (REM006)
@@ -198,7 +198,7 @@ def install() -> None:
     def remat_(*args: Any, **kw: Any) -> Any:
         return RECORDER.watch(remat(*args, **kw))
 
-    jax.grad, jax.value_and_grad, jax.vjp = grad_, value_and_grad_, vjp_
+    jax.grad, jax.value_and_grad, jax.vjp = grad_, value_and_grad_, vjp_  # type: ignore[assignment]  # The recorder's wrappers replace JAX's transforms (same call signatures, looser annotations).
     jax.checkpoint, jax.remat = checkpoint_, remat_
     if importlib.util.find_spec("flax") is not None:
         from flax import nnx

@@ -139,15 +139,17 @@ def _policies(program: Program, site: Site) -> list[dict[str, Any]]:
     variants = VARIANTS if site.prevent_cse else {**VARIANTS, "prevent_cse=True": Edit(params={"prevent_cse": True})}
     try:
         edits = {name: edits_for([site], edit) for name, edit in variants.items()}
-        rows = {name: {"policy": name, "residual_bytes": program.residual_bytes(e)} for name, e in edits.items()}
-        lowest = program.costs({})["temp_bytes"]  # as written: what the verdicts compile
+        rows: dict[str, dict[str, Any]] = {
+            name: {"policy": name, "residual_bytes": program.residual_bytes(e)} for name, e in edits.items()
+        }
+        lowest = program.costs({}).temp_bytes  # as written: what the verdicts compile
         small = sum(1 for _ in walk(program.closed.jaxpr)) <= SMALL_PROGRAM
         for name in sorted(rows, key=lambda n: rows[n]["residual_bytes"]):
             costs = program.compiled(edits[name])
             if costs is None and (small or rows[name]["residual_bytes"] <= lowest * (1 + MEMORY_SLACK)):
                 costs = program.costs(edits[name])
-            rows[name].update({**(costs or {}), "compiled": costs is not None})
-            lowest = min(lowest, costs["temp_bytes"]) if costs else lowest
+            rows[name].update({**(costs.to_json() if costs else {}), "compiled": costs is not None})
+            lowest = min(lowest, costs.temp_bytes) if costs else lowest
     except Unsupported:
         return []
     return list(rows.values())

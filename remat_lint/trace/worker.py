@@ -50,7 +50,12 @@ def main() -> None:
     out = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)
     sys.stdout = sys.stderr
-    Session(request, lambda obj: (out.write(json.dumps(obj, default=str) + "\n"), out.flush())).run()
+
+    def emit(obj: Any) -> None:
+        out.write(json.dumps(obj, default=str) + "\n")
+        out.flush()
+
+    Session(request, emit).run()
     sys.stderr.flush()
     _save_coverage()
     os._exit(0)  # threads the user's module left running must not keep the worker alive
@@ -132,11 +137,11 @@ class Session:
             return Run(name, self.path, factory, target_name=name, source=source)
 
         for rec in self.recorded:
-            run = make(rec.name, lambda rec=rec: build.from_recorded(rec), "recorded")
+            run = make(rec.name, functools.partial(build.from_recorded, rec), "recorded")
             self.observed[id(run)] = rec.observed
             yield run
         for rec in self.calls:
-            yield make(rec.name, lambda rec=rec: build.from_recorded(rec), "recorded call")
+            yield make(rec.name, functools.partial(build.from_recorded, rec), "recorded call")
         for exc in self.errors:
             yield Run(
                 "the --trace-run command",
@@ -155,7 +160,7 @@ class Session:
             name = spec.ref.split(":")[-1].split(".")[0]
             d = self.plan.definitions.get(name) if text is self.source else _definition(text, name)
             yield make(
-                name, lambda spec=spec, d=d: build.from_spec(spec, module, bool(d and d.differentiates)), "pyproject"
+                name, functools.partial(build.from_spec, spec, module, bool(d and d.differentiates)), "pyproject"
             )
         for target in inline_targets(self.source):
             d = self.plan.definitions.get(target.name)
@@ -164,13 +169,13 @@ class Session:
                 continue
             yield make(
                 target.name,
-                lambda t=target, d=d: build.from_inline(t.name, t.spec, module, bool(d and d.differentiates)),
+                functools.partial(build.from_inline, target.name, target.spec, module, bool(d and d.differentiates)),
                 "inline comment",
             )
         for d in self.auto_candidates(tried)[:AUTO_TARGETS] if self.search else []:
             yield make(
                 d.name,
-                lambda d=d: build.searched(d.name, d.params, module, d.differentiates, self.predicted),
+                functools.partial(build.searched, d.name, d.params, module, d.differentiates, self.predicted),
                 "shape search",
             )
 
@@ -268,6 +273,7 @@ class Session:
         except ImportError:
             return verdict("unconfirmed", "cost analysis unavailable")
         p = run.prepared
+        assert p is not None and item.check is not None  # a cost check: the rule's TraceCheck, on a prepared target
         if not p.differentiate:
             return verdict(
                 "unconfirmed",
@@ -352,6 +358,7 @@ class Session:
         from remat_lint.trace import budget, costs
 
         p = run.prepared
+        assert p is not None  # site_reports plans only a prepared target
         try:
             program = costs.traced(p.fun, p.args, p.kwargs, tuple(range(len(p.args))))  # site_report's program
             plan = budget.Search(program, lines).choose(budget.parse_budget(self.request.memory_budget))

@@ -50,6 +50,15 @@ def test_warm_run_reports_the_same_and_edits_invalidate(tmp_path):
     assert cli(".", cwd=tmp_path) == (1, [("b.py", 2, "REM008")])
 
 
+def test_a_moved_file_hit_in_the_cache_reports_its_project_wide_finding_at_its_new_path(tmp_path):
+    # The cache key does not hold the path: the entry of b.py serves c.py, its candidate too.
+    (tmp_path / "a.py").write_text(DECLARES)
+    (tmp_path / "b.py").write_text(USES.format(name="hiden"))
+    assert cli(".", cwd=tmp_path) == (1, [("b.py", 2, "REM008")])
+    (tmp_path / "b.py").rename(tmp_path / "c.py")
+    assert cli(".", cwd=tmp_path) == (1, [("c.py", 2, "REM008")])
+
+
 def test_cache_key_covers_the_rule_selection(tmp_path):
     (tmp_path / "bad.py").write_text(BAD)
     assert cli("bad.py", cwd=tmp_path)[1] == [("bad.py", 2, "REM001")]

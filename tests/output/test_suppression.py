@@ -65,6 +65,19 @@ def test_ignore_noqa_reports_what_inline_and_file_level_comments_suppress(projec
     assert findings(capsys, *cache, "a.py", "b.py") == (0, [])
 
 
+@pytest.mark.parametrize("cache", [["--no-cache"], []])
+def test_ignore_noqa_lets_the_project_decide_a_suppressed_project_wide_candidate(project, capsys, cache):
+    # REM008 is decided with every file in view: under --ignore-noqa, the name a.py declares stays
+    # unreported and the typo is reported, though a `# noqa` hid both.
+    (project / "a.py").write_text("from jax.ad_checkpoint import checkpoint_name\ny = checkpoint_name(1, 'hidden')\n")
+    policy = "p = jax.checkpoint_policies.save_only_these_names('{}')  # noqa: REM008\n"
+    (project / "b.py").write_text("import jax\n" + policy.format("hidden") + policy.format("hiden"))
+    assert findings(capsys, *cache, "a.py", "b.py") == (0, [])
+    code, found = findings(capsys, *cache, "--ignore-noqa", "a.py", "b.py")
+    assert code == 1
+    assert [(row, rule) for row, _, rule, _ in found] == [(3, "REM008")]
+
+
 def test_unused_noqa_reports_the_directive_that_suppressed_nothing(project, capsys):
     (project / "a.py").write_text(
         f"import jax\n{CLEAN}  # noqa: REM001\n{FINDING}  # noqa: REM001, REM002\nh = 1  #noqa:REM999  # a typo\n"

@@ -103,7 +103,7 @@ CHILD = textwrap.dedent(
         for b in ("0.3", "0.4", "0.5", "0.8"):
             plans[b] = search.choose(parse_budget(b))
             confirmations[b] = len(search.programs) - compiles - sum(confirmations.values())
-        every = [(tuple(o.candidate.name for o in choice), search.program.costs(search.edits(choice)))
+        every = [(tuple(o.candidate.name for o in choice), search.program.costs(search.edits(choice)).to_json())
                  for choice in itertools.product(*search.options)]
         out[name] = {"sites": len(search.sites), "candidates": [len(row) - 1 for row in search.options],
                      "compiles": compiles, "confirmations": confirmations, "plans": plans, "every": every}

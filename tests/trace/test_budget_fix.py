@@ -259,7 +259,7 @@ COMPILE = textwrap.dedent(
     table = tomllib.loads(Path(sys.argv[1], "pyproject.toml").read_text())["tool"]["remat-lint"]["trace"]
     specs, _ = parse_targets(table, Path(sys.argv[1]))
     p = build.from_spec(specs[0], stack, False)
-    print(json.dumps(costs.Program.trace(p.fun, p.args, p.kwargs, tuple(range(len(p.args)))).costs({})))
+    print(json.dumps(costs.Program.trace(p.fun, p.args, p.kwargs, tuple(range(len(p.args)))).costs({}).to_json()))
     """
 )
 

@@ -148,7 +148,7 @@ out.update({
     "not_scalar": memory_evidence(code, lambda ps, x: m.block_ckpt(ps[0], x), deep, {}, sites["DEEP_SITE"]),
 })
 dead = Program.trace(m.dead_loss, deep, {})
-out["dead_rows"] = [dead.costs(edits_for(dead.sites, edit)) for edit in residuals.VARIANTS.values()]
+out["dead_rows"] = [dead.costs(edits_for(dead.sites, edit)).to_json() for edit in residuals.VARIANTS.values()]
 out["dead_compiles"] = dead.compiles
 print(json.dumps(out))
 """

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import ast
 import io
-from typing import Iterator
+from typing import Any, Iterator
 
 # What "over layers" means to REM301 (also in the names a scan's body or ``xs`` is spelled with).
 LAYER_WORDS = ("layer", "block", "param", "weight")
@@ -48,24 +48,26 @@ class _Scans:
     def __init__(self, tree: ast.AST) -> None:
         self.calls: list[ast.Call] = []
         self.decorated: dict[int, str] = {}  # id(decorator call) -> the decorated def's name
-        self.values: dict[str, list[ast.AST]] = {}  # name or attribute -> values assigned to it
+        self.values: dict[str, list[ast.expr]] = {}  # name or attribute -> values assigned to it
         from remat_lint.engine.prefilter.stages import _walk  # stage 3's walk, at half ast.walk's cost
 
         aliases = {_SCAN}
         candidates: list[ast.Call] = []
+        # Dispatched on type(node), taken once per node in this hot loop: mypy cannot narrow through ``kind``.
+        node: Any
         for node in _walk(tree):
             kind = type(node)
             if kind is ast.Call:
-                candidates.append(node)  # type: ignore[arg-type]
+                candidates.append(node)
             elif kind in _ASSIGNMENTS:
-                targets = node.targets if kind is ast.Assign else [node.target]  # type: ignore[attr-defined]
+                targets = node.targets if kind is ast.Assign else [node.target]
                 for target in targets:
-                    for bound, value in _bindings(target, node.value):  # type: ignore[attr-defined]
-                        self.values.setdefault(bound, []).append(value)
+                    for name, value in _bindings(target, node.value):
+                        self.values.setdefault(name, []).append(value)
             elif kind is ast.Import or kind is ast.ImportFrom:
-                aliases.update(a.asname for a in node.names if a.asname and a.name.rsplit(".", 1)[-1] == _SCAN)  # type: ignore[attr-defined]
+                aliases.update(a.asname for a in node.names if a.asname and a.name.rsplit(".", 1)[-1] == _SCAN)
             elif kind is ast.FunctionDef or kind is ast.AsyncFunctionDef:
-                self.decorated.update((id(d), node.name) for d in node.decorator_list if type(d) is ast.Call)  # type: ignore[attr-defined]
+                self.decorated.update((id(d), node.name) for d in node.decorator_list if type(d) is ast.Call)
         renames = [(n, _last_name(v)) for n, values in self.values.items() for v in values]
         while True:  # ``s = jax.lax.scan``: the semantic model resolves names bound to a name or attribute
             bound = {n for n, last in renames if last in aliases}
@@ -112,9 +114,12 @@ def _bindings(target: ast.AST, value: ast.expr | None) -> Iterator[tuple[str, as
     elif isinstance(target, ast.Attribute):
         yield target.attr, value
     elif isinstance(target, (ast.Tuple, ast.List)):
-        pairs = isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(target.elts)
-        for i, element in enumerate(target.elts):
-            yield from _bindings(element, value.elts[i] if pairs else value)  # type: ignore[attr-defined]
+        if isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(target.elts):
+            for element, item in zip(target.elts, value.elts, strict=True):
+                yield from _bindings(element, item)
+        else:
+            for element in target.elts:
+                yield from _bindings(element, value)
     elif isinstance(target, ast.Starred):
         yield from _bindings(target.value, value)
 
@@ -146,16 +151,24 @@ def _argument(call: ast.Call, position: int, keywords: tuple[str, ...], star: bo
 def _region(call: ast.Call, arg: ast.expr, source: str) -> str:
     """The source between ``arg``'s neighbours in ``call``: the argument with the brackets and
     comments libcst counts as part of it."""
-    siblings = sorted([*call.args, *call.keywords], key=lambda n: (n.lineno, n.col_offset))
+    siblings: list[ast.expr | ast.keyword] = sorted(
+        [*call.args, *call.keywords], key=lambda n: (n.lineno, n.col_offset)
+    )
     index = next(i for i, n in enumerate(siblings) if n is arg or (isinstance(n, ast.keyword) and n.value is arg))
     start = siblings[index - 1] if index else call.func
-    first, last = start.end_lineno, call.end_lineno  # type: ignore[attr-defined]
+    first, begin = _end(start)
+    last, call_end = _end(call)
     lines = io.StringIO(source, newline="").readlines()[first - 1 : last]  # ast's line ends, no others
     text = "".join(lines).encode("utf-8")  # ast's columns count UTF-8 bytes
-    begin = start.end_col_offset  # type: ignore[attr-defined]
     following = siblings[index + 1] if index + 1 < len(siblings) else None
     if following is not None:
         end = sum(len(line.encode("utf-8")) for line in lines[: following.lineno - first]) + following.col_offset
     else:
-        end = sum(len(line.encode("utf-8")) for line in lines[: last - first]) + call.end_col_offset  # type: ignore[attr-defined]
+        end = sum(len(line.encode("utf-8")) for line in lines[: last - first]) + call_end
     return text[begin:end].decode("utf-8", "replace")
+
+
+def _end(node: ast.expr | ast.keyword) -> tuple[int, int]:
+    """Where a node ``ast.parse`` made ends (it sets what typeshed declares optional)."""
+    assert node.end_lineno is not None and node.end_col_offset is not None
+    return node.end_lineno, node.end_col_offset

@@ -52,7 +52,8 @@ FORMATS: tuple[str, ...] = tuple(_REPORTERS)
 def reporter(name: str) -> Report:
     """The reporter of the output format ``name``."""
     module, function = _REPORTERS[name]
-    return getattr(importlib.import_module(f"remat_lint.output.reporters.{module}"), function)  # type: ignore[no-any-return]
+    report: Report = getattr(importlib.import_module(f"remat_lint.output.reporters.{module}"), function)
+    return report
 
 
 ReportFn = Callable[[list[Finding], dict[str, str]], str]

@@ -19,7 +19,7 @@ PACKAGE = "org.remat-lint"
 def _suite(root: ET.Element, name: str, tests: int, failures: int) -> ET.Element:
     """A ``testsuite`` with ruff's attributes, in ruff's order."""
     counts = {"tests": str(tests), "disabled": "0", "errors": "0", "failures": str(failures)}
-    return ET.SubElement(root, "testsuite", name=name, **counts, package=PACKAGE)
+    return ET.SubElement(root, "testsuite", {"name": name, **counts, "package": PACKAGE})
 
 
 def junit(findings: list[Finding], sources: dict[str, str]) -> str:
