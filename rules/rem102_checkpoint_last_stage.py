@@ -145,7 +145,8 @@ class CheckpointLastStage(Rule):
     longer chain is never reported; the message says what follows the call. Not reported when
     anything else that may be expensive follows it (a model call, an unknown function, `@`,
     another checkpoint); when the call is in a loop, a branch or a comprehension; when the
-    checkpoint has a policy that saves something, is a linen `nn.remat` or is also a loop body;
+    checkpoint has a policy that saves something, is a linen `nn.remat` called directly (that
+    constructs a Module; `model.apply` of its instance is the stage) or is also a loop body;
     when the gradient may itself be differentiated (see REM101: differentiated again in the module, or summed into a loss) or
     is a `vjp` whose pullback is kept for later;
     and in test code (files matching `test-paths`, `if __name__ == "__main__":` blocks that
