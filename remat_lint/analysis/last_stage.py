@@ -155,7 +155,7 @@ def _in_tail(
     stages of a plain function of this module called there."""
     for call in _calls_outside_nested_scopes(head):
         denoted = callables.denote(_unbatched(model, call.func))
-        applied = _applied_linen_remat(model, callables, call.func)
+        applied = _applied_linen_remat(model, callables, call)
         if applied is not None:
             denoted = Denoted([applied])
         callee = (
@@ -179,12 +179,15 @@ def _in_tail(
             yield LastStage(inner.call, inner.sites, after_all, through, whole=alone and inner.whole)
 
 
-def _applied_linen_remat(model: SemanticModel, callables: Callables, func: cst.BaseExpression) -> RematSite | None:
+def _applied_linen_remat(model: SemanticModel, callables: Callables, call: cst.Call) -> RematSite | None:
     """The ``nn.remat(GPT)`` of ``model.apply`` where ``model = nn.remat(GPT)(...)`` (or of
     ``nn.remat(GPT)(...).apply``): linen's remat lifts the class, so ``apply`` runs the whole
     Module checkpointed."""
+    func = call.func
     if not isinstance(func, cst.Attribute) or func.attr.value != linen.APPLY:
         return None
+    if any(arg.keyword is not None and arg.keyword.value == linen.APPLY_METHOD for arg in call.args):
+        return None  # another method than ``__call__``: remat lifted only what its ``methods`` name
     instance = model.assigned_value(func.value) if isinstance(func.value, cst.Name) else func.value
     if not isinstance(instance, cst.Call) or not isinstance(instance.func, cst.Call):
         return None
