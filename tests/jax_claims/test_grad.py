@@ -15,27 +15,17 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import lint
+from tests.jax_claims.compiled_costs import KEEP_BARRIERS, measured
 
 jax = pytest.importorskip("jax")
 jnp = pytest.importorskip("jax.numpy")
 
 ROOT = Path(__file__).resolve().parents[2]
-KEEP_BARRIERS = "--xla_disable_hlo_passes=cse_barrier_expander"
 
 
 @pytest.fixture(scope="module")
 def costs() -> dict[str, list[dict[str, float]]]:
-    env = {**os.environ, "XLA_FLAGS": KEEP_BARRIERS, "JAX_PLATFORMS": "cpu"}
-    proc = subprocess.run(
-        [sys.executable, str(ROOT / "tests" / "jax_claims" / "grad_costs.py")],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=600,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr
-    return json.loads(proc.stdout)
+    return measured("grad_costs.py")
 
 
 def message(code: str, rule: str) -> str:

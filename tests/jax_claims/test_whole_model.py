@@ -5,20 +5,13 @@ barriers kept (``tests/jax_claims/whole_model_costs.py``, run once in a subproce
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 
 from tests.helpers import lint
+from tests.jax_claims.compiled_costs import measured
 
 pytest.importorskip("jax")
 
-ROOT = Path(__file__).resolve().parents[2]
-KEEP_BARRIERS = "--xla_disable_hlo_passes=cse_barrier_expander"
 BOOKKEEPING = 1024  # bytes of temp that are not activations
 WHOLE = (
     "it is the whole forward pass, so the forward runs twice, before the loss and again in the backward pass "
@@ -29,17 +22,7 @@ WHOLE = (
 
 @pytest.fixture(scope="module")
 def costs() -> dict[str, dict[str, list[dict[str, float]]]]:
-    env = {**os.environ, "XLA_FLAGS": KEEP_BARRIERS, "JAX_PLATFORMS": "cpu"}
-    proc = subprocess.run(
-        [sys.executable, str(ROOT / "tests" / "jax_claims" / "whole_model_costs.py")],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=600,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr
-    return json.loads(proc.stdout)
+    return measured("whole_model_costs.py")
 
 
 def rem102(code: str) -> str:
