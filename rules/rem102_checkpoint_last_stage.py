@@ -335,7 +335,8 @@ class CheckpointLastStage(Rule):
             ):
                 continue
             if reaches:
-                name, reach = min(reaches, key=lambda use: use[1].rank(_WORST_FIRST))
+                # The worst grad; of equals, one of the function itself (its stage's own tail is known).
+                name, reach = min(reaches, key=lambda use: (use[1].rank(_WORST_FIRST), bool(use[1].path)))
                 d = reach.differentiation
                 where = f"{os.path.relpath(reach.module.path, os.path.dirname(module.path))}:{d.row}"
                 stage = finding.data["of"][name]

@@ -120,3 +120,44 @@ def test_only_the_decorators_below_the_scan_are_its_body():
     assert rem102(above) == [
         (12, "`forward(...)` is the last stage of `loss`: checkpointing it saves little or no memory")
     ]
+
+
+WHOLE_MODEL = """\
+import jax
+import jax.numpy as jnp
+
+
+def loss(params, x, y):
+    out = jax.checkpoint(forward)(params, x)
+    return jnp.mean((out - y) ** 2)
+
+
+def objective(params, x, y):
+    return loss(params, x, y) + 0.0
+"""
+
+
+def whole_model_messages(tmp_path, capsys, monkeypatch, train: str) -> list[tuple[int, str]]:
+    files = {"pkg/__init__.py": "", "pkg/model.py": WHOLE_MODEL, "pkg/train.py": train}
+    found = project_messages(tmp_path, capsys, monkeypatch, files, "REM102")
+    return [(row, message) for path, row, message in found if path == os.path.join("pkg", "model.py")]
+
+
+def test_a_whole_model_checkpoint_differentiated_in_another_module_says_the_forward_runs_twice(
+    tmp_path, capsys, monkeypatch
+):
+    train = "import jax\nfrom .model import loss\ng = jax.grad(loss)\n"
+    [(row, message)] = whole_model_messages(tmp_path, capsys, monkeypatch, train)
+    assert row == 6
+    assert "under `jax.grad` it is the whole forward pass, so the forward runs twice" in message
+    assert message.endswith("(differentiated at train.py:3). Checkpoint the layers or blocks inside it instead")
+
+
+def test_a_function_of_the_same_module_on_the_way_keeps_the_whole_forward_pass(tmp_path, capsys, monkeypatch):
+    """``objective`` ends with ``loss``, which ends with the checkpoint: both reach it, and the
+    function differentiated itself decides the effect."""
+    train = "import jax\nfrom .model import objective\ng = jax.grad(objective)\n"
+    [(row, message)] = whole_model_messages(tmp_path, capsys, monkeypatch, train)
+    assert row == 6
+    assert "is the last stage of `objective` (through `loss`)" in message
+    assert "under `jax.grad` it is the whole forward pass, so the forward runs twice" in message
