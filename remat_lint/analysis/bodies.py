@@ -183,6 +183,20 @@ def is_instance_method(model: SemanticModel, node: cst.FunctionDef) -> bool:
     return not any(model.qualified_name(decorator_callee(d)) in _NOT_BOUND_TO_SELF for d in node.decorators)
 
 
+def instance_class(model: SemanticModel, expr: cst.CSTNode) -> cst.ClassDef | None:
+    """The class of ``block.__class__`` where the only binding of ``block`` that reaches there is
+    ``block = Block(...)`` (a class of this module; in a loop body too, where it is conditional:
+    otherwise the name is unbound)."""
+    from remat_lint.analysis.callables import reaching_bindings  # callables imports this module
+
+    if not (isinstance(expr, cst.Attribute) and expr.attr.value == "__class__" and isinstance(expr.value, cst.Name)):
+        return None
+    bindings, _ = reaching_bindings(model, expr.value)
+    value = bindings[0].value if len(bindings) == 1 and bindings[0].kind == "assign" else None
+    cls = model.definition(value.func) if isinstance(value, cst.Call) else None
+    return cls if isinstance(cls, cst.ClassDef) else None
+
+
 def decorator_callee(decorator: cst.Decorator) -> cst.BaseExpression:
     """What a decorator applies: ``f`` for ``@f`` and ``@f(...)``."""
     expr = decorator.decorator
@@ -296,6 +310,9 @@ class _Resolver:
 
     def _attribute(self, expr: cst.Attribute, drop: int, bound: frozenset[str]) -> list[CheckpointedFunction]:
         model = self.model
+        cls = instance_class(model, expr)
+        if cls is not None:
+            return self._flax_class(cls) if self.flax and not drop else []
         owner = receiver_class(model, expr.value)
         if owner is not None:
             # ``self.f``: a bound method (Flax rejects it: REM004).

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from remat_lint.analysis.bodies import Bodies, CheckpointedFunction, receiver_class
+from remat_lint.analysis.bodies import Bodies, CheckpointedFunction, instance_class, receiver_class
 from remat_lint.analysis.callables import reaching_bindings
 from remat_lint.analysis.semantic import Scope, SemanticModel, child_nodes, is_step
 from remat_lint.analysis.sites import RematSite
@@ -118,7 +118,11 @@ def flax_class_target(model: SemanticModel, site: RematSite) -> bool:
     target = site.target
     if isinstance(target, cst.Call) and model.qualified_name(target.func) in PARTIAL and target.args:
         target = target.args[0].value
-    return isinstance(target, cst.ClassDef) or isinstance(model.definition(target), cst.ClassDef)
+    return (
+        isinstance(target, cst.ClassDef)
+        or isinstance(model.definition(target), cst.ClassDef)
+        or instance_class(model, target) is not None  # ``nn.remat(block.__class__)``
+    )
 
 
 def calls_of(model: SemanticModel, value: cst.BaseExpression) -> list[cst.Call]:
