@@ -138,8 +138,8 @@ class CheckpointLastStage(Rule):
     runs twice, +20 to +50 % FLOPs, every time; temp memory is at most one activation of the
     widest layer lower (unchanged in a tanh MLP; -29 % for one residual block, -6 % for eight)
     and up to 41 % higher (`value_and_grad`, only a mean after it). Under `grad` with only a sum
-    or mean after it, the checkpoint is a no-op. The same holds for `nn.remat`, `nnx.remat` and
-    `eqx.filter_checkpoint`. Per-layer checkpoints are what save memory.
+    or mean after it, the checkpoint is a no-op. The same holds for `nn.remat`, `nnx.remat`,
+    `hk.remat` and `eqx.filter_checkpoint`. Per-layer checkpoints are what save memory.
 
     Only the function handed to the transform is examined, so a helper that is one stage of a
     longer chain is never reported; the message says what follows the call. Not reported when

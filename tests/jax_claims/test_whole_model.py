@@ -91,6 +91,7 @@ def test_every_framework_remat_of_the_whole_model_costs_the_same(costs):
     reference = costs["configs"]["mlp 4 64x128 squared error grad"]
     assert costs["spellings"]["nn.remat"] == reference
     assert costs["spellings"]["nnx.remat"] == reference
+    assert costs["spellings"]["hk.remat"] == reference
     without, with_ = costs["spellings"]["eqx.filter_checkpoint"]  # eqx.nn.MLP: a linear last layer
     assert 0.20 <= flops_increase([without, with_]) <= 0.50
     assert abs(with_["temp"] - without["temp"]) <= BOOKKEEPING

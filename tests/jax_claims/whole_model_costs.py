@@ -10,10 +10,10 @@ forward pass checkpointed: ``loss = tail(checkpoint(forward)(params, x), y)``. T
 stack of ``depth`` layers of one kind (a tanh MLP layer, a pre-LN residual-MLP block).
 
 Without ``--sweep``: the subset tests/jax_claims/test_whole_model.py pins, plus the same
-checkpoint spelled ``nn.remat(MLP)()``, ``nnx.remat(lambda m: m(x))(model)`` and
-``eqx.filter_checkpoint(model)``, as one JSON object. With ``--sweep``: 192 configurations
-(layer kind, depth 1/2/4/8, batch x width 8x32/64x128/256x512, four tails, grad and
-value_and_grad) as a table; the results are in docs/whole-model-checkpoints.md.
+checkpoint spelled ``nn.remat(MLP)()``, ``nnx.remat(lambda m: m(x))(model)``,
+``eqx.filter_checkpoint(model)`` and ``hk.remat(mlp)``, as one JSON object. With ``--sweep``:
+192 configurations (layer kind, depth 1/2/4/8, batch x width 8x32/64x128/256x512, four tails,
+grad and value_and_grad) as a table; the results are in docs/whole-model-checkpoints.md.
 """
 
 from __future__ import annotations
@@ -126,6 +126,7 @@ def framework_spellings() -> dict[str, list[dict[str, float]]]:
     framework's remat: [without, with] per spelling."""
     import equinox as eqx
     import flax.linen as nn
+    import haiku as hk
     from flax import nnx
 
     width, depth = 128, 4
@@ -170,8 +171,18 @@ def framework_spellings() -> dict[str, list[dict[str, float]]]:
 
         return cost(jax.grad(loss), arrays, x, x)
 
+    def haiku(remat: bool):
+        def forward(x):
+            mlp = hk.nets.MLP([width] * depth, activation=jnp.tanh, activate_final=True)
+            return (hk.remat(mlp) if remat else mlp)(x)
+
+        model = hk.transform(forward)
+        hk_params = model.init(jax.random.key(0), x)
+        return cost(jax.grad(lambda p, x, y: tail(model.apply(p, None, x), y)), hk_params, x, x)
+
     return {
         "nn.remat": [linen(Linen()), linen(nn.remat(Linen)())],
+        "hk.remat": [haiku(False), haiku(True)],
         "nnx.remat": [nnx_model(False), nnx_model(True)],
         "eqx.filter_checkpoint": [equinox(False), equinox(True)],
     }
