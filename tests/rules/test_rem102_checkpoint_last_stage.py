@@ -161,3 +161,17 @@ def test_a_function_of_the_same_module_on_the_way_keeps_the_whole_forward_pass(t
     assert row == 6
     assert "is the last stage of `objective` (through `loss`)" in message
     assert "under `jax.grad` it is the whole forward pass, so the forward runs twice" in message
+
+
+def test_a_penalty_function_after_a_whole_stage_may_leave_it_a_no_op_under_grad():
+    """``l2(p)`` is cheap but need not take the stage's output: under grad the stage may be dead
+    code (a no-op), so the message does not claim that the forward runs twice."""
+    code = (
+        "import jax\nimport jax.numpy as jnp\n@jax.checkpoint\ndef data_loss(p, b):\n    return jnp.mean(model(p, b))\n"
+        "def l2(p):\n    return 1e-4 * jnp.sum(p ** 2)\ndef total(p, b):\n    return data_loss(p, b) + l2(p)\n"
+        "g = jax.grad(total)\n"
+    )
+    [finding] = [f for f in lint_one(code, {"REM102"}) if f.code == "REM102"]
+    assert "the checkpoint is a no-op when what follows is linear in the stage's output, and otherwise the whole" in (
+        finding.message
+    )
