@@ -40,16 +40,23 @@ EFFECT = {
         "+9 to +11 % FLOPs; temp unchanged with the loss inside the stage, -8 % with a squared error after it, "
         "+18 % with only a mean after it)"
     ),
-    # The stage is all the expensive work and only linear work follows it (a checkpointed data loss
-    # plus an L2 penalty outside it, a mean): measured in tests/jax_claims/test_grad.py, barriers kept.
-    "value_and_grad whole": (
-        "under `{t}` it is all the expensive work, so the forward pass runs twice, once for the value and again "
-        "in the backward pass, and no memory is saved (measured on JAX 0.10.2: +27 to +35 % FLOPs, temp unchanged to +41 %)"
+    # The stage is the whole forward pass (all the expensive work): measured over 1-8 layers, two
+    # layer kinds, four tails (tests/jax_claims/test_whole_model.py, docs/whole-model-checkpoints.md).
+    "whole": (
+        "under `{t}` it is the whole forward pass, so the forward runs twice, before the loss and again in the "
+        "backward pass (measured on JAX 0.10.2, 1 to 8 layers: "
+        "+20 to +50 % FLOPs; temp memory at most one activation lower, up to 41 % higher)"
+    ),
+    "grad unsure whole": (
+        "under `{t}` the checkpoint is a no-op when what follows is linear in the stage's output, and otherwise "
+        "the whole forward pass runs twice (measured on JAX 0.10.2, 1 to 8 layers: +20 to +50 % FLOPs; temp "
+        "memory at most one activation lower)"
     ),
     "hessian": "it saves no memory",
 }
 # Operations after the stage whose gradient does not need its output (under grad, the forward
 # pass of the stage is then dead code); ``*`` and ``/`` may be either.
+_WHOLE = ("whole", "grad unsure whole")  # the effects of a checkpoint of the whole forward pass
 _WORST_FIRST = ("value_and_grad", "hessian", "grad")  # reverse mode: forward mode keeps no residuals
 _LINEAR = frozenset(
     {
@@ -119,19 +126,30 @@ class CheckpointLastStage(Rule):
     its gradient (`(out - y) ** 2`, a cross-entropy) the stage runs twice, +9 % FLOPs for -8 %
     temp (+18 % for -14 % with 1 block before it); under `value_and_grad` the stage is recomputed,
     +9 to +11 % FLOPs, for temp memory unchanged (the loss inside the stage), -8 % (a squared
-    error after it) or +18 % (only a mean after it). When the stage is all the expensive work
-    (`return data_loss(p, b) + l2(p)` with `data_loss` checkpointed and `l2` a function of this
-    module made of cheap work, or a mean of a checkpointed model), `value_and_grad` runs the whole
-    forward twice: +27 to +35 % FLOPs, temp unchanged to +41 %. But when such a stage is followed
-    by a tail that needs its output (`(model(x) - y) ** 2`), the checkpoint saves 18 % temp for
-    +27 % FLOPs: not reported.
+    error after it) or +18 % (only a mean after it).
     `saved_residuals` does list fewer residuals, which is why this looks like a saving.
+
+    Whole-model checkpoints: when the stage is all the expensive work (the whole forward pass:
+    `jax.checkpoint(forward)(params, x)`, `nnx.remat(lambda m: m(x))(model)`,
+    `eqx.filter_checkpoint(model)(x)`, `model.apply(params, x)` of a `model = nn.remat(GPT)()`,
+    or `return data_loss(p, b) + l2(p)` with `data_loss` checkpointed and `l2` a function of this
+    module made of cheap work), the backward pass needs all of the model's residuals at once.
+    Measured on jax 0.10.2 over 192 configurations (tanh-MLP layers and pre-LN residual-MLP
+    blocks, 1 to 8 of them, batch x width 8x32 to 256x512, a squared error, a cross-entropy, a
+    mean or a sum after it, `grad` and `value_and_grad`; docs/whole-model-checkpoints.md): with a
+    tail that needs the model's output, and under `value_and_grad` with any tail, the forward
+    runs twice, +20 to +50 % FLOPs, every time; temp memory is at most one activation of the
+    widest layer lower (unchanged in a tanh MLP; -29 % for one residual block, -6 % for eight)
+    and up to 41 % higher (`value_and_grad`, only a mean after it). Under `grad` with only a sum
+    or mean after it, the checkpoint is a no-op. The same holds for `nn.remat`, `nnx.remat`,
+    `hk.remat` and `eqx.filter_checkpoint`. Per-layer checkpoints are what save memory.
 
     Only the function handed to the transform is examined, so a helper that is one stage of a
     longer chain is never reported; the message says what follows the call. Not reported when
     anything else that may be expensive follows it (a model call, an unknown function, `@`,
     another checkpoint); when the call is in a loop, a branch or a comprehension; when the
-    checkpoint has a policy that saves something, is a linen `nn.remat` or is also a loop body;
+    checkpoint has a policy that saves something, is a linen `nn.remat` called directly (that
+    constructs a Module; `model.apply` of its instance is the stage) or is also a loop body;
     when the gradient may itself be differentiated (see REM101: differentiated again in the module, or summed into a loss) or
     is a `vjp` whose pullback is kept for later;
     and in test code (files matching `test-paths`, `if __name__ == "__main__":` blocks that
@@ -200,13 +218,26 @@ class CheckpointLastStage(Rule):
             "import jax\nimport jax.numpy as jnp\nck = jax.checkpoint(model, policy=jax.checkpoint_policies.dots_saveable)\n"
             "def loss(p, x):\n    return jnp.mean(ck(p, x))\ng = jax.grad(loss)"
         ),
-        # The stage is all the expensive work and the loss after it needs its output: this saves memory.
-        "import jax\nimport jax.numpy as jnp\nck = jax.checkpoint(model)\ndef loss(p, x, y):\n"
-        "    return jnp.mean((ck(p, x) - y) ** 2)\ng = jax.grad(loss)",
+        # Per-layer checkpoints.
+        "import jax\nimport jax.numpy as jnp\ndef loss(ps, x, y):\n    for p in ps:\n"
+        "        x = jax.checkpoint(layer)(p, x)\n    return jnp.mean((x - y) ** 2)\ng = jax.grad(loss)",
         # A matmul follows.
         "import jax\nck = jax.checkpoint(model)\ndef loss(p, x):\n    return (ck(p, x) @ p['w']).sum()\ng = jax.grad(loss)",
     ]
     INVALID = [
+        # The whole forward pass, then the loss.
+        Invalid(
+            "import jax\nimport jax.numpy as jnp\ndef loss(p, x, y):\n"
+            "    return jnp.mean((jax.checkpoint(forward)(p, x) - y) ** 2)\ng = jax.grad(loss)"
+        ),
+        Invalid(
+            "import optax\nfrom flax import nnx\ndef loss(model, x, y):\n"
+            "    return optax.softmax_cross_entropy(nnx.remat(lambda m: m(x))(model), y).mean()\ng = nnx.grad(loss)"
+        ),
+        Invalid(
+            "import flax.linen as nn\nimport jax\nimport jax.numpy as jnp\nmodel = nn.remat(GPT)()\n"
+            "def loss(params, x, y):\n    return jnp.mean((model.apply(params, x) - y) ** 2)\ng = jax.grad(loss)"
+        ),
         Invalid(
             "import jax\nimport jax.numpy as jnp\nhead = jax.checkpoint(head)\ndef loss(p, x, y):\n    h = body(p, x)\n"
             "    logits = head(p, h)\n    return jnp.mean((logits - y) ** 2)\ng = jax.value_and_grad(loss)"
@@ -238,7 +269,7 @@ class CheckpointLastStage(Rule):
             if not ctx.differentiations.first_order(d, ctx.bodies):
                 continue
             for stage in last_stages(ctx.model, ctx.callables, function):
-                if id(stage.call) in reported or any(self._exempt(s) for s in stage.sites) or _saves_memory(stage):
+                if id(stage.call) in reported or any(self._exempt(s, stage.applied) for s in stage.sites):
                     continue
                 reported.add(id(stage.call))
                 self.report(stage.call, self._message(d, function, stage))
@@ -279,9 +310,9 @@ class CheckpointLastStage(Rule):
         stages: dict[int, tuple[LastStage, dict[str, dict[str, Any]]]] = {}
         for function in functions:
             for stage in last_stages(self.ctx.model, self.ctx.callables, function):
-                if not any(self._exempt(s) for s in stage.sites) and not _saves_memory(stage):
+                if not any(self._exempt(s, stage.applied) for s in stage.sites):
                     of = stages.setdefault(id(stage.call), (stage, {}))[1]
-                    of[function.name.value] = {"after": stage.after, "through": stage.through}
+                    of[function.name.value] = {"after": stage.after, "through": stage.through, "whole": stage.whole}
         for stage, of in stages.values():
             self.candidate(stage.call, list(of), {"called": self.ctx.code(stage.call.func), "of": of})
 
@@ -306,7 +337,8 @@ class CheckpointLastStage(Rule):
             ):
                 continue
             if reaches:
-                name, reach = min(reaches, key=lambda use: use[1].rank(_WORST_FIRST))
+                # The worst grad; of equals, one of the function itself (its stage's own tail is known).
+                name, reach = min(reaches, key=lambda use: (use[1].rank(_WORST_FIRST), bool(use[1].path)))
                 d = reach.differentiation
                 where = f"{os.path.relpath(reach.module.path, os.path.dirname(module.path))}:{d.row}"
                 stage = data["of"][name]
@@ -315,19 +347,24 @@ class CheckpointLastStage(Rule):
                 on_way = () if checkpoint else (name,)
                 through = (*reach.path[1:], *on_way, *stage["through"]) if reach.path else tuple(stage["through"])
                 differentiated = reach.path[0] if reach.path else name
-                effect = EFFECT[_effect_of(d.kind, after)].format(t=d.transform)
-                finding.message = message(data["called"], f"`{differentiated}`", after, effect, through, where)
+                # The whole forward pass only when the differentiated function is the stage's own.
+                whole = bool(stage.get("whole")) and not reach.path and not reach.after
+                key = _effect_key(d.kind, after, whole)
+                effect = EFFECT[key].format(t=d.transform)
+                finding.message = message(
+                    data["called"], f"`{differentiated}`", after, effect, through, where, whole=key in _WHOLE
+                )
                 finding.data = {"symbol": name, "differentiated_at": where}
                 finding.related = (related(reach.module, d.row, f"differentiated here by `{d.transform}`"),)
                 kept.append(finding)
         return kept
 
-    def _exempt(self, site: RematSite) -> bool:
+    def _exempt(self, site: RematSite, applied: bool = False) -> bool:
         """A checkpoint with a policy that saves something, one made for a loop body, or a linen
-        remat (calling its result constructs a Module)."""
+        remat (calling its result constructs a Module) unless an instance's ``apply`` is the stage."""
         from remat_lint.analysis.differentiation import default_policy
 
-        if site.api.family == "flax":
+        if site.api.family == "flax" and not applied:
             return True
         return not default_policy(self.ctx.model, site) or self.ctx.loops.is_loop_body(site)
 
@@ -335,16 +372,23 @@ class CheckpointLastStage(Rule):
         ctx = self.ctx
         name = f"`{function.name.value}`" if isinstance(function, cst.FunctionDef) else "the differentiated lambda"
         transform = ctx.code(d.node.func if isinstance(d.node, cst.Call) else d.node.decorator)
-        kind = _effect_of(d.api.kind, stage.after)
-        effect = EFFECT[f"{kind} whole" if stage.whole and f"{kind} whole" in EFFECT else kind].format(t=transform)
-        return message(ctx.code(stage.call.func), name, stage.after, effect, stage.through)
+        key = _effect_key(d.api.kind, stage.after, stage.whole)
+        effect = EFFECT[key].format(t=transform)
+        return message(ctx.code(stage.call.func), name, stage.after, effect, stage.through, whole=key in _WHOLE)
 
 
 def message(
-    called: str, name: str, after: list[str], effect: str, through: tuple[str, ...] = (), where: str | None = None
+    called: str,
+    name: str,
+    after: list[str],
+    effect: str,
+    through: tuple[str, ...] = (),
+    where: str | None = None,
+    whole: bool = False,
 ) -> str:
     """``through``: the functions the differentiated one calls to reach the stage; ``where``: the
-    place of the differentiation, when it is in another module."""
+    place of the differentiation, when it is in another module; ``whole``: the stage is the whole
+    forward pass."""
     follows = (
         f"Only cheap work follows it ({', '.join(f'`{a}`' for a in after[:4])})"
         if after
@@ -356,24 +400,25 @@ def message(
         f"{follows}, so nothing computed later keeps memory "
         f"live and the backward pass needs its residuals at once; {effect}"
         + (f" (differentiated at {where})" if where else "")
-        + ". Checkpoint an earlier stage instead"
+        + f". Checkpoint {'the layers or blocks inside it' if whole else 'an earlier stage'} instead"
     )
 
 
-def _saves_memory(stage: LastStage) -> bool:
-    """A stage that is all the expensive work, followed by a tail that may need its output for its
-    gradient (a squared error, a cross-entropy): there the checkpoint does save memory (measured on
-    JAX 0.10.2, a 2-block stage with nothing before it: -18 % temp for +27 % FLOPs). Only operators
-    and library calls (`jnp.square`, `optax.softmax_cross_entropy`) count: a bare name may be a
-    penalty of this module that does not take the stage's output (`data_loss(p, b) + l2(p)`)."""
-    spelled = [a for a in stage.after if not a.removesuffix("()").isidentifier()]
-    return stage.whole and _effect_of("grad", spelled) != "grad"
+def _effect_key(kind: str, after: list[str], whole: bool) -> str:
+    """The EFFECT of a stage followed by ``after``; ``whole``: the stage is all the expensive work."""
+    key = _effect_of(kind, after)
+    if whole and key in ("grad nonlinear", "value_and_grad"):
+        return "whole"
+    return "grad unsure whole" if whole and key == "grad unsure" else key
 
 
 def _effect_of(kind: str, after: list[str]) -> str:
     if kind != "grad":
         return kind
-    ops = {a.strip(".()").rsplit(".", 1)[-1] for a in after}
-    if ops <= _LINEAR:
+    # A cheap function of this module (``l2()``) may not take the stage's output at all.
+    functions = {a for a in after if a.endswith("()") and a[:-2].isidentifier()}
+    ops = {a.strip(".()").rsplit(".", 1)[-1] for a in after if a not in functions}
+    maybe = bool(functions)
+    if ops <= _LINEAR and not maybe:
         return "grad"
     return "grad unsure" if ops <= _LINEAR | _MAYBE_LINEAR else "grad nonlinear"

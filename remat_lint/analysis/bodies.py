@@ -188,6 +188,20 @@ def is_instance_method(model: SemanticModel, node: cst.FunctionDef) -> bool:
     return not any(model.qualified_name(decorator_callee(d)) in _NOT_BOUND_TO_SELF for d in node.decorators)
 
 
+def instance_class(model: SemanticModel, expr: cst.CSTNode) -> cst.ClassDef | None:
+    """The class of ``block.__class__`` where the only binding of ``block`` that reaches there is
+    ``block = Block(...)`` (a class of this module; in a loop body too, where it is conditional:
+    otherwise the name is unbound)."""
+    from remat_lint.analysis.callables import reaching_bindings  # callables imports this module
+
+    if not (isinstance(expr, cst.Attribute) and expr.attr.value == "__class__" and isinstance(expr.value, cst.Name)):
+        return None
+    bindings, _ = reaching_bindings(model, expr.value)
+    value = bindings[0].value if len(bindings) == 1 and bindings[0].kind == "assign" else None
+    cls = model.definition(value.func) if isinstance(value, cst.Call) else None
+    return cls if isinstance(cls, cst.ClassDef) else None
+
+
 def decorator_callee(decorator: cst.Decorator) -> cst.BaseExpression:
     """What a decorator applies: ``f`` for ``@f`` and ``@f(...)``."""
     expr = decorator.decorator
@@ -301,15 +315,18 @@ class _Resolver:
 
     def _attribute(self, expr: cst.Attribute, drop: int, bound: frozenset[str]) -> list[CheckpointedFunction]:
         model = self.model
+        cls = instance_class(model, expr)
+        if cls is not None:
+            return self._flax_class(cls) if self.flax and not drop else []
         owner = receiver_class(model, expr.value)
         if owner is not None:
             # ``self.f``: a bound method (Flax rejects it: REM004).
             found = method(model, owner, expr.attr.value)
             return [self._function(found, True, drop, bound)] if found is not None and not self.flax else []
-        cls = model.definition(expr.value)
-        if isinstance(cls, cst.ClassDef):
+        defined = model.definition(expr.value)
+        if isinstance(defined, cst.ClassDef):
             # ``Block.f``: the plain function; Flax passes the Module as its first argument.
-            found = method(model, cls, expr.attr.value)
+            found = method(model, defined, expr.attr.value)
             return [self._function(found, self.flax, drop, bound)] if found is not None else []
         return []
 

@@ -19,10 +19,10 @@ from typing import Iterator
 
 import libcst as cst
 
-from remat_lint.analysis.callables import Callables, Function
+from remat_lint.analysis.callables import Callables, Denoted, Function
 from remat_lint.analysis.semantic import SemanticModel, child_nodes
 from remat_lint.analysis.sites import RematSite
-from remat_lint.apis import VMAP_APIS, jax, optax
+from remat_lint.apis import VMAP_APIS, jax, linen, optax
 
 _EXPENSIVE_JNP = frozenset(
     {"dot", "matmul", "einsum", "tensordot", "inner", "outer", "vdot", "vecdot", "kron", "convolve", "correlate"}
@@ -94,6 +94,7 @@ class LastStage:
     after: list[str] = field(default_factory=list)  # the cheap operations that follow, as spelled
     through: tuple[str, ...] = ()  # the same-module functions called on the way, outermost first
     whole: bool = False  # nothing but cheap work runs beside it: the checkpoint covers all the expensive work
+    applied: bool = False  # ``model.apply(...)`` of an instance of a linen ``nn.remat(Cls)``
 
 
 def last_stages(
@@ -154,6 +155,9 @@ def _in_tail(
     stages of a plain function of this module called there."""
     for call in _calls_outside_nested_scopes(head):
         denoted = callables.denote(_unbatched(model, call.func))
+        applied = _applied_linen_remat(model, callables, call)
+        if applied is not None:
+            denoted = Denoted([applied])
         callee = (
             denoted.function
             if isinstance(denoted.function, cst.FunctionDef) and not denoted.function.decorators
@@ -167,12 +171,28 @@ def _in_tail(
         # In the first statement with plain arguments, only cheap work runs before or after it.
         alone = first and not any(isinstance(n, cst.Call) for a in call.args for n in _walk(a))
         if denoted.sites:
-            yield LastStage(call, denoted.sites, after, whole=alone)
+            yield LastStage(call, denoted.sites, after, whole=alone, applied=applied is not None)
             continue
         for inner in last_stages(model, callables, callee, depth - 1):  # type: ignore[arg-type]  # callee is set: a call without sites or callee was skipped above
             through = (callee.name.value, *inner.through)  # type: ignore[union-attr]  # callee is set: a call without sites or callee was skipped above
             after_all = list(dict.fromkeys([*inner.after, *after]))
             yield LastStage(inner.call, inner.sites, after_all, through, whole=alone and inner.whole)
+
+
+def _applied_linen_remat(model: SemanticModel, callables: Callables, call: cst.Call) -> RematSite | None:
+    """The ``nn.remat(GPT)`` of ``model.apply`` where ``model = nn.remat(GPT)(...)`` (or of
+    ``nn.remat(GPT)(...).apply``): linen's remat lifts the class, so ``apply`` runs the whole
+    Module checkpointed."""
+    func = call.func
+    if not isinstance(func, cst.Attribute) or func.attr.value != linen.APPLY:
+        return None
+    if any(arg.keyword is not None and arg.keyword.value == linen.APPLY_METHOD for arg in call.args):
+        return None  # another method than ``__call__``: remat lifted only what its ``methods`` name
+    instance = model.assigned_value(func.value) if isinstance(func.value, cst.Name) else func.value
+    if not isinstance(instance, cst.Call) or not isinstance(instance.func, cst.Call):
+        return None
+    site = callables.site_of(instance.func)
+    return site if site is not None and site.api.family == "flax" else None
 
 
 def _unbatched(model: SemanticModel, func: cst.BaseExpression) -> cst.BaseExpression:

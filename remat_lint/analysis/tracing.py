@@ -15,7 +15,7 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from remat_lint.analysis.bodies import Bodies, CheckpointedFunction, receiver_class
+from remat_lint.analysis.bodies import Bodies, CheckpointedFunction, instance_class, receiver_class
 from remat_lint.analysis.callables import reaching_bindings
 from remat_lint.analysis.semantic import Scope, SemanticModel, child_nodes, is_step
 from remat_lint.analysis.sites import RematSite
@@ -119,7 +119,11 @@ def flax_class_target(model: SemanticModel, site: RematSite) -> bool:
     if isinstance(target, cst.Call) and model.qualified_name(target.func) in PARTIAL and target.args:
         target = target.args[0].value
     return isinstance(target, cst.ClassDef) or (
-        target is not None and isinstance(model.definition(target), cst.ClassDef)
+        target is not None
+        and (
+            isinstance(model.definition(target), cst.ClassDef)
+            or instance_class(model, target) is not None  # ``nn.remat(block.__class__)``
+        )
     )
 
 

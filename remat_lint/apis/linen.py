@@ -9,6 +9,8 @@ REMAT = "flax.linen.remat"
 PARTITIONING_REMAT = "flax.linen.partitioning.remat"
 REMAT_SCAN = "flax.linen.remat_scan"
 COMPACT = "flax.linen.compact"
+APPLY = "apply"  # the Module method that runs ``__call__`` (of the remat-lifted class, for ``nn.remat(GPT)()``)
+APPLY_METHOD = "method"  # ``apply``'s keyword that runs another method instead
 # Method decorators that keep the method's signature (a plain method for the analyses).
 COMPACT_NAMES = frozenset({COMPACT, "flax.linen.module.compact"})
 PLAIN_METHOD_DECORATORS = frozenset({COMPACT, "flax.linen.nowrap"})

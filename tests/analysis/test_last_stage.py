@@ -109,5 +109,8 @@ def test_a_whole_stage_through_a_helper_is_reported_when_only_a_mean_follows():
     assert finding.message.startswith("`jax.checkpoint(blocks)(...)` is the last stage of `loss` (through `data_loss`)")
 
 
-def test_a_whole_stage_through_a_helper_followed_by_a_squared_error_saves_memory():
-    assert lint(_THROUGH.replace("STAGE", "(jax.checkpoint(blocks)(params, x) - x) ** 2")) == []
+def test_a_whole_stage_through_a_helper_followed_by_a_squared_error_runs_the_forward_twice():
+    """Not exempt: it saves at most one activation (tests/jax_claims/test_whole_model.py)."""
+    [finding] = lint(_THROUGH.replace("STAGE", "(jax.checkpoint(blocks)(params, x) - x) ** 2"))
+    assert (finding.code, finding.start.row) == ("REM102", 16)
+    assert "under `jax.value_and_grad` it is the whole forward pass, so the forward runs twice" in finding.message

@@ -15,27 +15,17 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import lint
+from tests.jax_claims.compiled_costs import KEEP_BARRIERS, measured
 
 jax = pytest.importorskip("jax")
 jnp = pytest.importorskip("jax.numpy")
 
 ROOT = Path(__file__).resolve().parents[2]
-KEEP_BARRIERS = "--xla_disable_hlo_passes=cse_barrier_expander"
 
 
 @pytest.fixture(scope="module")
 def costs() -> dict[str, list[dict[str, float]]]:
-    env = {**os.environ, "XLA_FLAGS": KEEP_BARRIERS, "JAX_PLATFORMS": "cpu"}
-    proc = subprocess.run(
-        [sys.executable, str(ROOT / "tests" / "jax_claims" / "grad_costs.py")],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=600,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr
-    return json.loads(proc.stdout)
+    return measured("grad_costs.py")
 
 
 def message(code: str, rule: str) -> str:
@@ -135,8 +125,8 @@ def test_a_checkpointed_data_loss_plus_a_penalty_runs_its_forward_twice(costs):
         "step = jax.value_and_grad(total)\n"
     )
     msg = message(code, "REM102")
-    assert "it is all the expensive work, so the forward pass runs twice" in msg
-    assert "no memory is saved (measured on JAX 0.10.2: +27 to +35 % FLOPs, temp unchanged to +41 %)" in msg
+    assert "it is the whole forward pass, so the forward runs twice" in msg
+    assert "(measured on JAX 0.10.2, 1 to 8 layers: +20 to +50 % FLOPs; temp memory at most one activation lower" in msg
     without, checkpointed = costs["penalty outside value_and_grad"]
     assert 0.335 <= flops_increase(costs["penalty outside value_and_grad"]) < 0.36
     assert 1.0 <= checkpointed["temp"] / without["temp"] < 1.09
@@ -145,13 +135,17 @@ def test_a_checkpointed_data_loss_plus_a_penalty_runs_its_forward_twice(costs):
     assert 1.40 <= checkpointed["temp"] / without["temp"] < 1.42
 
 
-def test_a_whole_stage_whose_loss_needs_its_output_saves_memory_and_is_not_reported(costs):
+def test_a_whole_stage_whose_loss_needs_its_output_saves_one_activation_and_is_reported(costs):
+    """REM102 used to exempt this case as "saves 18 % temp": that is one activation of the
+    2-block stage (f32[128, 512]), and a deeper or tanh model saves less or nothing
+    (tests/jax_claims/test_whole_model.py)."""
+    from tests.jax_claims.grad_costs import B, D
+
     code = "import jax\nimport jax.numpy as jnp\nck = jax.checkpoint(model)\ndef loss(p, x, y):\n    return jnp.mean((ck(p, x) - y) ** 2)\n"
-    assert lint(code + "g = jax.grad(loss)", {"REM102"}) == []
-    assert lint(code + "g = jax.value_and_grad(loss)", {"REM102"}) == []
+    assert "it is the whole forward pass, so the forward runs twice" in message(code + "g = jax.grad(loss)", "REM102")
     without, checkpointed = costs["whole stage grad, tail outside"]
     assert 0.27 <= flops_increase(costs["whole stage grad, tail outside"]) < 0.28
-    assert 0.81 <= checkpointed["temp"] / without["temp"] < 0.83
+    assert abs((without["temp"] - checkpointed["temp"]) - B * 4 * D * 4) <= 1024
 
 
 def test_last_stage_runs_twice_under_grad_when_the_tail_needs_its_output(costs):

@@ -120,3 +120,58 @@ def test_only_the_decorators_below_the_scan_are_its_body():
     assert rem102(above) == [
         (12, "`forward(...)` is the last stage of `loss`: checkpointing it saves little or no memory")
     ]
+
+
+WHOLE_MODEL = """\
+import jax
+import jax.numpy as jnp
+
+
+def loss(params, x, y):
+    out = jax.checkpoint(forward)(params, x)
+    return jnp.mean((out - y) ** 2)
+
+
+def objective(params, x, y):
+    return loss(params, x, y) + 0.0
+"""
+
+
+def whole_model_messages(tmp_path, capsys, monkeypatch, train: str) -> list[tuple[int, str]]:
+    files = {"pkg/__init__.py": "", "pkg/model.py": WHOLE_MODEL, "pkg/train.py": train}
+    found = project_messages(tmp_path, capsys, monkeypatch, files, "REM102")
+    return [(row, message) for path, row, message in found if path == os.path.join("pkg", "model.py")]
+
+
+def test_a_whole_model_checkpoint_differentiated_in_another_module_says_the_forward_runs_twice(
+    tmp_path, capsys, monkeypatch
+):
+    train = "import jax\nfrom .model import loss\ng = jax.grad(loss)\n"
+    [(row, message)] = whole_model_messages(tmp_path, capsys, monkeypatch, train)
+    assert row == 6
+    assert "under `jax.grad` it is the whole forward pass, so the forward runs twice" in message
+    assert message.endswith("(differentiated at train.py:3). Checkpoint the layers or blocks inside it instead")
+
+
+def test_a_function_of_the_same_module_on_the_way_keeps_the_whole_forward_pass(tmp_path, capsys, monkeypatch):
+    """``objective`` ends with ``loss``, which ends with the checkpoint: both reach it, and the
+    function differentiated itself decides the effect."""
+    train = "import jax\nfrom .model import objective\ng = jax.grad(objective)\n"
+    [(row, message)] = whole_model_messages(tmp_path, capsys, monkeypatch, train)
+    assert row == 6
+    assert "is the last stage of `objective` (through `loss`)" in message
+    assert "under `jax.grad` it is the whole forward pass, so the forward runs twice" in message
+
+
+def test_a_penalty_function_after_a_whole_stage_may_leave_it_a_no_op_under_grad():
+    """``l2(p)`` is cheap but need not take the stage's output: under grad the stage may be dead
+    code (a no-op), so the message does not claim that the forward runs twice."""
+    code = (
+        "import jax\nimport jax.numpy as jnp\n@jax.checkpoint\ndef data_loss(p, b):\n    return jnp.mean(model(p, b))\n"
+        "def l2(p):\n    return 1e-4 * jnp.sum(p ** 2)\ndef total(p, b):\n    return data_loss(p, b) + l2(p)\n"
+        "g = jax.grad(total)\n"
+    )
+    [finding] = [f for f in lint_one(code, {"REM102"}) if f.code == "REM102"]
+    assert "the checkpoint is a no-op when what follows is linear in the stage's output, and otherwise the whole" in (
+        finding.message
+    )
