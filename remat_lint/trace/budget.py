@@ -421,7 +421,10 @@ def format_plans(plans: list[Any], xla_flags: str) -> str:
             "the choice was compiled to confirm it" if rep["fits"] else "the smallest was compiled to measure it"
         )
         if rep["fits"] and not rep.get("proven", True):
-            confirmed += "; the search stopped at its compile limit: an assignment predicted cheaper was not compiled"
+            confirmed += (
+                f"; the search stopped at its limit of {CONFIRMATIONS} confirming compiles: an assignment predicted"
+                " cheaper was not compiled, so the choice is not proven the cheapest that fits"
+            )
         out.append(
             f"  {rep['compiles']} programs compiled for {rep['candidates']} candidates over {len(rep['sites'])} site(s); {confirmed}"
         )
