@@ -24,6 +24,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from remat_lint.trace import fallback
 from remat_lint.trace.inputs import (
     FLAG_NAMES,
     RNG_NAMES,
@@ -50,6 +51,7 @@ SHAPE_ORIGINS = {
     "inline comment": "declared",
     "recorded": "recorded",
     "recorded call": "recorded",
+    fallback.SOURCE: "recorded",  # observed in the failed build of a declared target
 }
 
 
