@@ -386,6 +386,7 @@ def _policy_text(site: Site) -> str:
 def format_plans(plans: list[Any], xla_flags: str) -> str:
     """``plans``: the driver's reports (``path``, ``target``, ``report``: ``Search.choose``'s dict)."""
     from remat_lint.runner import display_path
+    from remat_lint.trace.devices import per_device_note
     from remat_lint.trace.driver import CPU_XLA_FLAGS
     from remat_lint.trace.units import byte_size, flop_number
 
@@ -428,6 +429,8 @@ def format_plans(plans: list[Any], xla_flags: str) -> str:
         out.append(
             f"  {rep['compiles']} programs compiled for {rep['candidates']} candidates over {len(rep['sites'])} site(s); {confirmed}"
         )
+        if rep.get("devices", 1) > 1:
+            out.append(f"  the budget is per device: {per_device_note(rep['devices'])}")
         if rep.get("offload_note"):
             out.append(f"  {rep['offload_note']}")
         if rep.get("backend") == "cpu":

@@ -28,7 +28,7 @@ from typing import Any
 
 import jax
 
-from remat_lint.trace import build, fallback, isolation
+from remat_lint.trace import build, devices, fallback, isolation
 from remat_lint.trace import evidence as ev
 from remat_lint.trace.evidence import Run, failure, judge_import, verdict
 from remat_lint.trace.inputs import inline_targets, parameter_examples, parse_targets, suggestion
@@ -359,7 +359,8 @@ class Session:
             line = report.get("line")
             if line in self.sites and line not in self.reported_sites:
                 self.reported_sites.add(line)
-                self.emit({"site": residuals.with_shapes(report, p.source), "target": run.name})
+                shown = residuals.with_shapes(report, p.source)
+                self.emit({"site": {**shown, "devices": devices.device_count((p.args, p.kwargs))}, "target": run.name})
         if budgeted:
             # a line is this module's site, or None (a site of another file, or not matched)
             self.budget_plan(
@@ -411,7 +412,7 @@ class Session:
         except Exception as exc:
             self.emit({"note": f"--memory-budget for {run.name} failed: {type(exc).__name__}: {exc}"})
             return
-        self.emit({"budget": plan, "target": run.name})
+        self.emit({"budget": {**plan, "devices": devices.device_count((p.args, p.kwargs))}, "target": run.name})
 
     # --- results ------------------------------------------------------------------------------------------
 
@@ -482,6 +483,10 @@ def with_shapes(result: dict[str, Any], run: Run, fallback_for: str = "") -> dic
         status, reason = "unconfirmed", f"{reason}; not refuted: the checkpointed function was differentiated alone"
     evidence = {**(result.get("evidence") or {}), "shapes": origin}
     because = f" (fallback: {fallback_for})" if fallback_for else ""
+    sharded = devices.device_count((run.prepared.args, run.prepared.kwargs)) if run.prepared is not None else 1
+    if sharded > 1:
+        because += f"; {devices.per_device_note(sharded)}"
+        evidence["devices"] = sharded
     return {
         **result,
         "status": status,
