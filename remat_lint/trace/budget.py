@@ -430,7 +430,7 @@ def format_plans(plans: list[Any], xla_flags: str) -> str:
             f"  {rep['compiles']} programs compiled for {rep['candidates']} candidates over {len(rep['sites'])} site(s); {confirmed}"
         )
         if rep.get("devices", 1) > 1:
-            out.append(f"  the budget is per device: {per_device_note(rep['devices'])}")
+            out.append(f"  {per_device_note(rep['devices'])}; the budget applies to each device")
         if rep.get("offload_note"):
             out.append(f"  {rep['offload_note']}")
         if rep.get("backend") == "cpu":

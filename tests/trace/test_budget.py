@@ -291,6 +291,32 @@ def test_a_choice_the_compile_limit_left_unproven_says_so(proven: bool) -> None:
     assert (said in text) is not proven, text
 
 
+def test_a_plan_for_a_sharded_program_says_the_budget_is_per_device() -> None:
+    from types import SimpleNamespace
+
+    from remat_lint.trace.budget import format_plans
+
+    costs = {"temp_bytes": 30_000, "flops": 1.3e7}
+    rep = {
+        "budget": "12GiB",
+        "budget_bytes": 12 * 2**30,
+        "fits": True,
+        "today": costs,
+        "chosen": costs,
+        "no_checkpoint": costs,
+        "compiles": 3,
+        "candidates": 2,
+        "backend": "gpu",
+        "sites": [],
+    }
+    plans = [SimpleNamespace(path="model.py", target="loss", report={**rep, "devices": 8})]
+    assert (
+        "  temp and FLOPs are per device: the program's inputs are sharded over 8 devices (collectives' cost on a"
+        " real interconnect is not measured); the budget applies to each device" in format_plans(plans, "")
+    )
+    assert "per device" not in format_plans([SimpleNamespace(path="model.py", target="loss", report=rep)], "")
+
+
 def test_offload_is_a_candidate_only_where_the_backend_has_host_memory() -> None:
     """On XLA:CPU (the test's backend) ``save_and_offload_only_these_names`` compiles as saved, so it is
     no candidate and the plan says why; given a host memory kind, a site declaring names offloads them."""
