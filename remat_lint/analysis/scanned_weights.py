@@ -2,10 +2,10 @@
 
 A scan over layers feeds the carry through each layer's parameters, which the slice of ``xs``
 gives each step (``c @ p``, ``jnp.einsum("...", c, p["w"])``). A scan over time steps combines
-its data slice with the carry by other means (``h * x``, ``h @ W + x`` with ``W`` bound outside). This reads what the body does with its two parameters,
-never how anything is spelled: values derived from the carry and from the slice are followed
-through assignments and ``for`` loops in the body, and into the same-module functions it passes
-them to (up to ``DEPTH`` calls deep).
+its data slice with the carry by other means (``h * x``, ``h @ W + x`` with ``W`` bound outside).
+This reads what the body does with its two parameters, never how anything is spelled: values
+derived from the carry and from the slice are followed through assignments and ``for`` loops in
+the body, and into the same-module functions it passes them to (up to ``DEPTH`` calls deep).
 """
 
 from __future__ import annotations
