@@ -7,13 +7,13 @@ import libcst as cst
 
 from remat_lint.analysis.last_stage import ARRAY_METHODS
 from remat_lint.analysis.loops import LoopBody, body_argument
+from remat_lint.analysis.scanned_weights import applies_scanned_weights
 from remat_lint.analysis.semantic import SemanticModel, child_nodes
 from remat_lint.analysis.smoke_tests import in_smoke_test
 from remat_lint.apis import SCANS
 from remat_lint.apis.flax import PREFIX as FLAX_PREFIX
 from remat_lint.apis.jax import PREFIX as JAX_PREFIX
 from remat_lint.apis.linen import SCANS as LINEN_SCANS
-from remat_lint.engine.prefilter.layer_scans import LAYER_WORDS
 from remat_lint.findings import Candidate, Finding, Severity
 from remat_lint.rule import Invalid, Rule
 
@@ -38,9 +38,10 @@ class ScanBodyNotCheckpointed(Rule):
     in its module or another: a Transformer whose `setup` builds the Decoder); the message names the place
     (`differentiated by jax.grad at train.py:12`).
 
-    "Over layers" means: `nn.scan` with `variable_axes={"params": ...}`, or a `scan` whose
-    `xs` or body name mentions layers, blocks, params or weights (`lax.scan(layer, x,
-    params["layers"])`). Scans over time steps or chunks are left alone. Off by default.
+    "Over layers" means: `nn.scan` with `variable_axes={"params": ...}`, or a `scan` whose body
+    applies each step's slice of `xs` as weights to its carry: a matrix product of the two
+    (`c @ p`, `jnp.einsum(..., c, p["w"])`), or a same-module function that does so given both. Scans over time steps or chunks (`h * x`,
+    `h @ W + x` with `W` bound outside) are left alone, whatever anything is named. Off by default.
 
     Where it is reported: at the scan whose body is not checkpointed (the line to change), also
     when the grad is in another module: the message names the grad, and JSON and SARIF carry it as
@@ -145,7 +146,7 @@ class ScanBodyNotCheckpointed(Rule):
             if not isinstance(call, cst.Call) or in_smoke_test(model, call):
                 continue
             linen = body.api in LINEN_SCANS
-            if not (self._scans_params(call) if linen else self._over_layers(body, call)):
+            if not (self._scans_params(call) if linen else self._over_layers(body)):
                 continue
             # Linen Modules are differentiated through `apply` elsewhere: ask for some grad here.
             in_grad = bool(differentiated) if linen else self._inside(call, differentiated)
@@ -240,14 +241,10 @@ class ScanBodyNotCheckpointed(Rule):
     def _inside(self, node: cst.CSTNode, functions: set[int]) -> bool:
         return any(id(a) in functions for a in self.ctx.model.ancestors(node))
 
-    def _over_layers(self, body: LoopBody, call: cst.Call) -> bool:
-        xs = body_argument(call, 2, "xs")
-        spelled = [self.ctx.code(xs)] if xs is not None else []
-        if isinstance(body.denoted.function, cst.FunctionDef):
-            spelled.append(body.denoted.function.name.value)
-        if isinstance(body.expr, cst.Name):  # not `partial(step, params)`: bound params are no layers
-            spelled.append(body.expr.value)
-        return any(word in text.lower() for text in spelled for word in LAYER_WORDS)
+    def _over_layers(self, body: LoopBody) -> bool:
+        """The body applies each step's slice of ``xs`` as weights to its carry (scanned_weights.py)."""
+        function = body.denoted.function
+        return function is not None and applies_scanned_weights(self.ctx.model, self.ctx.bodies, function)
 
     def _scans_params(self, call: cst.Call) -> bool:
         axes = body_argument(call, 1, "variable_axes")

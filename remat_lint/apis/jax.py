@@ -107,3 +107,5 @@ NN_PREFIX = "jax.nn."
 DEBUG_CALLBACKS = frozenset({"jax.debug.print", "jax.debug.callback"})
 IO_CALLBACKS = frozenset({"jax.experimental.io_callback"})
 MATMULS = frozenset({"jax.numpy.dot", "jax.numpy.matmul", "jax.lax.dot"})  # a single linear layer (REM106)
+# Products that apply weights to an input (REM301: a scan body applying its slice to its carry).
+CONTRACTIONS = MATMULS | frozenset({"jax.numpy.einsum", "jax.numpy.tensordot", "jax.lax.dot_general"})

@@ -385,6 +385,7 @@ def _policy_text(site: Site) -> str:
 def format_plans(plans: list[Any], xla_flags: str) -> str:
     """``plans``: the driver's reports (``path``, ``target``, ``report``: ``Search.choose``'s dict)."""
     from remat_lint.engine.runner import display_path
+    from remat_lint.trace.devices import per_device_note
     from remat_lint.trace.driver import CPU_XLA_FLAGS
     from remat_lint.trace.units import byte_size, flop_number
 
@@ -420,10 +421,15 @@ def format_plans(plans: list[Any], xla_flags: str) -> str:
             "the choice was compiled to confirm it" if rep["fits"] else "the smallest was compiled to measure it"
         )
         if rep["fits"] and not rep.get("proven", True):
-            confirmed += "; the search stopped at its compile limit: an assignment predicted cheaper was not compiled"
+            confirmed += (
+                f"; the search stopped at its limit of {CONFIRMATIONS} confirming compiles: an assignment predicted"
+                " cheaper was not compiled, so the choice is not proven the cheapest that fits"
+            )
         out.append(
             f"  {rep['compiles']} programs compiled for {rep['candidates']} candidates over {len(rep['sites'])} site(s); {confirmed}"
         )
+        if rep.get("devices", 1) > 1:
+            out.append(f"  {per_device_note(rep['devices'])}; the budget applies to each device")
         if rep.get("offload_note"):
             out.append(f"  {rep['offload_note']}")
         if rep.get("backend") == "cpu":

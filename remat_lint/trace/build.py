@@ -24,6 +24,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from remat_lint.trace import fallback
 from remat_lint.trace.inputs import (
     FLAG_NAMES,
     RNG_NAMES,
@@ -38,6 +39,7 @@ from remat_lint.trace.shapes import Shape, format_shape
 # Shape hypotheses for a parameter without declared inputs, cheapest first.
 SEARCH_SHAPES = ((8,), (8, 8), (4, 8, 8), (2, 4, 8, 8), ())
 SEARCH_LIMIT = 16
+COTANGENT = "cotangent"  # the input a recorded jax.vjp program is pulled back with (from_recorded)
 # Errors that do not depend on the shapes tried: a shape search that meets one has found inputs.
 SHAPE_INDEPENDENT = frozenset(
     {"TracerBoolConversionError", "ConcretizationTypeError", "TracerIntegerConversionError", "NotImplementedError"}
@@ -50,6 +52,7 @@ SHAPE_ORIGINS = {
     "inline comment": "declared",
     "recorded": "recorded",
     "recorded call": "recorded",
+    fallback.SOURCE: "recorded",  # observed in the failed build of a declared target
 }
 
 
@@ -258,18 +261,37 @@ def _flax_target(spec: TargetSpec, module: str, differentiate: bool) -> Prepared
 
 
 def from_recorded(rec: Recorded) -> Prepared:
-    """A function the project's run differentiated, at the abstract signature it was called with."""
+    """A function the project's run differentiated, at the abstract signature it was called with.
+    A ``jax.vjp`` program is pulled back with a cotangent of its output's shape, an input of the
+    program (``cotangent=f32[128,64]``): the backward pass then runs as the run's pullback did,
+    not with the ones XLA may fold into it."""
     fun = rec.fun
     call = (lambda *a, **k: fun(*a, **k)[0]) if rec.has_aux else fun
+    kwargs = dict(rec.kwargs)
+    if rec.transform == "vjp":
+        kwargs[COTANGENT] = jax.eval_shape(call, *rec.args, **rec.kwargs)
+        call = _pulled_back(call)
     return prepare(
         rec.name,
         call,
         list(rec.args),
-        dict(rec.kwargs),
+        kwargs,
         argnums=rec.argnums,
         differentiate=True,
         source="recorded call" if rec.transform == "checkpoint call" else "recorded",
     )
+
+
+def _pulled_back(call: Callable[..., Any]) -> Callable[..., Any]:
+    """``call`` as the scalar whose gradient is its vjp with the cotangent given as ``cotangent``."""
+
+    def pulled(*args: Any, cotangent: Any, **kwargs: Any) -> Any:
+        out = call(*args, **kwargs)
+        pairs = zip(jax.tree_util.tree_leaves(out), jax.tree_util.tree_leaves(cotangent), strict=True)
+        inexact = [jnp.vdot(o, c).real for o, c in pairs if jnp.issubdtype(o.dtype, jnp.inexact)]
+        return sum(inexact, jnp.float32(0))
+
+    return pulled
 
 
 def from_inline(name: str, spec: CallSpec, module: ModuleType, differentiates: bool) -> Prepared:

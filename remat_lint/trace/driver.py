@@ -538,6 +538,7 @@ _SOURCE_FILE = re.compile(r"(?<= from )(?P<file>.+?)(?=:\d+(?::\d+)? \()")
 def format_sites(outcome: TraceOutcome) -> str:
     """The residual table and policy comparison of each checkpoint site, for text output."""
     from remat_lint.engine.runner import display_path
+    from remat_lint.trace.devices import per_device_note
 
     out = []
     for site in sorted(outcome.sites, key=lambda s: (s.path, s.report.get("line") or 0)):
@@ -561,6 +562,8 @@ def format_sites(outcome: TraceOutcome) -> str:
                     else f"{'not compiled':>23}"
                 )
                 out.append(f"  {p.get('policy')!s:<34} {byte_size(p.get('residual_bytes')):>10} {measured}")
+        if rep.get("devices", 1) > 1:
+            out.append(f"  {per_device_note(rep['devices'])}; residuals are the global arrays")
         if rep.get("compile_note"):
             out.append(f"  {rep['compile_note']}")
         if rep.get("flops_note"):

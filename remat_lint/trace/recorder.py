@@ -161,7 +161,11 @@ def _abstract(x: Any) -> Any:
     import jax
 
     if isinstance(x, (jax.Array, jax.core.Tracer)) or hasattr(x, "__array__") and hasattr(x, "dtype"):
-        return jax.ShapeDtypeStruct(jax.numpy.shape(x), jax.typeof(x).dtype if hasattr(jax, "typeof") else x.dtype)
+        dtype = jax.typeof(x).dtype if hasattr(jax, "typeof") else x.dtype
+        # a sharded array keeps its sharding: the program then compiles per device (devices.py)
+        concrete = isinstance(x, jax.Array) and not isinstance(x, jax.core.Tracer)
+        sharding = x.sharding if concrete and len(x.sharding.device_set) > 1 else None
+        return jax.ShapeDtypeStruct(jax.numpy.shape(x), dtype, sharding=sharding)
     return x
 
 

@@ -2,8 +2,11 @@
 checked where activations, not fixed-size buffers, dominate peak memory (REM401, discovery.py).
 
 Only the leading dimension of the non-differentiated array inputs grows (the batch of ``x`` and ``y``);
-the differentiated ones (the parameters) and dimensions of size 1 stay as recorded. A program that does
-not trace at the larger batch (a shape that must match a parameter's) gives no scaled program.
+the differentiated ones (the parameters) and dimensions of size 1 stay as recorded. A ``jax.vjp``
+differentiates every input, its batch included, and its cotangent (non-differentiated) must grow with
+it: when growing the cotangent alone does not trace, it grows together with one
+differentiated input at a time, and the first that traces is the batch (growing the parameters
+breaks their products). A program that does not trace at the larger batch gives no scaled program.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from typing import Any
 import jax
 
 from remat_lint.trace import costs
+from remat_lint.trace.build import COTANGENT
 from remat_lint.trace.jaxpr_sites import Site
 
 FACTOR = 16  # how many times the recorded batch; see rules/rem401_checkpoint_saves_no_memory.py
@@ -47,7 +51,18 @@ def scaled_program(
     try:
         return costs.Program.trace(fun, args, inputs, argnums)
     except Exception:  # user code at a shape it was never run with: no scaled program, no verdict
+        pass
+    if COTANGENT not in kwargs:  # a grad's parameters are differentiated, its batch is not
         return None
+    for i, arg in enumerate(args):  # a vjp's batch is among the differentiated inputs
+        grown = scaled_inputs({"arg": arg}, factor)
+        if grown is None:
+            continue
+        try:
+            return costs.Program.trace(fun, (*args[:i], grown["arg"], *args[i + 1 :]), inputs, argnums)
+        except Exception:
+            continue
+    return None
 
 
 def same_site(scaled: costs.Program, program: costs.Program, site: Site) -> Site | None:

@@ -28,7 +28,7 @@ from typing import Any
 
 import jax
 
-from remat_lint.trace import build, isolation
+from remat_lint.trace import build, devices, fallback, isolation
 from remat_lint.trace import evidence as ev
 from remat_lint.trace.evidence import Run, failure, judge_import, verdict
 from remat_lint.trace.inputs import inline_targets, parameter_examples, parse_targets, suggestion
@@ -100,6 +100,7 @@ class Session:
         self.missed: dict[int, list[str]] = {}  # the targets traced that did not go through the finding's site
         self.reported_sites: set[int] = set()
         self.observed: dict[int, str] = {}  # by id of a recorded program's Run: the test that differentiated it
+        self.fallbacks: dict[int, str] = {}  # by id of a fallback Run (fallback.py): why it was traced
         rel = Path(self.path).relative_to(self.root).with_suffix("")
         self.module_ref = ".".join(rel.parts[:-1] if rel.name == "__init__" else rel.parts)
 
@@ -159,18 +160,30 @@ class Session:
             )
             name = spec.ref.split(":")[-1].split(".")[0]
             d = self.plan.definitions.get(name) if text is self.source else _definition(text, name)
-            yield make(
-                name, functools.partial(build.from_spec, spec, module, bool(d and d.differentiates)), "pyproject"
+            yield from self.with_fallbacks(
+                make(
+                    name,
+                    functools.partial(build.from_spec, spec, module, bool(d and d.differentiates)),
+                    "pyproject",
+                ),
+                module,
+                make,
             )
         for target in inline_targets(self.source):
             d = self.plan.definitions.get(target.name)
             if target.spec is None:
                 self.note_all(target.name, f"unusable inline comment at line {target.comment_line}: {target.error}")
                 continue
-            yield make(
-                target.name,
-                functools.partial(build.from_inline, target.name, target.spec, module, bool(d and d.differentiates)),
-                "inline comment",
+            yield from self.with_fallbacks(
+                make(
+                    target.name,
+                    functools.partial(
+                        build.from_inline, target.name, target.spec, module, bool(d and d.differentiates)
+                    ),
+                    "inline comment",
+                ),
+                module,
+                make,
             )
         for d in self.auto_candidates(tried)[:AUTO_TARGETS] if self.search else []:
             yield make(
@@ -178,6 +191,48 @@ class Session:
                 functools.partial(build.searched, d.name, d.params, module, d.differentiates, self.predicted),
                 "shape search",
             )
+
+    def with_fallbacks(self, run: Run, module: Any, make: Callable[..., Run]) -> Iterator[Run]:
+        """A declared target, then, when it could not be built, each function owning an undecided
+        finding that its build called before failing, at the shapes of that call (fallback.py)."""
+        functions = {
+            d.name: getattr(module, d.name)
+            for item in self.pending.values()
+            for d in self.plan.owners(item.line, item.end_line)
+            if d.kind == "function" and d.name != run.target_name and callable(getattr(module, d.name, None))
+        }
+        calls: dict[str, fallback.Called] = {}
+        declared = run.build
+
+        def building() -> build.Prepared:
+            with fallback.first_calls(functions) as found:
+                try:
+                    return declared()
+                finally:
+                    calls.update(found)
+
+        run.build = building
+        yield run
+        if run.prepared is not None or run.failure is None:
+            return
+        why = f"target {run.name} could not be built ({run.failure.summary}); {{}} was traced alone, as that build called it"
+        for called in calls.values():
+            d = self.plan.definitions[called.name]
+            again = make(
+                called.name,
+                lambda c=called, d=d: build.prepare(
+                    c.name,
+                    functions[c.name],
+                    c.args,
+                    c.kwargs,
+                    argnums=None,
+                    differentiate=not d.differentiates,
+                    source=fallback.SOURCE,
+                ),
+                fallback.SOURCE,
+            )
+            self.fallbacks[id(again)] = why.format(called.name)
+            yield again
 
     def auto_candidates(self, tried: set[str]) -> list[Definition]:
         """Functions that own an undecided finding or a site, then the functions calling them."""
@@ -225,7 +280,7 @@ class Session:
                 continue
             result = self.judge(item, run)
             if result is not None:
-                self.consider(item, with_shapes(result, run))
+                self.consider(item, with_shapes(result, run, self.fallbacks.get(id(run), "")))
 
     def wraps_target(self, item: Item, run: Run) -> bool:
         """REM101-REM104 at ``jax.value_and_grad(jax.checkpoint(loss))``: the target ``loss`` is named
@@ -312,7 +367,8 @@ class Session:
             line = report.get("line")
             if line in self.sites and line not in self.reported_sites:
                 self.reported_sites.add(line)
-                self.emit({"site": residuals.with_shapes(report, p.source), "target": run.name})
+                shown = residuals.with_shapes(report, p.source)
+                self.emit({"site": {**shown, "devices": devices.device_count((p.args, p.kwargs))}, "target": run.name})
         if budgeted:
             # a line is this module's site, or None (a site of another file, or not matched)
             self.budget_plan(
@@ -365,7 +421,7 @@ class Session:
         except Exception as exc:
             self.emit({"note": f"--memory-budget for {run.name} failed: {type(exc).__name__}: {exc}"})
             return
-        self.emit({"budget": plan, "target": run.name})
+        self.emit({"budget": {**plan, "devices": devices.device_count((p.args, p.kwargs))}, "target": run.name})
 
     # --- results ------------------------------------------------------------------------------------------
 
@@ -420,21 +476,32 @@ SHAPE_WORDS = {
     "shape search": "guessed by a shape search",
     "recorded": "recorded from the project's run",
     "recorded call": "recorded from a call of the checkpointed function in the project's run",
+    fallback.SOURCE: "observed in the declared target's failed build",
 }
 
 
-def with_shapes(result: dict[str, Any], run: Run) -> dict[str, Any]:
-    """The verdict says where its shapes came from; guessed shapes never refute (a refutation takes
-    the finding out of the exit code)."""
+def with_shapes(result: dict[str, Any], run: Run, fallback_for: str = "") -> dict[str, Any]:
+    """The verdict says where its shapes came from (and why a fallback ran); guessed shapes never
+    refute (a refutation takes the finding out of the exit code)."""
     source = run.prepared.source if run.prepared is not None else run.source
     origin = build.SHAPE_ORIGINS.get(source, "guessed")
     status, reason = result["status"], result["reason"]
     if status == "refuted" and origin == "guessed":
         status, reason = "unconfirmed", f"{reason}; not refuted: the shapes were guessed (declare the inputs to decide)"
-    elif status == "refuted" and source == "recorded call":
+    elif status == "refuted" and source in ("recorded call", fallback.SOURCE):
         status, reason = "unconfirmed", f"{reason}; not refuted: the checkpointed function was differentiated alone"
     evidence = {**(result.get("evidence") or {}), "shapes": origin}
-    return {**result, "status": status, "evidence": evidence, "reason": f"{reason} [shapes {SHAPE_WORDS[source]}]"}
+    because = f" (fallback: {fallback_for})" if fallback_for else ""
+    sharded = devices.device_count((run.prepared.args, run.prepared.kwargs)) if run.prepared is not None else 1
+    if sharded > 1:
+        because += f"; {devices.per_device_note(sharded)}"
+        evidence["devices"] = sharded
+    return {
+        **result,
+        "status": status,
+        "evidence": evidence,
+        "reason": f"{reason} [shapes {SHAPE_WORDS[source]}]{because}",
+    }
 
 
 def _reraise(exc: BaseException) -> build.Prepared:

@@ -129,15 +129,12 @@ SCAN_REJECTED = [
     '"""Use jax.lax.scan over layers and jax.grad."""\nimport numpy as np\nparams = np.ones(3)\n',  # words in a docstring
     "import jax\ndef f(scan, params):\n    return scan(params['layers'])\ng = jax.grad(f)\n",  # a parameter
     "import haiku as hk\nscan = hk.scan\ng = hk.grad(loss)\n",  # never called
-    # Over time steps: the layer words are in no argument REM301 reads (here: ``length``).
-    "import jax\ndef cell(h, x):\n    return h * x, h\ndef rnn(p, xs):\n    return jax.lax.scan(cell, p, xs)[0].sum()\ng = jax.grad(rnn)\n",
-    "from jax import lax\ndef run(eqn, body, init, xs):\n    return lax.scan(body, init, xs=xs, length=eqn.params['length'])\n",
-    "from flax import linen as nn\nclass R(nn.Module):\n    @nn.compact\n    def __call__(self, x):\n"
-    "        return nn.scan(Cell, variable_broadcast='params', split_rngs={'params': False})()(x, x)\n",
 ]
 # ... and files it keeps: a scan, however spelled, with or without a differentiation (a grad in
-# another module may reach it).
+# another module may reach it), and whatever it is called (REM301 reads what its body does).
 SCAN_KEPT = [
+    "import jax\ndef cell(h, x):\n    return h * x, h\ndef rnn(p, xs):\n    return jax.lax.scan(cell, p, xs)[0].sum()\ng = jax.grad(rnn)\n",
+    "from jax import lax\ndef run(eqn, body, init, xs):\n    return lax.scan(body, init, xs=xs, length=eqn.params['length'])\n",
     "import jax\ndef forward(params, x):\n    return jax.lax.scan(layer, x, params['layers'])[0]\n",
     "from jax.lax import scan as s\nfrom jax import value_and_grad as vg\n"
     "def f(ps, x):\n    return s(layer, x, ps['layers'])[0].sum()\ng = vg(f)\n",
@@ -150,11 +147,12 @@ SCAN_KEPT = [
         FIRES := [  # REM301 fires here: files without a remat API that only its own prefilter keeps
             "import jax\ndef layer(c, p):\n    return c @ p, None\n"
             "def f(ps, x):\n    return jax.lax.scan(layer, x, ps['layers'])[0].sum()\ng = jax.grad(f)\n",
-            "from jax import lax, value_and_grad as vg\ndef block(c, w):\n    return c * w, None\n"
-            "def loss(ws, x):\n    return lax.scan(block, x, ws)[0].sum()\nstep = vg(loss)\n",
-            # The layer word only in a comment inside the brackets around xs (libcst's code of xs holds it).
+            "from jax import lax, numpy as jnp, value_and_grad as vg\ndef f0(c, w):\n"
+            "    return jnp.einsum('ij,jk->ik', c, w), None\n"
+            "def loss(ws, x):\n    return lax.scan(f0, x, ws)[0].sum()\nstep = vg(loss)\n",
+            # No word of layers anywhere: the body multiplies its carry by the slice.
             "import jax\ndef step(c, p):\n    return c @ p, None\n"
-            "def f(ps, x):\n    return jax.lax.scan(step, x, (  # the layers\n        ps))[0].sum()\ng = jax.grad(f)\n",
+            "def f(ps, x):\n    return jax.lax.scan(step, x, ps)[0].sum()\ng = jax.grad(f)\n",
             # The body's def named through an assignment, an alias of the scan, a decorator.
             "import functools, jax\ndef block_fn(cfg, c, p):\n    return c @ p, None\ndef f(ps, x, cfg):\n"
             "    body = functools.partial(block_fn, cfg)\n    return jax.lax.scan(body, x, ps)[0].sum()\ng = jax.grad(f)\n",

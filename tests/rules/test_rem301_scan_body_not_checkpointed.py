@@ -157,3 +157,40 @@ def test_a_decorated_grad_in_another_module_reaches_the_scan(tmp_path, capsys, m
 def test_a_grad_in_a_smoke_test_of_another_module_does_not_count(tmp_path, capsys, monkeypatch):
     train = "import jax\nfrom .losses import forward\ndef test_forward(ps):\n    jax.grad(forward)(ps, 1.0)\n"
     assert _across_modules(tmp_path, capsys, monkeypatch, train) == []
+
+
+# What the body does with its carry and its slice decides "over layers", never a name: the same
+# program is reported or not whatever its functions and variables are called.
+SCANNED = "def f(ps, x):\n    return jax.lax.scan({body}, x, ps)[0].sum()\ng = jax.grad(f)\n"
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "def cell(h, x):\n    return h @ x, h\n",  # the slice multiplies the carry: a layer, named "cell"
+        "def cell(h, x):\n    w = x['w']\n    return jnp.einsum('ij,jk->ik', h, w), None\n",
+        "def cell(h, x):\n    return helper(x, h), None\ndef helper(a, b):\n    return jnp.dot(b, a)\n",
+        "def cell(h, xs):\n    for x in xs:\n        h = h @ x\n    return h, None\n",
+    ],
+    ids=["matmul", "einsum", "helper", "loop"],
+)
+def test_a_body_applying_its_slice_to_its_carry_is_over_layers(body):
+    code = f"import jax\nimport jax.numpy as jnp\n{body}" + SCANNED.format(body="cell")
+    assert [row for row, _, _ in _found(code)] == [
+        code.splitlines().index("    return jax.lax.scan(cell, x, ps)[0].sum()") + 1
+    ]
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "def block(c, w):\n    return c * w, c\n",  # elementwise with the slice: a time step, named "block"
+        "def layer(c, weights):\n    return jnp.tanh(c @ W + weights), c\n",  # W bound outside, the slice added
+    ],
+    ids=["elementwise", "bound-weights"],
+)
+def test_a_body_that_does_not_apply_its_slice_as_weights_is_quiet(body):
+    code = f"import jax\nimport jax.numpy as jnp\nW = jnp.ones((4, 4))\n{body}" + SCANNED.format(
+        body=body.split("(")[0].removeprefix("def ")
+    )
+    assert _found(code) == []

@@ -263,6 +263,60 @@ def test_text_table_says_what_was_chosen_and_where_the_numbers_come_from() -> No
     assert "XLA:CPU" not in gpu and "of the no-checkpoint peak" not in gpu
 
 
+@pytest.mark.parametrize("proven", [True, False])
+def test_a_choice_the_compile_limit_left_unproven_says_so(proven: bool) -> None:
+    from types import SimpleNamespace
+
+    from remat_lint.trace.budget import format_plans
+
+    costs = {"temp_bytes": 30_000, "flops": 1.3e7}
+    rep = {
+        "budget": "0.5",
+        "budget_bytes": 40_000,
+        "fits": True,
+        "proven": proven,
+        "today": costs,
+        "chosen": costs,
+        "no_checkpoint": {"temp_bytes": 80_000, "flops": 1.2e7},
+        "compiles": 30,
+        "candidates": 12,
+        "backend": "gpu",
+        "sites": [],
+    }
+    text = format_plans([SimpleNamespace(path="model.py", target="loss", report=rep)], "")
+    said = (
+        f"the search stopped at its limit of {CONFIRMATIONS} confirming compiles: an assignment predicted cheaper"
+        " was not compiled, so the choice is not proven the cheapest that fits"
+    )
+    assert (said in text) is not proven, text
+
+
+def test_a_plan_for_a_sharded_program_says_the_budget_is_per_device() -> None:
+    from types import SimpleNamespace
+
+    from remat_lint.trace.budget import format_plans
+
+    costs = {"temp_bytes": 30_000, "flops": 1.3e7}
+    rep = {
+        "budget": "12GiB",
+        "budget_bytes": 12 * 2**30,
+        "fits": True,
+        "today": costs,
+        "chosen": costs,
+        "no_checkpoint": costs,
+        "compiles": 3,
+        "candidates": 2,
+        "backend": "gpu",
+        "sites": [],
+    }
+    plans = [SimpleNamespace(path="model.py", target="loss", report={**rep, "devices": 8})]
+    assert (
+        "  temp and FLOPs are per device: the program's inputs are sharded over 8 devices (collectives' cost on a"
+        " real interconnect is not measured); the budget applies to each device" in format_plans(plans, "")
+    )
+    assert "per device" not in format_plans([SimpleNamespace(path="model.py", target="loss", report=rep)], "")
+
+
 def test_offload_is_a_candidate_only_where_the_backend_has_host_memory() -> None:
     """On XLA:CPU (the test's backend) ``save_and_offload_only_these_names`` compiles as saved, so it is
     no candidate and the plan says why; given a host memory kind, a site declaring names offloads them."""

@@ -133,7 +133,7 @@ class Prefilter:
                 return Verdict(True, tree)
             needed = any(
                 all(refs.may_reference(API_GROUPS[g], _GROUP_TOKENS[g]) for g in need)
-                and ("scan" not in need or may_scan_layers(tree, source))  # a scan that may run over layers
+                and ("scan" not in need or may_scan_layers(tree))  # a scan that may run over layers
                 for need in self.needs
             )
             return Verdict(needed, tree, needs_only=needed)

@@ -1,0 +1,57 @@
+"""A declared target that cannot be built: the flagged function its build called before failing is
+traced alone at the shapes of that call (trace/fallback.py), and the verdict says why."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tests.trace_cases import lint
+
+pytest.importorskip("flax")
+
+# ``block`` needs inputs of 16 features (no shape search finds them); Model calls it, then fails
+# at ``if training`` with ``training`` traced (TracerBoolConversionError at init).
+MODEL = textwrap.dedent(
+    """\
+    import flax.linen as nn
+    import jax
+    import jax.numpy as jnp
+
+    W = jnp.ones((16, 32)) / 16
+
+
+    def block(x):
+        return jax.checkpoint(lambda y: jnp.tanh(y @ W) @ W.T, policy=jax.checkpoint_policies.everything_saveable)(x)
+
+
+    class Model(nn.Module):
+        @nn.compact
+        def __call__(self, x, training):
+            h = block(nn.Dense(16)(x))
+            if training:
+                h = h * 2
+            return h
+    """
+)
+PYPROJECT = '[tool.remat-lint]\n[[tool.remat-lint.trace.targets]]\nmodule = "model:Model"\ninit_args = ["f32[4,16]", "bool[]"]\n'
+
+
+def test_a_target_that_cannot_be_built_falls_back_to_the_function_its_build_called(tmp_path: Path):
+    (tmp_path / "model.py").write_text(MODEL)
+    (tmp_path / "pyproject.toml").write_text(PYPROJECT)
+    proc = lint("--trace", "--no-cache", "--output-format", "json", "model.py", cwd=tmp_path)
+    [finding] = json.loads(proc.stdout)
+    assert (finding["code"], finding["location"]["row"]) == ("REM104", 9), proc.stderr
+    trace = finding["trace"]
+    assert trace["status"] == "confirmed", trace
+    assert "[shapes observed in the declared target's failed build]" in trace["reason"]
+    assert (
+        "(fallback: target Model could not be built (TracerBoolConversionError: Attempted boolean conversion"
+        in trace["reason"]
+    )
+    assert trace["reason"].endswith("block was traced alone, as that build called it)")
+    assert "target Model failed at build: TracerBoolConversionError" in proc.stderr
