@@ -164,8 +164,9 @@ def key(argv: list[str]) -> str | None:
 
 
 def own_folder() -> str:
-    """The linter's package folder: every record lists it among its inputs."""
-    return os.path.dirname(os.path.abspath(__file__))
+    """The linter's package folder (``remat_lint/``, above this module's ``cache/``): every record
+    lists it among its inputs."""
+    return os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def secret_path() -> str:

@@ -24,9 +24,9 @@ from remat_lint.config.discovery import discover
 from remat_lint.config.resolver import Resolver
 from remat_lint.config.settings import ConfigError, RuleSelection, Settings, parse_overrides, validate_selectors
 from remat_lint.engine.results import diagnostic
-from remat_lint.engine.runner import RunResult, decode_source, default_jobs, display_path, project_root, run
+from remat_lint.engine.runner import RunResult, decode_source, default_jobs, project_root, run
 from remat_lint.engine.sources import SUFFIX as NOTEBOOK
-from remat_lint.engine.sources import in_cells
+from remat_lint.engine.sources import display_path, in_cells
 from remat_lint.findings import Finding
 from remat_lint.output import autofix
 from remat_lint.output.reporters import FORMATS, reporter

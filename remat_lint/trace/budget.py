@@ -385,8 +385,8 @@ def _policy_text(site: Site) -> str:
 
 def format_plans(plans: list[Any], xla_flags: str) -> str:
     """``plans``: the driver's reports (``path``, ``target``, ``report``: ``Search.choose``'s dict)."""
-    from remat_lint.engine.runner import display_path
-    from remat_lint.trace.driver import CPU_XLA_FLAGS
+    from remat_lint.engine.sources import display_path
+    from remat_lint.trace.request import CPU_XLA_FLAGS
     from remat_lint.trace.units import byte_size, flop_number
 
     out = []

@@ -32,7 +32,7 @@ from remat_lint.trace.inputs import (
     jaxtyping_shape,
     map_leaves,
 )
-from remat_lint.trace.recorder import Recorded
+from remat_lint.trace.recorded import Recorded
 from remat_lint.trace.shapes import Shape, format_shape
 
 # Shape hypotheses for a parameter without declared inputs, cheapest first.

@@ -32,10 +32,17 @@ from remat_lint.findings import Finding
 from remat_lint.trace import isolation
 from remat_lint.trace.inputs import parse_targets
 from remat_lint.trace.progress import Progress
-from remat_lint.trace.request import Item, TraceCheck, WorkerRequest
+from remat_lint.trace.request import (
+    CPU_XLA_FLAGS,
+    OUT_ENV,
+    REQUESTS_ENV,
+    SITECUSTOMIZE,
+    Item,
+    TraceCheck,
+    WorkerRequest,
+)
 from remat_lint.trace.units import byte_size, flop_number
 
-CPU_XLA_FLAGS = "--xla_disable_hlo_passes=cse_barrier_expander"
 DEFAULT_TIMEOUT = 120.0
 DEFAULT_MEMORY_MB = 8192
 POLL_S = 0.1
@@ -346,8 +353,6 @@ def run_recorded(
     """--trace-run: the user's command, run from the configuration's folder with JAX's differentiation
     entry points recorded (recorder.py); the JSON lines it wrote per module path, what to warn
     about, and the calls it recorded (None: nothing came back). Its output is kept apart from remat-lint's."""
-    from remat_lint.trace.recorder import OUT_ENV, REQUESTS_ENV, SITECUSTOMIZE
-
     with tempfile.TemporaryDirectory(prefix="remat-lint-run-") as tmp:
         hook = Path(tmp, "hook")
         hook.mkdir()
@@ -535,7 +540,7 @@ _SOURCE_FILE = re.compile(r"(?<= from )(?P<file>.+?)(?=:\d+(?::\d+)? \()")
 
 def format_sites(outcome: TraceOutcome) -> str:
     """The residual table and policy comparison of each checkpoint site, for text output."""
-    from remat_lint.engine.runner import display_path
+    from remat_lint.engine.sources import display_path
 
     out = []
     for site in sorted(outcome.sites, key=lambda s: (s.path, s.report.get("line") or 0)):

@@ -30,41 +30,13 @@ import importlib.util
 import json
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
-REQUESTS_ENV = "REMAT_LINT_TRACE_RUN"  # a JSON file: the WorkerRequest of each module to judge
-OUT_ENV = "REMAT_LINT_TRACE_OUT"  # JSON lines written here, each tagged with its module's path
+from remat_lint.trace.recorded import Recorded
+from remat_lint.trace.request import OUT_ENV, REQUESTS_ENV
+
 MAX_RECORDS = 8  # distinct (function, signature) pairs kept
 MAX_CALLS = 4  # and of calls of checkpointed user functions (for sites the run never differentiates)
-
-SITECUSTOMIZE = (  # every Python process of the command runs this at startup
-    "import os\n"
-    f"if os.environ.get({REQUESTS_ENV!r}):\n"
-    "    try:\n"
-    "        from remat_lint.trace import recorder\n"
-    "    except ImportError:  # another Python, without remat-lint: it records nothing\n"
-    "        pass\n"
-    "    else:\n"
-    "        recorder.install()\n"
-)
-
-
-@dataclass
-class Recorded:
-    """A differentiated call as the run made it, abstract."""
-
-    fun: Callable[..., Any]
-    args: tuple[Any, ...]
-    kwargs: dict[str, Any]
-    argnums: tuple[int, ...] | None  # None: the floating-point arguments
-    has_aux: bool
-    transform: str  # grad, value_and_grad, vjp, checkpoint call
-    observed: str = ""  # the pytest test that made the call (PYTEST_CURRENT_TEST), "" outside pytest
-
-    @property
-    def name(self) -> str:
-        return getattr(self.fun, "__qualname__", None) or getattr(self.fun, "__name__", None) or type(self.fun).__name__
 
 
 class Recorder:

@@ -10,6 +10,25 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+# XLA:CPU merges a checkpoint's recomputation away without this flag: workers run with it (driver.py),
+# and compiled costs measured without it are not reported (worker.py, budget.py).
+CPU_XLA_FLAGS = "--xla_disable_hlo_passes=cse_barrier_expander"
+# --trace-run: the driver puts SITECUSTOMIZE on the command's PYTHONPATH and names two files in its
+# environment, read and written by the recorder (recorder.py) in the command's processes.
+REQUESTS_ENV = "REMAT_LINT_TRACE_RUN"  # a JSON file: the WorkerRequest of each module to judge
+OUT_ENV = "REMAT_LINT_TRACE_OUT"  # JSON lines written here, each tagged with its module's path
+SITECUSTOMIZE = (  # every Python process of the command runs this at startup
+    "import os\n"
+    f"if os.environ.get({REQUESTS_ENV!r}):\n"
+    "    try:\n"
+    "        from remat_lint.trace import recorder\n"
+    "    except ImportError:  # another Python, without remat-lint: it records nothing\n"
+    "        pass\n"
+    "    else:\n"
+    "        recorder.install()\n"
+)
+
+
 # How --trace judges a rule's findings (evidence.py, costs.py).
 EVIDENCE = ("exception", "static-argnames", "saved-name", "cost", "trace-time-effect", "callback-count")
 # What a cost rule claims (costs.py): no memory saved for FLOPs spent; nothing saved, nothing spent;

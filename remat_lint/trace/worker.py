@@ -34,8 +34,8 @@ from remat_lint.trace.evidence import Run, failure, judge_import, verdict
 from remat_lint.trace.inputs import inline_targets, parameter_examples, parse_targets, suggestion
 from remat_lint.trace.plan import Definition, plan_module
 from remat_lint.trace.reach import matches_site
-from remat_lint.trace.recorder import Recorded
-from remat_lint.trace.request import Item, WorkerRequest
+from remat_lint.trace.recorded import Recorded
+from remat_lint.trace.request import CPU_XLA_FLAGS, Item, WorkerRequest
 
 AUTO_TARGETS = 6  # functions tried by jaxtyping / shape search per module
 RANK = {"note": 0, "unconfirmed": 1, "refuted": 2, "confirmed": 3}
@@ -322,7 +322,6 @@ class Session:
             self.emit({"note": f"no discovery in {run.name}: the program failed at {stage}: {why}"})
             return
         from remat_lint.trace import costs, discovery, scaling
-        from remat_lint.trace.driver import CPU_XLA_FLAGS
 
         p = run.prepared
         measured = jax.default_backend() != "cpu" or CPU_XLA_FLAGS in os.environ.get("XLA_FLAGS", "")

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from remat_lint.engine.runner import display_path
+from remat_lint.engine.sources import display_path
 from remat_lint.trace.budget_fix import Change, changes_by_file, rewrite
 
 SOURCE = textwrap.dedent(

@@ -22,6 +22,8 @@ import ast
 import io
 from typing import Iterator
 
+from remat_lint.engine.prefilter.walk import walk
+
 # What "over layers" means to REM301 (also in the names a scan's body or ``xs`` is spelled with).
 LAYER_WORDS = ("layer", "block", "param", "weight")
 _SCAN = "scan"
@@ -49,11 +51,9 @@ class _Scans:
         self.calls: list[ast.Call] = []
         self.decorated: dict[int, str] = {}  # id(decorator call) -> the decorated def's name
         self.values: dict[str, list[ast.AST]] = {}  # name or attribute -> values assigned to it
-        from remat_lint.engine.prefilter.stages import _walk  # stage 3's walk, at half ast.walk's cost
-
         aliases = {_SCAN}
         candidates: list[ast.Call] = []
-        for node in _walk(tree):
+        for node in walk(tree):  # stage 3's walk, at half ast.walk's cost
             kind = type(node)
             if kind is ast.Call:
                 candidates.append(node)  # type: ignore[arg-type]
