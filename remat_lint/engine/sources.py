@@ -60,6 +60,8 @@ def display_path(path: str) -> str:
     except ValueError:
         return path
     return path if rel.startswith("..") else rel
+
+
 @dataclass(frozen=True)
 class Cell:
     number: int  # 1-based, among all the notebook's cells (markdown included), as ruff counts
