@@ -33,9 +33,9 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from remat_lint.trace.budget import Search, parse_budget
-from remat_lint.trace.costs import memory_evidence, traced
-from remat_lint.trace.residuals import site_report
+from remat_lint.trace.worker.budget import Search, parse_budget
+from remat_lint.trace.worker.costs import memory_evidence, traced
+from remat_lint.trace.worker.residuals import site_report
 
 D_MODEL, HEADS, FFN, VOCAB = 2048, 16, 8192, 32_000
 

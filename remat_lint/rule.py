@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from remat_lint.findings import Applicability, Finding, Severity
-from remat_lint.trace.request import TraceCheck
+from remat_lint.trace.protocol import TraceCheck
 
 if TYPE_CHECKING:
     import libcst as cst
@@ -97,7 +97,7 @@ class Rule:
     # For a rule that can fire in a file naming no remat API: the prefilter.API_GROUPS ("scan",
     # "differentiation") that such a file must all reference for it to fire.
     prefilter_apis: ClassVar[tuple[str, ...]] = ()
-    # What --trace can show about its findings (remat_lint/trace/request.py); None: nothing. Rule
+    # What --trace can show about its findings (remat_lint/trace/protocol.py); None: nothing. Rule
     # modules write ``trace_check = Rule.TraceCheck(...)``.
     trace_check: ClassVar[TraceCheck | None] = None
     TraceCheck: ClassVar[type[TraceCheck]] = TraceCheck

@@ -11,6 +11,7 @@ nothing back). The rules in the top-level ``rules/`` folder are the package ``re
 from __future__ import annotations
 
 import ast
+import os
 from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
@@ -147,6 +148,9 @@ def _importers(importer: str, imported: str) -> list[str]:
         ("remat_lint.project", "remat_lint.engine.runner"),
         ("remat_lint.project", "remat_lint.engine.lint"),
         ("remat_lint.project", "remat_lint.engine.results"),
+        # --trace: the two sides meet only in the modules both read (protocol.py, inputs, shapes, units)
+        ("remat_lint.trace.driver", "remat_lint.trace.worker"),
+        ("remat_lint.trace.worker", "remat_lint.trace.driver"),
     ],
 )
 def test_a_lower_layer_never_imports_a_higher_one(importer, imported):
@@ -157,6 +161,12 @@ def test_a_lower_layer_never_imports_a_higher_one(importer, imported):
 def test_apis_and_findings_import_nothing_of_the_project_but_themselves(module):
     outside = [line for line in _importers(module, "remat_lint") if not line.split(" -> ")[1].startswith(module)]
     assert outside == []
+
+
+@pytest.mark.parametrize("side", ["remat_lint.trace.driver", "remat_lint.trace.worker"])
+def test_what_both_trace_sides_share_imports_neither(side):
+    shared = [name.removesuffix(".py") for name in os.listdir(ROOT / "remat_lint" / "trace") if name.endswith(".py")]
+    assert [line for module in shared for line in _importers(f"remat_lint.trace.{module}", side)] == []
 
 
 def test_at_most_ten_modules_at_the_root():

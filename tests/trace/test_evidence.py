@@ -1,4 +1,4 @@
-"""--trace verdicts judged in the test process (remat_lint/trace/evidence.py): the status and the
+"""--trace verdicts judged in the test process (remat_lint/trace/worker/evidence.py): the status and the
 one-line reason a user reads for each branch of each kind of evidence.
 
 tests/trace/test_verdicts.py drives the same branches end to end through a worker process; these
@@ -21,9 +21,9 @@ import pytest
 jax = pytest.importorskip("jax")
 import jax.numpy as jnp  # noqa: E402
 
-from remat_lint.trace import evidence as ev  # noqa: E402
-from remat_lint.trace.build import Prepared  # noqa: E402
-from remat_lint.trace.request import Item, TraceCheck  # noqa: E402
+from remat_lint.trace.protocol import Item, TraceCheck  # noqa: E402
+from remat_lint.trace.worker import evidence as ev  # noqa: E402
+from remat_lint.trace.worker.build import Prepared  # noqa: E402
 
 SOURCE = textwrap.dedent(
     """\

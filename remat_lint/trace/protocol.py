@@ -21,13 +21,17 @@ SITECUSTOMIZE = (  # every Python process of the command runs this at startup
     "import os\n"
     f"if os.environ.get({REQUESTS_ENV!r}):\n"
     "    try:\n"
-    "        from remat_lint.trace import recorder\n"
+    "        from remat_lint.trace.worker import recorder\n"
     "    except ImportError:  # another Python, without remat-lint: it records nothing\n"
     "        pass\n"
     "    else:\n"
     "        recorder.install()\n"
 )
 
+
+# The codes of what discovery finds in a recorded program (worker/discovery.py, driver/dynamic_findings.py).
+NO_SAVING = "REM401"
+UNKNOWN_NAMES = "REM403"
 
 # How --trace judges a rule's findings (evidence.py, costs.py).
 EVIDENCE = ("exception", "static-argnames", "saved-name", "cost", "trace-time-effect", "callback-count")

@@ -32,8 +32,8 @@ from remat_lint.trace.inputs import (
     jaxtyping_shape,
     map_leaves,
 )
-from remat_lint.trace.recorded import Recorded
 from remat_lint.trace.shapes import Shape, format_shape
+from remat_lint.trace.worker.recorded import Recorded
 
 # Shape hypotheses for a parameter without declared inputs, cheapest first.
 SEARCH_SHAPES = ((8,), (8, 8), (4, 8, 8), (2, 4, 8, 8), ())

@@ -32,8 +32,8 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from remat_lint.trace.recorded import Recorded
-from remat_lint.trace.request import OUT_ENV, REQUESTS_ENV
+from remat_lint.trace.protocol import OUT_ENV, REQUESTS_ENV
+from remat_lint.trace.worker.recorded import Recorded
 
 MAX_RECORDS = 8  # distinct (function, signature) pairs kept
 MAX_CALLS = 4  # and of calls of checkpointed user functions (for sites the run never differentiates)
@@ -64,7 +64,7 @@ class Recorder:
         """``checkpointed`` (what ``jax.checkpoint`` returned), keeping what it raises: a test that
         fails with the predicted exception at the site is evidence (its traceback shows the site)."""
 
-        from remat_lint.trace.reach import _definition
+        from remat_lint.trace.worker.reach import _definition
 
         user_code = _definition(checkpointed) is not None  # not a framework's inner function (nn.remat's)
 
@@ -239,8 +239,8 @@ def judge() -> None:
     """Judge every requested module's findings against the recorded calls (at exit)."""
     import jax
 
-    from remat_lint.trace.request import WorkerRequest
-    from remat_lint.trace.worker import Session
+    from remat_lint.trace.protocol import WorkerRequest
+    from remat_lint.trace.worker.session import Session
 
     RECORDER.active = False
     with open(os.environ[OUT_ENV], "a", encoding="utf-8") as out:

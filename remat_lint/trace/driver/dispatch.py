@@ -30,9 +30,9 @@ from typing import Any, Callable
 from remat_lint.config.settings import ConfigError, Settings
 from remat_lint.findings import Finding
 from remat_lint.trace import isolation
+from remat_lint.trace.driver.progress import Progress
 from remat_lint.trace.inputs import parse_targets
-from remat_lint.trace.progress import Progress
-from remat_lint.trace.request import (
+from remat_lint.trace.protocol import (
     CPU_XLA_FLAGS,
     OUT_ENV,
     REQUESTS_ENV,
@@ -179,7 +179,7 @@ def discovered(
     settings: Settings,
 ) -> list[Finding]:
     """--trace-run discovery (dynamic_findings.py): every module's findings from the recorded programs."""
-    from remat_lint.trace.dynamic_findings import Observed, findings_for
+    from remat_lint.trace.driver.dynamic_findings import Observed, findings_for
 
     out = []
     for path, lines in sites.items():
@@ -361,7 +361,7 @@ def run_recorded(
         requests_file.write_text(json.dumps([dataclasses.asdict(r) for r in requests], default=str), encoding="utf-8")
         out_file.touch()
         env = worker_env(options)
-        package_root = str(Path(__file__).resolve().parents[2])  # the user's python imports this remat_lint
+        package_root = str(Path(__file__).resolve().parents[3])  # the user's python imports this remat_lint
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(hook), package_root, env.get("PYTHONPATH", "")) if p)
         env[REQUESTS_ENV], env[OUT_ENV] = str(requests_file), str(out_file)
         token = isolation.mark(env)

@@ -25,10 +25,11 @@ import jax
 import jax.numpy as jnp
 from jax._src import core, source_info_util
 
-from remat_lint.trace.build import Prepared
-from remat_lint.trace.jaxpr_rewrite import is_checkpoint
-from remat_lint.trace.jaxpr_sites import Site, find_sites
-from remat_lint.trace.reach import (
+from remat_lint.trace.protocol import Item
+from remat_lint.trace.worker.build import Prepared
+from remat_lint.trace.worker.jaxpr_rewrite import is_checkpoint
+from remat_lint.trace.worker.jaxpr_sites import Site, find_sites
+from remat_lint.trace.worker.reach import (
     FrameSite,
     frame_sites,
     is_checkpoint_frame,
@@ -36,7 +37,6 @@ from remat_lint.trace.reach import (
     stack,
     traceback_frames,
 )
-from remat_lint.trace.request import Item
 
 CALLBACKS = frozenset({"debug_print", "debug_callback", "io_callback"})
 EXECUTE_LIMIT = 1 << 20  # elements: run the compiled step on zeros only for small inputs

@@ -1,6 +1,6 @@
 """``python -m remat_lint.trace.worker``: trace one user module and judge its findings.
 
-Request: a ``request.WorkerRequest`` as JSON on stdin; each finding carries its rule's ``TraceCheck``.
+Request: a ``protocol.WorkerRequest`` as JSON on stdin; each finding carries its rule's ``TraceCheck``.
 
 Result (JSON lines on stdout, flushed one by one so a timeout keeps what was done)::
 
@@ -28,14 +28,15 @@ from typing import Any
 
 import jax
 
-from remat_lint.trace import build, isolation
-from remat_lint.trace import evidence as ev
-from remat_lint.trace.evidence import Run, failure, judge_import, verdict
+from remat_lint.trace import isolation
 from remat_lint.trace.inputs import inline_targets, parameter_examples, parse_targets, suggestion
-from remat_lint.trace.plan import Definition, plan_module
-from remat_lint.trace.reach import matches_site
-from remat_lint.trace.recorded import Recorded
-from remat_lint.trace.request import CPU_XLA_FLAGS, Item, WorkerRequest
+from remat_lint.trace.protocol import CPU_XLA_FLAGS, Item, WorkerRequest
+from remat_lint.trace.worker import build
+from remat_lint.trace.worker import evidence as ev
+from remat_lint.trace.worker.evidence import Run, failure, judge_import, verdict
+from remat_lint.trace.worker.plan import Definition, plan_module
+from remat_lint.trace.worker.reach import matches_site
+from remat_lint.trace.worker.recorded import Recorded
 
 AUTO_TARGETS = 6  # functions tried by jaxtyping / shape search per module
 RANK = {"note": 0, "unconfirmed": 1, "refuted": 2, "confirmed": 3}
@@ -264,7 +265,7 @@ class Session:
 
     def memory(self, item: Item, run: Run) -> dict[str, Any]:
         try:
-            from remat_lint.trace import costs
+            from remat_lint.trace.worker import costs
         except ImportError:
             return verdict("unconfirmed", "cost analysis unavailable")
         p = run.prepared
@@ -292,7 +293,7 @@ class Session:
         ):
             return  # compiling a policy comparison is the expensive part: only for sites not yet reported
         try:
-            from remat_lint.trace import residuals
+            from remat_lint.trace.worker import residuals
         except ImportError:
             return
         try:
@@ -321,7 +322,7 @@ class Session:
             stage, why = (run.failure.stage, run.failure.summary) if run.failure else ("build", "nothing was built")
             self.emit({"note": f"no discovery in {run.name}: the program failed at {stage}: {why}"})
             return
-        from remat_lint.trace import costs, discovery, scaling
+        from remat_lint.trace.worker import costs, discovery, scaling
 
         p = run.prepared
         measured = jax.default_backend() != "cpu" or CPU_XLA_FLAGS in os.environ.get("XLA_FLAGS", "")
@@ -348,7 +349,7 @@ class Session:
 
     def budget_plan(self, run: Run, lines: list[int | None]) -> None:
         """--memory-budget: the policies of this target's program that fit (budget.py)."""
-        from remat_lint.trace import budget, costs
+        from remat_lint.trace.worker import budget, costs
 
         p = run.prepared
         try:
@@ -438,7 +439,3 @@ def _definition(source: str, name: str) -> Definition | None:
         return plan_module(source).definitions.get(name)
     except (SyntaxError, ValueError):  # importing it will say what is wrong
         return None
-
-
-if __name__ == "__main__":
-    main()
