@@ -1,4 +1,5 @@
-"""What the driver sends a trace worker (JSON on its stdin), as typed data; no JAX imported here.
+"""What crosses between the two sides of --trace, as typed data; no JAX imported here: the request
+the driver sends a worker (JSON on its stdin) and the replies the worker writes back (JSON lines).
 
 Each finding carries its rule's ``TraceCheck`` (declared on the rule class as ``trace_check``), so
 the worker judges it from data, never from the wording of its message.
@@ -120,3 +121,108 @@ class WorkerRequest:
             list(raw.get("sites", [])),
             raw.get("memory_budget", ""),
         )
+
+
+# --- replies: what a worker (or the --trace-run recorder) writes back, one JSON line each ------------
+
+
+@dataclass
+class BackendReply:
+    """The worker's first line: the JAX backend it runs on and the XLA flags it ran with."""
+
+    backend: str
+    xla_flags: str = ""
+
+
+@dataclass
+class VerdictReply:
+    """One finding's verdict (``Finding.trace``: ``status``, ``evidence``, ``reason``)."""
+
+    finding: int  # the ``Item.id`` of the request
+    trace: dict[str, Any]
+
+
+@dataclass
+class SiteReply:
+    """A checkpoint site's residuals and policies, as a target differentiated it (residuals.py)."""
+
+    site: dict[str, Any]
+    target: str
+
+
+@dataclass
+class BudgetReply:
+    """--memory-budget: the policies of one target's program that fit (budget.py)."""
+
+    budget: dict[str, Any]
+    target: str
+
+
+@dataclass
+class AppliedReply:
+    """--trace-run discovery: the static site lines a recorded program applied (discovery.py)."""
+
+    applied: list[int]
+    unattributed: bool  # a checkpoint that ran this module's code matched no static site
+    target: str
+
+
+@dataclass
+class DiscoveredReply:
+    """--trace-run discovery: a finding only the recorded program shows (discovery.py)."""
+
+    discovered: dict[str, Any]
+    target: str
+
+
+@dataclass
+class NoteReply:
+    """Why a target said nothing, or what failed: a warning of the run."""
+
+    note: str
+
+
+@dataclass
+class RecordedReply:
+    """--trace-run: what one process of the command recorded, before it judges (recorder.py)."""
+
+    recorded: list[str]  # "grad of loss", ...
+    errors: list[str]  # exceptions raised through checkpointed functions
+
+
+Reply = (
+    BackendReply | VerdictReply | SiteReply | BudgetReply | AppliedReply | DiscoveredReply | NoteReply | RecordedReply
+)
+_KINDS: dict[str, type[Reply]] = {
+    "backend": BackendReply,
+    "verdict": VerdictReply,
+    "site": SiteReply,
+    "budget": BudgetReply,
+    "applied": AppliedReply,
+    "discovered": DiscoveredReply,
+    "note": NoteReply,
+    "recorded": RecordedReply,
+}
+_KIND_OF = {cls: kind for kind, cls in _KINDS.items()}
+
+
+def encode(reply: Reply, path: str = "") -> str:
+    """One JSON line; ``path``: the module it is about, where one stream serves several (--trace-run)."""
+    import json
+
+    tagged = {"kind": _KIND_OF[type(reply)], **dataclasses.asdict(reply), **({"path": path} if path else {})}
+    return json.dumps(tagged, default=str)
+
+
+def decode(line: str) -> tuple[Reply, str] | None:
+    """A reply and the module path it names ("" for none); None for a line that is not a reply (a
+    worker killed mid-line, a user's process writing to the same file)."""
+    import json
+
+    try:
+        raw = json.loads(line)
+        kind = _KINDS[raw.pop("kind")]
+        path = raw.pop("path", "")
+        return kind(**raw), path
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return None

@@ -239,20 +239,16 @@ def judge() -> None:
     """Judge every requested module's findings against the recorded calls (at exit)."""
     import jax
 
-    from remat_lint.trace.protocol import WorkerRequest
+    from remat_lint.trace.protocol import NoteReply, RecordedReply, Reply, WorkerRequest, encode
     from remat_lint.trace.worker.session import Session
 
     RECORDER.active = False
     with open(os.environ[OUT_ENV], "a", encoding="utf-8") as out:
-        out.write(
-            json.dumps(
-                {
-                    "recorded": [f"{r.transform} of {r.name}" for r in [*RECORDER.records, *RECORDER.calls]],
-                    "errors": [f"{type(e).__name__}: {e}"[:300] for e in RECORDER.errors],
-                }
-            )
-            + "\n"
+        recorded = RecordedReply(
+            [f"{r.transform} of {r.name}" for r in [*RECORDER.records, *RECORDER.calls]],
+            [f"{type(e).__name__}: {e}"[:300] for e in RECORDER.errors],
         )
+        out.write(encode(recorded) + "\n")
         if not RECORDER.records and not RECORDER.errors and not RECORDER.calls:
             return  # a process of the command that differentiated nothing (a helper script): nothing to judge
         jax.clear_caches()  # the run traced these bodies already: a cached trace would not run their lines again
@@ -260,8 +256,8 @@ def judge() -> None:
             requests = [WorkerRequest.from_json(json.dumps(r)) for r in json.load(handle)]
         for request in requests:
 
-            def emit(obj: dict[str, Any], path: str = request.path) -> None:
-                out.write(json.dumps({**obj, "path": path}, default=str) + "\n")
+            def emit(reply: Reply, path: str = request.path) -> None:
+                out.write(encode(reply, path) + "\n")
                 out.flush()
 
             try:
@@ -269,4 +265,4 @@ def judge() -> None:
                     request, emit, recorded=RECORDER.records, calls=RECORDER.calls, errors=RECORDER.errors, search=False
                 ).run()
             except Exception as exc:  # one module's failure must not hide the others'
-                emit({"note": f"judging against the recorded run failed: {type(exc).__name__}: {exc}"})
+                emit(NoteReply(f"judging against the recorded run failed: {type(exc).__name__}: {exc}"))

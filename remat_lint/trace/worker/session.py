@@ -2,11 +2,12 @@
 
 Request: a ``protocol.WorkerRequest`` as JSON on stdin; each finding carries its rule's ``TraceCheck``.
 
-Result (JSON lines on stdout, flushed one by one so a timeout keeps what was done)::
+Result: ``protocol.Reply`` objects, as JSON lines on stdout (``protocol.encode``), flushed one by one
+so a timeout keeps what was done::
 
-    {"backend": "cpu"}
-    {"finding": 0, "trace": {"status": "confirmed", "evidence": {...}, "reason": "..."}}
-    {"site": {"line": 12, "residuals": [...], "policies": [...], "recommendation": "..."}, "target": "loss(f32[8,8])"}
+    {"kind": "backend", "backend": "cpu", "xla_flags": "..."}
+    {"kind": "verdict", "finding": 0, "trace": {"status": "confirmed", "evidence": {...}, "reason": "..."}}
+    {"kind": "site", "site": {"line": 12, "residuals": [...], "policies": [...]}, "target": "loss(f32[8,8])"}
 
 User code writes to stdout as it likes: file descriptor 1 is redirected to stderr before any import.
 Every configured target (pyproject, inline comments) is traced, then jaxtyping or a shape search
@@ -18,7 +19,6 @@ verdict depends on their order.
 from __future__ import annotations
 
 import functools
-import json
 import os
 import re
 import sys
@@ -30,7 +30,20 @@ import jax
 
 from remat_lint.trace import isolation
 from remat_lint.trace.inputs import inline_targets, parameter_examples, parse_targets, suggestion
-from remat_lint.trace.protocol import CPU_XLA_FLAGS, Item, WorkerRequest
+from remat_lint.trace.protocol import (
+    CPU_XLA_FLAGS,
+    AppliedReply,
+    BackendReply,
+    BudgetReply,
+    DiscoveredReply,
+    Item,
+    NoteReply,
+    Reply,
+    SiteReply,
+    VerdictReply,
+    WorkerRequest,
+    encode,
+)
 from remat_lint.trace.worker import build
 from remat_lint.trace.worker import evidence as ev
 from remat_lint.trace.worker.evidence import Run, failure, judge_import, verdict
@@ -51,7 +64,7 @@ def main() -> None:
     out = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)
     sys.stdout = sys.stderr
-    Session(request, lambda obj: (out.write(json.dumps(obj, default=str) + "\n"), out.flush())).run()
+    Session(request, lambda reply: (out.write(encode(reply) + "\n"), out.flush())).run()
     sys.stderr.flush()
     _save_coverage()
     os._exit(0)  # threads the user's module left running must not keep the worker alive
@@ -71,7 +84,7 @@ class Session:
     def __init__(
         self,
         request: WorkerRequest,
-        emit: Callable[[dict[str, Any]], Any],
+        emit: Callable[[Reply], Any],
         *,
         recorded: Sequence[Recorded] = (),
         calls: Sequence[Recorded] = (),
@@ -101,7 +114,7 @@ class Session:
 
     def run(self) -> None:
         jax.config.update("jax_traceback_filtering", "off")  # evidence reads JAX's checkpoint frames (trace/reach.py)
-        self.emit({"backend": jax.default_backend(), "xla_flags": os.environ.get("XLA_FLAGS", "")})
+        self.emit(BackendReply(jax.default_backend(), os.environ.get("XLA_FLAGS", "")))
         try:
             module = build.import_module(self.path, self.root)
         except BaseException as exc:  # SystemExit and friends from user code too
@@ -206,7 +219,7 @@ class Session:
             and run.source != "shape search"
             and run.first_stage == "build"
         ):
-            self.emit({"note": f"target {run.name} failed at {run.failure.stage}: {run.failure.summary}"})
+            self.emit(NoteReply(f"target {run.name} failed at {run.failure.stage}: {run.failure.summary}"))
         for item in list(self.pending.values()):
             fail = run.failure
             if run.prepared is None and fail is not None and not fail.raised_at(item, self.source):
@@ -242,16 +255,8 @@ class Session:
             return verdict("unconfirmed", f"this rule has no dynamic check ({item.code})", target=run.name)
         if run.failure is not None and not (kind == "trace-time-effect" and run.failure.stage == "grad"):
             return ev.judge_error(item, run, self.source)
-        judges: dict[str, Callable[[Item, Run], dict[str, Any] | None]] = {
-            "trace-time-effect": ev.judge_side_effect,
-            "callback-count": ev.judge_callback,
-            "saved-name": ev.judge_name,
-            "cost": self.memory,
-            "static-argnames": ev.judge_static_argnames,
-            "exception": lambda item, run: ev.judge_error(item, run, self.source),
-        }
         try:
-            result = judges[kind](item, run)
+            result = ev.JUDGES[kind](item, run, self.source)
         except Exception as exc:  # a bug in an evidence check must not hide the other findings
             return verdict("unconfirmed", f"evidence check failed: {type(exc).__name__}: {exc}")
         if result is None:
@@ -262,22 +267,6 @@ class Session:
                 target=run.name,
             )
         return result
-
-    def memory(self, item: Item, run: Run) -> dict[str, Any]:
-        try:
-            from remat_lint.trace.worker import costs
-        except ImportError:
-            return verdict("unconfirmed", "cost analysis unavailable")
-        p = run.prepared
-        if not p.differentiate:
-            return verdict(
-                "unconfirmed",
-                f"{run.name} differentiates itself; compiled costs need the loss it differentiates as a target",
-            )
-        argnums = tuple(range(len(p.args)))
-        return costs.memory_evidence(
-            self.source, p.fun, p.args, p.kwargs, item.line, argnums, claim=item.check.cost, span=item.position
-        )
 
     def site_reports(self, run: Run) -> None:
         p = run.prepared
@@ -301,13 +290,13 @@ class Session:
                 p.fun, p.args, p.kwargs, tuple(range(len(p.args))), code=self.source, site_lines=sorted(self.sites)
             )
         except Exception as exc:
-            self.emit({"note": f"residual report for {run.name} failed: {type(exc).__name__}: {exc}"})
+            self.emit(NoteReply(f"residual report for {run.name} failed: {type(exc).__name__}: {exc}"))
             return
         for report in reports:
             line = report.get("line")
             if line in self.sites and line not in self.reported_sites:
                 self.reported_sites.add(line)
-                self.emit({"site": residuals.with_shapes(report, p.source), "target": run.name})
+                self.emit(SiteReply(residuals.with_shapes(report, p.source), run.name))
         if budgeted:
             # a line is this module's site, or None (a site of another file, or not matched)
             self.budget_plan(
@@ -320,14 +309,14 @@ class Session:
             return
         if run.failure is not None or run.prepared is None:  # say what failed; no finding from it
             stage, why = (run.failure.stage, run.failure.summary) if run.failure else ("build", "nothing was built")
-            self.emit({"note": f"no discovery in {run.name}: the program failed at {stage}: {why}"})
+            self.emit(NoteReply(f"no discovery in {run.name}: the program failed at {stage}: {why}"))
             return
         from remat_lint.trace.worker import costs, discovery, scaling
 
         p = run.prepared
         measured = jax.default_backend() != "cpu" or CPU_XLA_FLAGS in os.environ.get("XLA_FLAGS", "")
         if not measured:  # without the barriers XLA:CPU merges the recomputation away: costs would mislead
-            self.emit({"note": f"no compiled-cost discovery in {run.name}: XLA:CPU ran without {CPU_XLA_FLAGS}"})
+            self.emit(NoteReply(f"no compiled-cost discovery in {run.name}: XLA:CPU ran without {CPU_XLA_FLAGS}"))
         try:
             argnums = tuple(range(len(p.args)))
             program = costs.traced(p.fun, p.args, p.kwargs, argnums)
@@ -341,11 +330,11 @@ class Session:
                 scaled=lambda: scaling.scaled_program(p.fun, p.args, p.kwargs, argnums),
             )
         except Exception as exc:
-            self.emit({"note": f"no discovery in {run.name}: {type(exc).__name__}: {exc}"})
+            self.emit(NoteReply(f"no discovery in {run.name}: {type(exc).__name__}: {exc}"))
             return
-        self.emit({"applied": seen.applied, "unattributed": seen.unattributed, "target": run.name})
+        self.emit(AppliedReply(seen.applied, seen.unattributed, run.name))
         for found in seen.found:
-            self.emit({"discovered": found.to_json(), "target": run.name})
+            self.emit(DiscoveredReply(found.to_json(), run.name))
 
     def budget_plan(self, run: Run, lines: list[int | None]) -> None:
         """--memory-budget: the policies of this target's program that fit (budget.py)."""
@@ -356,15 +345,15 @@ class Session:
             program = costs.traced(p.fun, p.args, p.kwargs, tuple(range(len(p.args))))  # site_report's program
             plan = budget.Search(program, lines).choose(budget.parse_budget(self.request.memory_budget))
         except Exception as exc:
-            self.emit({"note": f"--memory-budget for {run.name} failed: {type(exc).__name__}: {exc}"})
+            self.emit(NoteReply(f"--memory-budget for {run.name} failed: {type(exc).__name__}: {exc}"))
             return
-        self.emit({"budget": plan, "target": run.name})
+        self.emit(BudgetReply(plan, run.name))
 
     # --- results ------------------------------------------------------------------------------------------
 
     def decide(self, item: Item, result: dict[str, Any]) -> None:
         self.pending.pop(item.id, None)
-        self.emit({"finding": item.id, "trace": result})
+        self.emit(VerdictReply(item.id, result))
 
     def consider(self, item: Item, result: dict[str, Any]) -> None:
         """Keep the strongest verdict so far; a confirmation is final (emitted at once)."""
