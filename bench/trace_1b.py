@@ -70,7 +70,7 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=4)
     ap.add_argument("--seq", type=int, default=512)
     ap.add_argument(
-        "--memory-budget", metavar="BUDGET", help="also plan the policies that fit BUDGET (trace/budget.py)"
+        "--memory-budget", metavar="BUDGET", help="also plan the policies that fit BUDGET (trace/worker/budget.py)"
     )
     a = ap.parse_args()
     code = Path(__file__).read_text(encoding="utf-8")

@@ -86,7 +86,7 @@ class Rule:
     # candidates of files read only for the project are judged too, for the calls in linted files.
     reports_at_calls: ClassVar[bool] = False
     preview: ClassVar[bool] = False  # new, may still change: runs only when its own code is selected
-    # Reported only by ``--trace --trace-run`` discovery (trace/discovery.py) from the programs the run
+    # Reported only by ``--trace --trace-run`` discovery (trace/worker/discovery.py) from the programs the run
     # differentiated; its ``check`` never reports (no spelling shows the misuse), so it has no INVALID examples.
     dynamic_only: ClassVar[bool] = False
     since: ClassVar[str] = "0.1.0"  # the first release; a rule added later names the version that adds it
@@ -157,7 +157,7 @@ class Rule:
 
 
 class DynamicRule(Rule):
-    """A rule that only ``--trace --trace-run`` discovery reports (trace/discovery.py, trace/dynamic_findings.py),
+    """A rule that only ``--trace --trace-run`` discovery reports (trace/worker/discovery.py, trace/driver/dynamic_findings.py),
     from the programs the run differentiated: no spelling shows the misuse, so the static pass reports nothing."""
 
     dynamic_only = True

@@ -1,4 +1,4 @@
-"""--memory-budget (trace/budget.py): budget parsing, the CLI, and the search against exhaustive search.
+"""--memory-budget (trace/worker/budget.py): budget parsing, the CLI, and the search against exhaustive search.
 
 The search runs in one child Python (``XLA_FLAGS=--xla_disable_hlo_passes=cse_barrier_expander`` must
 be set before JAX starts, as the trace worker does). On the demo's loss, on a two-site Flax linen

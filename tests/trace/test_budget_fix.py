@@ -1,4 +1,4 @@
-"""--memory-budget with --fix/--diff (trace/budget_fix.py): the chosen policies written into the code.
+"""--memory-budget with --fix/--diff (trace/driver/budget_fix.py): the chosen policies written into the code.
 
 The rewrites are checked on text (no JAX); one end-to-end case runs the CLI twice on a small module:
 ``--fix`` at a budget, then ``--trace`` on the fixed file, whose program as written must compile to

@@ -1,4 +1,4 @@
-"""--plot (trace/plot.py): the trade-off picture of --memory-budget plans, and its CLI checks."""
+"""--plot (trace/driver/plot.py): the trade-off picture of --memory-budget plans, and its CLI checks."""
 
 from __future__ import annotations
 
