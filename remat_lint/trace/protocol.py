@@ -11,8 +11,8 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-# XLA:CPU merges a checkpoint's recomputation away without this flag: workers run with it (driver.py),
-# and compiled costs measured without it are not reported (worker.py, budget.py).
+# XLA:CPU merges a checkpoint's recomputation away without this flag: workers run with it (driver/dispatch.py),
+# and compiled costs measured without it are not reported (worker/session.py, worker/budget.py).
 CPU_XLA_FLAGS = "--xla_disable_hlo_passes=cse_barrier_expander"
 # --trace-run: the driver puts SITECUSTOMIZE on the command's PYTHONPATH and names two files in its
 # environment, read and written by the recorder (recorder.py) in the command's processes.

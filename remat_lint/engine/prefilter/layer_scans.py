@@ -1,5 +1,5 @@
 """Whether a file may hold a scan over layers, decided with ``ast`` (no libcst): REM301's part of
-the prefilter (prefilter.py). A file that references a scan but no remat API reaches libcst only
+the prefilter (stages.py). A file that references a scan but no remat API reaches libcst only
 when REM301 could judge one of its scans to run over layers (the rule's ``_over_layers`` and
 ``_scans_params``), a superset of what it reports or hands to the project phase:
 

@@ -1,5 +1,5 @@
-"""A call the ``--trace-run`` recorder saw (recorder.py), as the worker replays it (build.py, worker.py).
-Kept apart from the recorder, which imports the worker to judge at exit, so neither imports the other."""
+"""A call the ``--trace-run`` recorder saw (recorder.py), as the worker replays it (build.py, session.py).
+Kept apart from the recorder, which runs the session at exit, so the two never import each other."""
 
 from __future__ import annotations
 
