@@ -33,9 +33,9 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from remat_lint.trace.budget import Search, parse_budget
-from remat_lint.trace.costs import memory_evidence, traced
-from remat_lint.trace.residuals import site_report
+from remat_lint.trace.worker.budget import Search, parse_budget
+from remat_lint.trace.worker.costs import memory_evidence, traced
+from remat_lint.trace.worker.residuals import site_report
 
 D_MODEL, HEADS, FFN, VOCAB = 2048, 16, 8192, 32_000
 
@@ -70,7 +70,7 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=4)
     ap.add_argument("--seq", type=int, default=512)
     ap.add_argument(
-        "--memory-budget", metavar="BUDGET", help="also plan the policies that fit BUDGET (trace/budget.py)"
+        "--memory-budget", metavar="BUDGET", help="also plan the policies that fit BUDGET (trace/worker/budget.py)"
     )
     a = ap.parse_args()
     code = Path(__file__).read_text(encoding="utf-8")

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Iterable, Mapping
 
 from remat_lint.findings import Applicability, Candidate, Finding, Severity
-from remat_lint.trace.request import TraceCheck
+from remat_lint.trace.protocol import TraceCheck
 
 if TYPE_CHECKING:
     import libcst as cst
@@ -88,7 +88,7 @@ class Rule:
     # candidates of files read only for the project are judged too, for the calls in linted files.
     reports_at_calls: ClassVar[bool] = False
     preview: ClassVar[bool] = False  # new, may still change: runs only when its own code is selected
-    # Reported only by ``--trace --trace-run`` discovery (trace/discovery.py) from the programs the run
+    # Reported only by ``--trace --trace-run`` discovery (trace/worker/discovery.py) from the programs the run
     # differentiated; its ``check`` never reports (no spelling shows the misuse), so it has no INVALID examples.
     dynamic_only: ClassVar[bool] = False
     since: ClassVar[str] = "0.1.0"  # the first release; a rule added later names the version that adds it
@@ -99,7 +99,7 @@ class Rule:
     # For a rule that can fire in a file naming no remat API: the prefilter.API_GROUPS ("scan",
     # "differentiation") that such a file must all reference for it to fire.
     prefilter_apis: ClassVar[tuple[str, ...]] = ()
-    # What --trace can show about its findings (remat_lint/trace/request.py); None: nothing. Rule
+    # What --trace can show about its findings (remat_lint/trace/protocol.py); None: nothing. Rule
     # modules write ``trace_check = Rule.TraceCheck(...)``.
     trace_check: ClassVar[TraceCheck | None] = None
     TraceCheck: ClassVar[type[TraceCheck]] = TraceCheck
@@ -179,7 +179,7 @@ def summary_of(doc: str, name: str) -> str:
 
 
 class DynamicRule(Rule):
-    """A rule that only ``--trace --trace-run`` discovery reports (trace/discovery.py, trace/dynamic_findings.py),
+    """A rule that only ``--trace --trace-run`` discovery reports (trace/worker/discovery.py, trace/driver/dynamic_findings.py),
     from the programs the run differentiated: no spelling shows the misuse, so the static pass reports nothing."""
 
     dynamic_only = True

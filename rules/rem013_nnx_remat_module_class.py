@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from remat_lint.analysis.callables import reaching_bindings
+from remat_lint.analysis.reaching import reaching_bindings
 from remat_lint.analysis.semantic import SemanticModel
 from remat_lint.apis.nnx import MODULE_CLASSES as NNX_MODULE_CLASSES
 from remat_lint.findings import Severity

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
-from remat_lint.analysis.bodies import statement_of
 from remat_lint.analysis.effects import SCOPED_KINDS, Effect, EffectFinder, scoped_by_with
+from remat_lint.analysis.reaching import statement_of
 from remat_lint.analysis.tracing import TracedValues
 from remat_lint.findings import Severity
 from remat_lint.rule import Invalid, Rule

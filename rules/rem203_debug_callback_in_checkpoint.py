@@ -4,8 +4,9 @@ from typing import Iterator
 
 import libcst as cst
 
-from remat_lint.analysis.bodies import CheckpointedFunction, Function, statement_of
+from remat_lint.analysis.bodies import CheckpointedFunction, Function
 from remat_lint.analysis.guards import only_where_error_expected
+from remat_lint.analysis.reaching import statement_of
 from remat_lint.apis import policy_info
 from remat_lint.apis.jax import DEBUG_CALLBACKS, IO_CALLBACKS
 from remat_lint.findings import Severity

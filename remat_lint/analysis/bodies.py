@@ -33,6 +33,7 @@ from typing import Iterator
 
 import libcst as cst
 
+from remat_lint.analysis.reaching import reaching_bindings
 from remat_lint.analysis.semantic import SemanticModel, child_nodes
 from remat_lint.analysis.sites import RematSite
 from remat_lint.apis import PARTIAL
@@ -150,15 +151,6 @@ def _walk(node: cst.CSTNode, excluded: set[int]) -> Iterator[cst.CSTNode]:
         stack.extend(reversed(list(child_nodes(current))))
 
 
-def statement_of(model: SemanticModel, node: cst.CSTNode) -> cst.CSTNode:
-    """The statement ``node`` belongs to (itself for a statement): where findings about code in a
-    body point."""
-    current: cst.CSTNode | None = node
-    while current is not None and not isinstance(current, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
-        current = model.parent(current)
-    return current if current is not None else node
-
-
 def positional_params(node: Function) -> tuple[cst.Param, ...]:
     return (*node.params.posonly_params, *node.params.params)
 
@@ -192,8 +184,6 @@ def instance_class(model: SemanticModel, expr: cst.CSTNode) -> cst.ClassDef | No
     """The class of ``block.__class__`` where the only binding of ``block`` that reaches there is
     ``block = Block(...)`` (a class of this module; in a loop body too, where it is conditional:
     otherwise the name is unbound)."""
-    from remat_lint.analysis.callables import reaching_bindings  # callables imports this module
-
     if not (isinstance(expr, cst.Attribute) and expr.attr.value == "__class__" and isinstance(expr.value, cst.Name)):
         return None
     bindings, _ = reaching_bindings(model, expr.value)
@@ -285,8 +275,6 @@ class _Resolver:
     def _reaching_definition(self, name: cst.Name) -> Function | cst.ClassDef | None:
         """The def, class or lambda a re-bound name certainly holds where it is used:
         ``f = jax.checkpoint(f)`` checkpoints the ``def f`` above it."""
-        from remat_lint.analysis.callables import reaching_bindings  # callables imports this module
-
         bindings, certain = reaching_bindings(self.model, name)
         if not certain:
             return None

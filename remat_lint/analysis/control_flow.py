@@ -28,8 +28,9 @@ from typing import Iterator, Literal
 
 import libcst as cst
 
-from remat_lint.analysis.bodies import method, positional_params, statement_of
+from remat_lint.analysis.bodies import method, positional_params
 from remat_lint.analysis.layers import flag_argument, layer_of
+from remat_lint.analysis.reaching import statement_of
 from remat_lint.analysis.semantic import SemanticModel, child_nodes, is_step
 from remat_lint.apis.linen import COMPACT
 

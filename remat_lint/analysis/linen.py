@@ -22,7 +22,7 @@ from __future__ import annotations
 import libcst as cst
 
 from remat_lint.analysis.bodies import decorator_callee, is_instance_method, method, receiver_class
-from remat_lint.analysis.callables import reaching_bindings
+from remat_lint.analysis.reaching import reaching_bindings
 from remat_lint.analysis.semantic import Binding, SemanticModel
 from remat_lint.analysis.values import function_returns
 from remat_lint.apis import LINEN_MODULE_CLASSES, remat_api

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from remat_lint.analysis.bodies import Bodies, CheckpointedFunction, instance_class, receiver_class
-from remat_lint.analysis.callables import reaching_bindings
+from remat_lint.analysis.reaching import reaching_bindings
 from remat_lint.analysis.semantic import Scope, SemanticModel, child_nodes, is_step
 from remat_lint.analysis.sites import RematSite
 from remat_lint.analysis.static_args import convention, fails_at_wrap, static_params

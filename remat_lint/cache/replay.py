@@ -43,7 +43,7 @@ except ImportError:  # pragma: no cover (an interpreter built without it)
     from hashlib import blake2b
 
 FORMAT = "remat-lint replay 2"
-CACHE_DIR = ".remat_lint_cache"  # the cache's default folder (cache.DEFAULT_DIR), defined here: cache.py imports hashlib and pickle
+CACHE_DIR = ".remat_lint_cache"  # the cache's default folder (result_cache.DEFAULT_DIR), defined here: result_cache.py imports hashlib and pickle
 CACHE_DIR_VARIABLE = "REMAT_LINT_CACHE_DIR"  # the cache folder, unless --cache-dir names one (as RUFF_CACHE_DIR)
 DIRECTORY = "replay"
 KEPT = 256  # records kept (the newest): pre-commit names other files at every commit
@@ -166,8 +166,9 @@ def key(argv: list[str]) -> str | None:
 
 
 def own_folder() -> str:
-    """The linter's package folder: every record lists it among its inputs."""
-    return os.path.dirname(os.path.abspath(__file__))
+    """The linter's package folder (``remat_lint/``, above this module's ``cache/``): every record
+    lists it among its inputs."""
+    return os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def secret_path() -> str:

@@ -24,9 +24,9 @@ from remat_lint.config.discovery import discover
 from remat_lint.config.resolver import Resolver
 from remat_lint.config.settings import ConfigError, RuleSelection, Settings, parse_overrides, validate_selectors
 from remat_lint.engine.results import diagnostic
-from remat_lint.engine.runner import RunResult, decode_source, default_jobs, display_path, project_root, run
+from remat_lint.engine.runner import RunResult, decode_source, default_jobs, project_root, run
 from remat_lint.engine.sources import SUFFIX as NOTEBOOK
-from remat_lint.engine.sources import in_cells
+from remat_lint.engine.sources import display_path, in_cells
 from remat_lint.findings import Finding
 from remat_lint.output import autofix
 from remat_lint.output.reporters import FORMATS, reporter
@@ -486,7 +486,7 @@ def _excluded_stdin(args: argparse.Namespace, data: bytes) -> int:
 
 def _trace(args: argparse.Namespace, result: RunResult, files: list[str], resolver: Resolver) -> int:
     """--trace: judge the findings in worker processes, report them, then the checkpoint sites."""
-    from remat_lint.trace import driver
+    from remat_lint.trace.driver import dispatch as driver
 
     notebooks = [f for f in files if f.endswith(NOTEBOOK)]
     if notebooks:  # a worker imports modules; a notebook's cells are not one
@@ -519,7 +519,7 @@ def _trace(args: argparse.Namespace, result: RunResult, files: list[str], resolv
         if args.output_format in ("full", "concise") and not args.statistics:
             sys.stdout.write(driver.format_sites(outcome))
             if outcome.budgets:
-                from remat_lint.trace.budget import format_plans
+                from remat_lint.trace.worker.budget import format_plans
 
                 sys.stdout.write(format_plans(outcome.budgets, outcome.xla_flags))
             if not args.quiet:
@@ -527,7 +527,7 @@ def _trace(args: argparse.Namespace, result: RunResult, files: list[str], resolv
     if args.plot and not outcome.budgets:
         print(f"remat-lint: warning: --plot: no program was planned, {args.plot} not written", file=sys.stderr)
     elif args.plot:
-        from remat_lint.trace import plot
+        from remat_lint.trace.driver import plot
 
         try:
             plot.write(outcome.budgets, args.plot)
@@ -550,7 +550,7 @@ def _by_configuration(files: list[str], resolver: Resolver) -> list[tuple[Settin
 
 def _budget_fix(args: argparse.Namespace, plans: list[Any], code: int) -> int:
     """--memory-budget with --fix/--diff: write (or show) the chosen policies."""
-    from remat_lint.trace.budget_fix import changes_by_file, rewrite
+    from remat_lint.trace.driver.budget_fix import changes_by_file, rewrite
 
     changes, notes = changes_by_file(plans)
     fixed = []
@@ -575,14 +575,14 @@ def _budget_fix(args: argparse.Namespace, plans: list[Any], code: int) -> int:
 
 
 def _check_budget(args: argparse.Namespace) -> None:
-    from remat_lint.trace.budget import parse_budget
+    from remat_lint.trace.worker.budget import parse_budget
 
     if not args.trace:
         raise UsageError("--memory-budget needs --trace (it compiles your differentiated targets)")
     if args.plot and not args.plot.lower().endswith((".svg", ".png")):
         raise UsageError(f"--plot {args.plot}: the file must end in .svg or .png")
     if args.plot:
-        from remat_lint.trace import plot
+        from remat_lint.trace.driver import plot
 
         try:
             plot.require()  # before tracing, which takes minutes

@@ -1,6 +1,6 @@
 """prefilter -> one libcst parse -> shared analysis -> rules -> findings (positions, fixes, noqa).
 
-Most files in a JAX repository never use remat: a staged prefilter (prefilter.py) rejects them
+Most files in a JAX repository never use remat: a staged prefilter (prefilter/stages.py) rejects them
 before any libcst parse. Positions (libcst's PositionProvider costs about 2x a parse) are computed only
 for files where a rule fired, and only for the statements that hold a finding (positions.py).
 """

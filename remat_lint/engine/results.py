@@ -6,41 +6,16 @@ parsing, a warm cache or a pre-commit run on files that never mention remat, sta
 
 from __future__ import annotations
 
-import io
-import tokenize
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
-from remat_lint.findings import Candidate, Finding, Position, Severity, TextEdit
+from remat_lint.findings import Candidate, Finding, Position, Severity
 
 if TYPE_CHECKING:
     from remat_lint.project.model import Project
     from remat_lint.project.summary import ModuleSummary
 
 PARSE_ERROR = "REM000"
-
-
-@dataclass
-class SourceFile:
-    """A decoded source file, with what is needed to write it back byte-for-byte the same way."""
-
-    text: str
-    encoding: str = "utf-8"
-
-    @classmethod
-    def decode(cls, data: bytes) -> SourceFile:
-        """Decode with PEP 263 rules (BOM, coding cookie); raises SyntaxError/UnicodeDecodeError."""
-        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
-        return cls(data.decode(encoding), encoding)
-
-    def apply(self, edits: Iterable[TextEdit]) -> SourceFile:
-        """The file with ``edits`` made (a notebook, sources.Notebook, has the same interface)."""
-        from remat_lint.output.fixes import apply_edits
-
-        return SourceFile(apply_edits(self.text, edits), self.encoding)
-
-    def data(self) -> bytes:
-        return self.text.encode(self.encoding)
 
 
 @dataclass

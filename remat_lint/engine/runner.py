@@ -23,9 +23,9 @@ from remat_lint.config.discovery import discover
 from remat_lint.config.resolver import Resolver
 from remat_lint.config.settings import Settings
 from remat_lint.engine.prefilter.stages import Prefilter, prefilter_for
-from remat_lint.engine.results import FileResult, SourceFile, build_project, diagnostic, project_codes, project_phase
+from remat_lint.engine.results import FileResult, build_project, diagnostic, project_codes, project_phase
 from remat_lint.engine.sources import SUFFIX as NOTEBOOK
-from remat_lint.engine.sources import Notebook
+from remat_lint.engine.sources import Notebook, SourceFile
 from remat_lint.findings import Finding
 from remat_lint.project.imports import ProjectFiles
 from remat_lint.registry import rule_index
@@ -635,12 +635,3 @@ def default_jobs() -> int:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
         return os.cpu_count() or 1
-
-
-def display_path(path: str) -> str:
-    """Paths under the working directory are shown relative to it, as ruff does."""
-    try:
-        rel = os.path.relpath(path)
-    except ValueError:
-        return path
-    return path if rel.startswith("..") else rel

@@ -1,7 +1,7 @@
 """Jupyter notebooks as the linter sees them: the code cells joined into one Python text, the
 map from its rows back to cells, and fixes written back into the cells (ruff's notebook
-``SourceKind``). A ``.py`` file is a ``results.SourceFile``; both have ``text``, ``apply`` and
-``data``.
+``SourceKind``). A ``.py`` file is a ``SourceFile``; both have ``text``, ``apply`` and
+``data``. ``display_path`` is how a source's path is shown.
 
 IPython syntax is not Python: a line magic, shell escape or help query (``%timeit f(x)``,
 ``!pip install jax``, ``files = !ls``, ``jax.checkpoint?``) is linted as ``pass`` at the same
@@ -17,7 +17,10 @@ from __future__ import annotations
 
 import bisect
 import copy
+import io
+import os
 import re
+import tokenize
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -27,6 +30,36 @@ from remat_lint.output.fixes import apply_edits
 
 SUFFIX = ".ipynb"
 _ESCAPE = re.compile(r"^(\s*)(?:[%!]|[\w.]+\?{1,2}\s*$|\?|[\w.,\s\[\]()*]+=\s*[%!])")
+
+
+@dataclass
+class SourceFile:
+    """A decoded source file, with what is needed to write it back byte-for-byte the same way."""
+
+    text: str
+    encoding: str = "utf-8"
+
+    @classmethod
+    def decode(cls, data: bytes) -> SourceFile:
+        """Decode with PEP 263 rules (BOM, coding cookie); raises SyntaxError/UnicodeDecodeError."""
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        return cls(data.decode(encoding), encoding)
+
+    def apply(self, edits: Iterable[TextEdit]) -> SourceFile:
+        """The file with ``edits`` made (a notebook, sources.Notebook, has the same interface)."""
+        return SourceFile(apply_edits(self.text, edits), self.encoding)
+
+    def data(self) -> bytes:
+        return self.text.encode(self.encoding)
+
+
+def display_path(path: str) -> str:
+    """Paths under the working directory are shown relative to it, as ruff does."""
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:
+        return path
+    return path if rel.startswith("..") else rel
 
 
 @dataclass(frozen=True)

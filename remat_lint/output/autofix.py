@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 
 from remat_lint.cache.result_cache import Cache
 from remat_lint.config.resolver import Resolver
-from remat_lint.engine.results import PARSE_ERROR, FileResult, SourceFile
-from remat_lint.engine.runner import ProjectPass, RunResult, display_path, lint_one, read_source
-from remat_lint.engine.sources import Notebook
+from remat_lint.engine.results import PARSE_ERROR, FileResult
+from remat_lint.engine.runner import ProjectPass, RunResult, lint_one, read_source
+from remat_lint.engine.sources import Notebook, SourceFile, display_path
 from remat_lint.findings import Applicability, Finding, TextEdit
 from remat_lint.output.fixes import non_overlapping
 from remat_lint.output.noqa import UNUSED_NOQA, Suppressions, noqa_edits

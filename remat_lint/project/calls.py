@@ -64,7 +64,7 @@ def at_calls(
 ) -> list[Finding]:
     """One finding with ``message`` at each place ``module`` writes ``call``; the candidate's place,
     the wrap, is named as a related location with ``wrap_note``."""
-    from remat_lint.engine.runner import display_path
+    from remat_lint.engine.sources import display_path
 
     wrap = RelatedLocation(display_path(candidate.path), candidate.start, wrap_note)
     return [

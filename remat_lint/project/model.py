@@ -76,7 +76,7 @@ class Project:
         real = os.path.realpath(module.path)
         if real in self.buffers:
             return self.buffers[real]
-        from remat_lint.engine.results import SourceFile
+        from remat_lint.engine.sources import SourceFile
 
         try:
             with open(module.path, "rb") as handle:
@@ -269,7 +269,7 @@ class Project:
 
 def related(module: ProjectModule, row: int, message: str, column: int = 0) -> RelatedLocation:
     """``row`` of ``module`` as a finding's related location (JSON ``related``, SARIF, ``full``)."""
-    from remat_lint.engine.runner import display_path
+    from remat_lint.engine.sources import display_path
 
     return RelatedLocation(display_path(module.path), Position(row, column), message)
 

@@ -23,8 +23,8 @@ from pygls.uris import to_fs_path
 
 from remat_lint import __version__
 from remat_lint.config.settings import RuleSelection
-from remat_lint.engine.results import PARSE_ERROR, SourceFile
-from remat_lint.engine.sources import Layout, Notebook, in_cells
+from remat_lint.engine.results import PARSE_ERROR
+from remat_lint.engine.sources import Layout, Notebook, SourceFile, in_cells
 from remat_lint.findings import Finding
 from remat_lint.output.autofix import fix_sources
 from remat_lint.registry import all_rules

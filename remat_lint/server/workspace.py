@@ -16,10 +16,10 @@ from pathlib import Path
 from remat_lint.cache.result_cache import Cache
 from remat_lint.config.resolver import Resolver
 from remat_lint.config.settings import ConfigError, RuleSelection, Settings
-from remat_lint.engine.results import FileResult, SourceFile, diagnostic
+from remat_lint.engine.results import FileResult, diagnostic
 from remat_lint.engine.runner import ProjectPass, lint_one, project_root
 from remat_lint.engine.sources import SUFFIX as NOTEBOOK
-from remat_lint.engine.sources import Notebook
+from remat_lint.engine.sources import Notebook, SourceFile
 from remat_lint.findings import Finding
 
 CONFIG_NAMES = ("pyproject.toml", "remat-lint.toml")

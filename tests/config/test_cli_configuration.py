@@ -134,7 +134,7 @@ def test_the_project_passes_its_own_linter_with_its_own_configuration(monkeypatc
 
 
 def test_trace_gives_each_file_the_trace_table_of_its_own_configuration(project, monkeypatch, capsys):
-    from remat_lint.trace import driver
+    from remat_lint.trace.driver import dispatch as driver
 
     for folder, timeout in (("demo", 7), ("other", 9)):
         (project / folder).mkdir()

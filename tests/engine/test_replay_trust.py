@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+import remat_lint
 from remat_lint.cache import recording, replay
 from remat_lint.cache import result_cache as cache
 from remat_lint.cli import command as cli
@@ -205,3 +206,8 @@ def test_the_cache_folder_of_the_cli_and_the_flake8_plugin(tmp_path, monkeypatch
     monkeypatch.setenv("REMAT_LINT_CACHE_DIR", "env")
     assert cache.folder(root, "build/c") == tmp_path / "env"  # the variable's: from the working directory
     assert cache.folder(root, "build/c", "cli") == tmp_path / "cli"
+
+
+def test_a_record_lists_the_whole_package_folder_among_its_inputs():
+    """The folder a replay lists is remat_lint/ itself, not the cache/ folder its module sits in."""
+    assert replay.own_folder() == os.path.dirname(os.path.abspath(remat_lint.__file__))

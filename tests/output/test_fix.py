@@ -13,7 +13,7 @@ import sys
 import pytest
 
 from remat_lint.cli.command import main
-from remat_lint.engine.results import SourceFile
+from remat_lint.engine.sources import SourceFile
 from remat_lint.findings import Applicability, Finding, Fix, Position, Severity, TextEdit
 from remat_lint.output import autofix
 from remat_lint.output.autofix import fixable

@@ -1,4 +1,4 @@
-"""--memory-budget (trace/budget.py): budget parsing, the CLI, and the search against exhaustive search.
+"""--memory-budget (trace/worker/budget.py): budget parsing, the CLI, and the search against exhaustive search.
 
 The search runs in one child Python (``XLA_FLAGS=--xla_disable_hlo_passes=cse_barrier_expander`` must
 be set before JAX starts, as the trace worker does). On the demo's loss, on a two-site Flax linen
@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from remat_lint.trace.budget import CONFIRMATIONS, Budget, parse_budget
+from remat_lint.trace.worker.budget import CONFIRMATIONS, Budget, parse_budget
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "fixtures" / "demo"
@@ -64,8 +64,8 @@ CHILD = textwrap.dedent(
     from jax.ad_checkpoint import checkpoint_name
     sys.path[:0] = sys.argv[1:4]
     import budget_nnx_block, model, stack
-    from remat_lint.trace.budget import Search, parse_budget
-    from remat_lint.trace.costs import Program
+    from remat_lint.trace.worker.budget import Search, parse_budget
+    from remat_lint.trace.worker.costs import Program
 
     S = jax.ShapeDtypeStruct
     f32 = jnp.float32
@@ -224,7 +224,7 @@ def test_cli_usage_errors(capsys: pytest.CaptureFixture[str]) -> None:
 def test_text_table_says_what_was_chosen_and_where_the_numbers_come_from() -> None:
     from types import SimpleNamespace
 
-    from remat_lint.trace.budget import format_plans
+    from remat_lint.trace.worker.budget import format_plans
 
     rep = {
         "budget": "0.3",
@@ -267,7 +267,7 @@ def test_text_table_says_what_was_chosen_and_where_the_numbers_come_from() -> No
 def test_a_choice_the_compile_limit_left_unproven_says_so(proven: bool) -> None:
     from types import SimpleNamespace
 
-    from remat_lint.trace.budget import format_plans
+    from remat_lint.trace.worker.budget import format_plans
 
     costs = {"temp_bytes": 30_000, "flops": 1.3e7}
     rep = {
@@ -294,7 +294,7 @@ def test_a_choice_the_compile_limit_left_unproven_says_so(proven: bool) -> None:
 def test_a_plan_for_a_sharded_program_says_the_budget_is_per_device() -> None:
     from types import SimpleNamespace
 
-    from remat_lint.trace.budget import format_plans
+    from remat_lint.trace.worker.budget import format_plans
 
     costs = {"temp_bytes": 30_000, "flops": 1.3e7}
     rep = {
@@ -324,8 +324,8 @@ def test_offload_is_a_candidate_only_where_the_backend_has_host_memory() -> None
         """\
         import jax, jax.numpy as jnp
         from jax.ad_checkpoint import checkpoint_name
-        from remat_lint.trace.budget import candidates, host_memory, Search, parse_budget
-        from remat_lint.trace.costs import Program
+        from remat_lint.trace.worker.budget import candidates, host_memory, Search, parse_budget
+        from remat_lint.trace.worker.costs import Program
 
         def block(x, w):
             return jnp.sin(checkpoint_name(jnp.tanh(x @ w), "h") @ w.T)

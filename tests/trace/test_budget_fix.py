@@ -1,4 +1,4 @@
-"""--memory-budget with --fix/--diff (trace/budget_fix.py): the chosen policies written into the code.
+"""--memory-budget with --fix/--diff (trace/driver/budget_fix.py): the chosen policies written into the code.
 
 The rewrites are checked on text (no JAX); one end-to-end case runs the CLI twice on a small module:
 ``--fix`` at a budget, then ``--trace`` on the fixed file, whose program as written must compile to
@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from remat_lint.engine.runner import display_path
-from remat_lint.trace.budget_fix import Change, changes_by_file, rewrite
+from remat_lint.engine.sources import display_path
+from remat_lint.trace.driver.budget_fix import Change, changes_by_file, rewrite
 
 SOURCE = textwrap.dedent(
     """\
@@ -253,7 +253,7 @@ COMPILE = textwrap.dedent(
     from pathlib import Path
     sys.path.insert(0, sys.argv[1])
     import stack
-    from remat_lint.trace import build, costs
+    from remat_lint.trace.worker import build, costs
     from remat_lint.trace.inputs import parse_targets
 
     table = tomllib.loads(Path(sys.argv[1], "pyproject.toml").read_text())["tool"]["remat-lint"]["trace"]

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from remat_lint.cli import command as cli
-from remat_lint.engine.results import SourceFile
+from remat_lint.engine.sources import SourceFile
 from remat_lint.output.autofix import FixedFile
-from remat_lint.trace import budget_fix
-from remat_lint.trace.budget_fix import Change, rewrite
+from remat_lint.trace.driver import budget_fix
+from remat_lint.trace.driver.budget_fix import Change, rewrite
 
 DOTS = "jax.checkpoint_policies.dots_saveable"
 HEADER = "import functools\nfrom functools import partial\n\nimport flax.linen as nn\nimport jax\n\n\n"

@@ -1,4 +1,4 @@
-"""--plot (trace/plot.py): the trade-off picture of --memory-budget plans, and its CLI checks."""
+"""--plot (trace/driver/plot.py): the trade-off picture of --memory-budget plans, and its CLI checks."""
 
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ def report(fits: bool) -> dict[str, object]:
 @pytest.mark.parametrize("fits", [True, False])
 def test_svg_shows_front_today_choice_and_budget(tmp_path: Path, fits: bool) -> None:
     pytest.importorskip("matplotlib", reason="--plot needs the plot extra (matplotlib)")
-    from remat_lint.trace.plot import write
+    from remat_lint.trace.driver.plot import write
 
     out = tmp_path / "tradeoff.svg"
     write(
@@ -75,7 +75,7 @@ def test_svg_shows_front_today_choice_and_budget(tmp_path: Path, fits: bool) -> 
 
 def test_png(tmp_path: Path) -> None:
     pytest.importorskip("matplotlib", reason="--plot needs the plot extra (matplotlib)")
-    from remat_lint.trace.plot import write
+    from remat_lint.trace.driver.plot import write
 
     out = tmp_path / "tradeoff.png"
     write([SimpleNamespace(target="loss", report=report(True))], str(out))
@@ -94,7 +94,7 @@ def test_long_titles_are_wrapped_not_cut_and_the_legend_is_outside_the_axes(tmp_
     pytest.importorskip("matplotlib", reason="--plot needs the plot extra (matplotlib)")
     from matplotlib import pyplot as plt
 
-    from remat_lint.trace import plot
+    from remat_lint.trace.driver import plot
 
     target = "train_step(" + ", ".join(f"f32[{n},{n}]" for n in range(100, 112)) + ")"
     shown: list[plt.Figure] = []
@@ -119,7 +119,7 @@ def test_plot_without_matplotlib_is_refused_before_tracing(
 ) -> None:
     import importlib.util
 
-    from remat_lint.trace import driver
+    from remat_lint.trace.driver import dispatch as driver
 
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "matplotlib" else real(name, *a))

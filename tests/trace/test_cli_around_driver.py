@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from remat_lint.cli.command import main
-from remat_lint.trace import driver
-from remat_lint.trace.driver import SiteReport, TraceOptions, TraceOutcome
+from remat_lint.trace.driver import dispatch as driver
+from remat_lint.trace.driver.dispatch import SiteReport, TraceOptions, TraceOutcome
 
 NOTEBOOK = {
     "cells": [{"cell_type": "code", "metadata": {}, "source": ["x = 1\n"], "outputs": [], "execution_count": None}],
@@ -84,7 +84,7 @@ def test_trace_prints_the_memory_budget_plans(
 def test_plot_says_which_file_it_wrote(
     project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from remat_lint.trace import plot
+    from remat_lint.trace.driver import plot
 
     written: list[str] = []
     monkeypatch.setattr(plot, "write", lambda plans, path: written.append(path))

@@ -104,9 +104,9 @@ SITES = {m: n for n, line in enumerate(MODEL.splitlines(), 1) for m in MARKERS i
 CHILD = """
 import importlib.util, json, sys
 import jax, jax.numpy as jnp
-from remat_lint.trace.costs import Program, edits_for, fast_compile_options, memory_evidence, traced
-from remat_lint.trace import residuals
-from remat_lint.trace.residuals import site_report
+from remat_lint.trace.worker.costs import Program, edits_for, fast_compile_options, memory_evidence, traced
+from remat_lint.trace.worker import residuals
+from remat_lint.trace.worker.residuals import site_report
 
 path, sites = sys.argv[1], json.loads(sys.argv[2])
 spec = importlib.util.spec_from_file_location("model", path)

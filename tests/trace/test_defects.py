@@ -81,7 +81,7 @@ def test_a_prng_key_residual_has_its_dtype_and_bytes():
         """\
         import jax
         from jax._src import core
-        from remat_lint.trace.residuals import _entry
+        from remat_lint.trace.worker.residuals import _entry
         key = jax.eval_shape(lambda: jax.random.split(jax.random.key(0), 3))
         print(_entry(core.ShapedArray(key.shape, key.dtype), "an input"))
         """

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from remat_lint.config.settings import Settings
-from remat_lint.trace import driver
+from remat_lint.trace.driver import dispatch as driver
 
 
 def test_cpu_workers_keep_optimisation_barriers_and_keep_the_users_flags(monkeypatch):

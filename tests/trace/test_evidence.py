@@ -1,4 +1,4 @@
-"""--trace verdicts judged in the test process (remat_lint/trace/evidence.py): the status and the
+"""--trace verdicts judged in the test process (remat_lint/trace/worker/evidence.py): the status and the
 one-line reason a user reads for each branch of each kind of evidence.
 
 tests/trace/test_verdicts.py drives the same branches end to end through a worker process; these
@@ -21,9 +21,9 @@ import pytest
 jax = pytest.importorskip("jax")
 import jax.numpy as jnp  # noqa: E402
 
-from remat_lint.trace import evidence as ev  # noqa: E402
-from remat_lint.trace.build import Prepared  # noqa: E402
-from remat_lint.trace.request import Item, TraceCheck  # noqa: E402
+from remat_lint.trace.protocol import EVIDENCE, Item, TraceCheck  # noqa: E402
+from remat_lint.trace.worker import evidence as ev  # noqa: E402
+from remat_lint.trace.worker.build import Prepared  # noqa: E402
 
 SOURCE = textwrap.dedent(
     """\
@@ -561,3 +561,7 @@ def test_static_argnames_verdict_follows_jax_remat3():
 
 def test_counts_are_written_as_words_up_to_two():
     assert [ev.times(n) for n in (1, 2, 3, 0)] == ["once", "twice", "3 times", "0 times"]
+
+
+def test_every_evidence_kind_a_rule_may_declare_has_a_registered_judge():
+    assert sorted(ev.JUDGES) == sorted(EVIDENCE)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import textwrap
 
-from remat_lint.trace.plan import plan_module
+from remat_lint.trace.worker.plan import plan_module
 
 SOURCE = textwrap.dedent(
     """\

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from remat_lint.cli.command import main
-from remat_lint.trace import driver
-from remat_lint.trace.driver import TraceOptions, TraceOutcome
-from remat_lint.trace.progress import Progress
+from remat_lint.trace.driver import dispatch as driver
+from remat_lint.trace.driver.dispatch import TraceOptions, TraceOutcome
+from remat_lint.trace.driver.progress import Progress
 
 
 def test_progress_rewrites_one_line_with_the_elapsed_time(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from remat_lint.registry import rule_by_code
-from remat_lint.trace.driver import TraceOptions, worker_env
+from remat_lint.trace.driver.dispatch import TraceOptions, worker_env
 from tests.trace_cases import LINEN_LAYERS
 
 pytest.importorskip("jax")
@@ -353,12 +353,12 @@ def test_the_worker_saves_coverage_data_before_it_exits(tmp_path: Path):
     assert proc.returncode == 0, proc.stderr
     measured = coverage.CoverageData(basename=str(data))
     measured.read()
-    worker_file = next(f for f in measured.measured_files() if f.endswith("remat_lint/trace/worker.py"))
+    worker_file = next(f for f in measured.measured_files() if f.endswith("remat_lint/trace/worker/session.py"))
     assert measured.lines(worker_file)  # os._exit would otherwise drop everything
 
 
 def test_an_exception_matches_a_declared_one_only_with_every_word():
-    from remat_lint.trace.evidence import matches
+    from remat_lint.trace.worker.evidence import matches
 
     declared = [("TypeError", "'str' object is not callable")]
     assert matches(TypeError("'str' object is not callable"), declared)

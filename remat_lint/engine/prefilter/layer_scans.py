@@ -10,18 +10,19 @@ from __future__ import annotations
 import ast
 from typing import Iterator
 
+from remat_lint.engine.prefilter.walk import walk
+
 _SCAN = "scan"
 _ASSIGNMENTS = (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.NamedExpr)
 
 
 def may_scan_layers(tree: ast.AST) -> bool:
     """Some call of the module may be a scan."""
-    from remat_lint.engine.prefilter.stages import _walk  # stage 3's walk, at half ast.walk's cost
 
     aliases = {_SCAN}
     callees: list[str | None] = []
     renames: list[tuple[str, str | None]] = []
-    for node in _walk(tree):
+    for node in walk(tree):
         kind = type(node)
         if kind is ast.Call:
             callees.append(_last_name(node.func))  # type: ignore[attr-defined]

@@ -1,6 +1,6 @@
 """Prefilter stage 3 from the text: the ``ast`` check's rejections that need no parse.
 
-Stage 3 (prefilter.py) parses a file with ``ast`` to learn whether a name holding an API token
+Stage 3 (stages.py) parses a file with ``ast`` to learn whether a name holding an API token
 could resolve to an API. On the installed jax+flax, 39 files pass the word search and 31 of them
 (42k of 53k lines) are rejected: the token occurs only in comments and strings, or on names bound
 to modules that hold no API (``from jax._src.interpreters import remat``). That parse was a

@@ -14,10 +14,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from remat_lint.findings import Finding, Position
+from remat_lint.trace.protocol import NO_SAVING, UNKNOWN_NAMES
 
-NO_SAVING = "REM401"
 NOT_APPLIED = "REM402"
-UNKNOWN_NAMES = "REM403"
 
 SHOWN = 3  # programs named in a REM402 message (its trace evidence lists them all)
 # the static rules whose claim a discovered finding of that code measures at the same line

@@ -1,12 +1,13 @@
 """``python -m remat_lint.trace.worker``: trace one user module and judge its findings.
 
-Request: a ``request.WorkerRequest`` as JSON on stdin; each finding carries its rule's ``TraceCheck``.
+Request: a ``protocol.WorkerRequest`` as JSON on stdin; each finding carries its rule's ``TraceCheck``.
 
-Result (JSON lines on stdout, flushed one by one so a timeout keeps what was done)::
+Result: ``protocol.Reply`` objects, as JSON lines on stdout (``protocol.encode``), flushed one by one
+so a timeout keeps what was done::
 
-    {"backend": "cpu"}
-    {"finding": 0, "trace": {"status": "confirmed", "evidence": {...}, "reason": "..."}}
-    {"site": {"line": 12, "residuals": [...], "policies": [...], "recommendation": "..."}, "target": "loss(f32[8,8])"}
+    {"kind": "backend", "backend": "cpu", "xla_flags": "..."}
+    {"kind": "verdict", "finding": 0, "trace": {"status": "confirmed", "evidence": {...}, "reason": "..."}}
+    {"kind": "site", "site": {"line": 12, "residuals": [...], "policies": [...]}, "target": "loss(f32[8,8])"}
 
 User code writes to stdout as it likes: file descriptor 1 is redirected to stderr before any import.
 Every configured target (pyproject, inline comments) is traced, then jaxtyping or a shape search
@@ -18,7 +19,6 @@ verdict depends on their order.
 from __future__ import annotations
 
 import functools
-import json
 import os
 import re
 import sys
@@ -28,14 +28,28 @@ from typing import Any
 
 import jax
 
-from remat_lint.trace import build, devices, fallback, isolation
-from remat_lint.trace import evidence as ev
-from remat_lint.trace.evidence import Run, failure, judge_import, verdict
+from remat_lint.trace import devices, isolation
 from remat_lint.trace.inputs import inline_targets, parameter_examples, parse_targets, suggestion
-from remat_lint.trace.plan import Definition, plan_module
-from remat_lint.trace.reach import matches_site
-from remat_lint.trace.recorder import Recorded
-from remat_lint.trace.request import Item, WorkerRequest
+from remat_lint.trace.protocol import (
+    CPU_XLA_FLAGS,
+    AppliedReply,
+    BackendReply,
+    BudgetReply,
+    DiscoveredReply,
+    Item,
+    NoteReply,
+    Reply,
+    SiteReply,
+    VerdictReply,
+    WorkerRequest,
+    encode,
+)
+from remat_lint.trace.worker import build, fallback
+from remat_lint.trace.worker import evidence as ev
+from remat_lint.trace.worker.evidence import Run, failure, judge_import, verdict
+from remat_lint.trace.worker.plan import Definition, plan_module
+from remat_lint.trace.worker.reach import matches_site
+from remat_lint.trace.worker.recorded import Recorded
 
 AUTO_TARGETS = 6  # functions tried by jaxtyping / shape search per module
 RANK = {"note": 0, "unconfirmed": 1, "refuted": 2, "confirmed": 3}
@@ -51,8 +65,8 @@ def main() -> None:
     os.dup2(2, 1)
     sys.stdout = sys.stderr
 
-    def emit(obj: Any) -> None:
-        out.write(json.dumps(obj, default=str) + "\n")
+    def emit(reply: Reply) -> None:
+        out.write(encode(reply) + "\n")
         out.flush()
 
     Session(request, emit).run()
@@ -75,7 +89,7 @@ class Session:
     def __init__(
         self,
         request: WorkerRequest,
-        emit: Callable[[dict[str, Any]], Any],
+        emit: Callable[[Reply], Any],
         *,
         recorded: Sequence[Recorded] = (),
         calls: Sequence[Recorded] = (),
@@ -106,7 +120,7 @@ class Session:
 
     def run(self) -> None:
         jax.config.update("jax_traceback_filtering", "off")  # evidence reads JAX's checkpoint frames (trace/reach.py)
-        self.emit({"backend": jax.default_backend(), "xla_flags": os.environ.get("XLA_FLAGS", "")})
+        self.emit(BackendReply(jax.default_backend(), os.environ.get("XLA_FLAGS", "")))
         try:
             module = build.import_module(self.path, self.root)
         except BaseException as exc:  # SystemExit and friends from user code too
@@ -265,7 +279,7 @@ class Session:
             and run.source != "shape search"
             and run.first_stage == "build"
         ):
-            self.emit({"note": f"target {run.name} failed at {run.failure.stage}: {run.failure.summary}"})
+            self.emit(NoteReply(f"target {run.name} failed at {run.failure.stage}: {run.failure.summary}"))
         for item in list(self.pending.values()):
             fail = run.failure
             if run.prepared is None and fail is not None and not fail.raised_at(item, self.source):
@@ -301,16 +315,8 @@ class Session:
             return verdict("unconfirmed", f"this rule has no dynamic check ({item.code})", target=run.name)
         if run.failure is not None and not (kind == "trace-time-effect" and run.failure.stage == "grad"):
             return ev.judge_error(item, run, self.source)
-        judges: dict[str, Callable[[Item, Run], dict[str, Any] | None]] = {
-            "trace-time-effect": ev.judge_side_effect,
-            "callback-count": ev.judge_callback,
-            "saved-name": ev.judge_name,
-            "cost": self.memory,
-            "static-argnames": ev.judge_static_argnames,
-            "exception": lambda item, run: ev.judge_error(item, run, self.source),
-        }
         try:
-            result = judges[kind](item, run)
+            result = ev.JUDGES[kind](item, run, self.source)
         except Exception as exc:  # a bug in an evidence check must not hide the other findings
             return verdict("unconfirmed", f"evidence check failed: {type(exc).__name__}: {exc}")
         if result is None:
@@ -321,23 +327,6 @@ class Session:
                 target=run.name,
             )
         return result
-
-    def memory(self, item: Item, run: Run) -> dict[str, Any]:
-        try:
-            from remat_lint.trace import costs
-        except ImportError:
-            return verdict("unconfirmed", "cost analysis unavailable")
-        p = run.prepared
-        assert p is not None and item.check is not None  # a cost check: the rule's TraceCheck, on a prepared target
-        if not p.differentiate:
-            return verdict(
-                "unconfirmed",
-                f"{run.name} differentiates itself; compiled costs need the loss it differentiates as a target",
-            )
-        argnums = tuple(range(len(p.args)))
-        return costs.memory_evidence(
-            self.source, p.fun, p.args, p.kwargs, item.line, argnums, claim=item.check.cost, span=item.position
-        )
 
     def site_reports(self, run: Run) -> None:
         p = run.prepared
@@ -353,7 +342,7 @@ class Session:
         ):
             return  # compiling a policy comparison is the expensive part: only for sites not yet reported
         try:
-            from remat_lint.trace import residuals
+            from remat_lint.trace.worker import residuals
         except ImportError:
             return
         try:
@@ -361,14 +350,14 @@ class Session:
                 p.fun, p.args, p.kwargs, tuple(range(len(p.args))), code=self.source, site_lines=sorted(self.sites)
             )
         except Exception as exc:
-            self.emit({"note": f"residual report for {run.name} failed: {type(exc).__name__}: {exc}"})
+            self.emit(NoteReply(f"residual report for {run.name} failed: {type(exc).__name__}: {exc}"))
             return
         for report in reports:
             line = report.get("line")
             if line in self.sites and line not in self.reported_sites:
                 self.reported_sites.add(line)
                 shown = residuals.with_shapes(report, p.source)
-                self.emit({"site": {**shown, "devices": devices.device_count((p.args, p.kwargs))}, "target": run.name})
+                self.emit(SiteReply({**shown, "devices": devices.device_count((p.args, p.kwargs))}, run.name))
         if budgeted:
             # a line is this module's site, or None (a site of another file, or not matched)
             self.budget_plan(
@@ -381,15 +370,14 @@ class Session:
             return
         if run.failure is not None or run.prepared is None:  # say what failed; no finding from it
             stage, why = (run.failure.stage, run.failure.summary) if run.failure else ("build", "nothing was built")
-            self.emit({"note": f"no discovery in {run.name}: the program failed at {stage}: {why}"})
+            self.emit(NoteReply(f"no discovery in {run.name}: the program failed at {stage}: {why}"))
             return
-        from remat_lint.trace import costs, discovery, scaling
-        from remat_lint.trace.driver import CPU_XLA_FLAGS
+        from remat_lint.trace.worker import costs, discovery, scaling
 
         p = run.prepared
         measured = jax.default_backend() != "cpu" or CPU_XLA_FLAGS in os.environ.get("XLA_FLAGS", "")
         if not measured:  # without the barriers XLA:CPU merges the recomputation away: costs would mislead
-            self.emit({"note": f"no compiled-cost discovery in {run.name}: XLA:CPU ran without {CPU_XLA_FLAGS}"})
+            self.emit(NoteReply(f"no compiled-cost discovery in {run.name}: XLA:CPU ran without {CPU_XLA_FLAGS}"))
         try:
             argnums = tuple(range(len(p.args)))
             program = costs.traced(p.fun, p.args, p.kwargs, argnums)
@@ -403,15 +391,15 @@ class Session:
                 scaled=lambda: scaling.scaled_program(p.fun, p.args, p.kwargs, argnums),
             )
         except Exception as exc:
-            self.emit({"note": f"no discovery in {run.name}: {type(exc).__name__}: {exc}"})
+            self.emit(NoteReply(f"no discovery in {run.name}: {type(exc).__name__}: {exc}"))
             return
-        self.emit({"applied": seen.applied, "unattributed": seen.unattributed, "target": run.name})
+        self.emit(AppliedReply(seen.applied, seen.unattributed, run.name))
         for found in seen.found:
-            self.emit({"discovered": found.to_json(), "target": run.name})
+            self.emit(DiscoveredReply(found.to_json(), run.name))
 
     def budget_plan(self, run: Run, lines: list[int | None]) -> None:
         """--memory-budget: the policies of this target's program that fit (budget.py)."""
-        from remat_lint.trace import budget, costs
+        from remat_lint.trace.worker import budget, costs
 
         p = run.prepared
         assert p is not None  # site_reports plans only a prepared target
@@ -419,15 +407,15 @@ class Session:
             program = costs.traced(p.fun, p.args, p.kwargs, tuple(range(len(p.args))))  # site_report's program
             plan = budget.Search(program, lines).choose(budget.parse_budget(self.request.memory_budget))
         except Exception as exc:
-            self.emit({"note": f"--memory-budget for {run.name} failed: {type(exc).__name__}: {exc}"})
+            self.emit(NoteReply(f"--memory-budget for {run.name} failed: {type(exc).__name__}: {exc}"))
             return
-        self.emit({"budget": {**plan, "devices": devices.device_count((p.args, p.kwargs))}, "target": run.name})
+        self.emit(BudgetReply({**plan, "devices": devices.device_count((p.args, p.kwargs))}, run.name))
 
     # --- results ------------------------------------------------------------------------------------------
 
     def decide(self, item: Item, result: dict[str, Any]) -> None:
         self.pending.pop(item.id, None)
-        self.emit({"finding": item.id, "trace": result})
+        self.emit(VerdictReply(item.id, result))
 
     def consider(self, item: Item, result: dict[str, Any]) -> None:
         """Keep the strongest verdict so far; a confirmation is final (emitted at once)."""
@@ -513,7 +501,3 @@ def _definition(source: str, name: str) -> Definition | None:
         return plan_module(source).definitions.get(name)
     except (SyntaxError, ValueError):  # importing it will say what is wrong
         return None
-
-
-if __name__ == "__main__":
-    main()

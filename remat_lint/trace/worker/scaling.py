@@ -16,9 +16,9 @@ from typing import Any
 
 import jax
 
-from remat_lint.trace import costs
-from remat_lint.trace.build import COTANGENT
-from remat_lint.trace.jaxpr_sites import Site
+from remat_lint.trace.worker import costs
+from remat_lint.trace.worker.build import COTANGENT
+from remat_lint.trace.worker.jaxpr_sites import Site
 
 FACTOR = 16  # how many times the recorded batch; see rules/rem401_checkpoint_saves_no_memory.py
 

@@ -24,7 +24,6 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from remat_lint.trace import fallback
 from remat_lint.trace.inputs import (
     FLAG_NAMES,
     RNG_NAMES,
@@ -33,8 +32,9 @@ from remat_lint.trace.inputs import (
     jaxtyping_shape,
     map_leaves,
 )
-from remat_lint.trace.recorder import Recorded
 from remat_lint.trace.shapes import Shape, format_shape
+from remat_lint.trace.worker import fallback
+from remat_lint.trace.worker.recorded import Recorded
 
 # Shape hypotheses for a parameter without declared inputs, cheapest first.
 SEARCH_SHAPES = ((8,), (8, 8), (4, 8, 8), (2, 4, 8, 8), ())

@@ -30,41 +30,13 @@ import importlib.util
 import json
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
-REQUESTS_ENV = "REMAT_LINT_TRACE_RUN"  # a JSON file: the WorkerRequest of each module to judge
-OUT_ENV = "REMAT_LINT_TRACE_OUT"  # JSON lines written here, each tagged with its module's path
+from remat_lint.trace.protocol import OUT_ENV, REQUESTS_ENV
+from remat_lint.trace.worker.recorded import Recorded
+
 MAX_RECORDS = 8  # distinct (function, signature) pairs kept
 MAX_CALLS = 4  # and of calls of checkpointed user functions (for sites the run never differentiates)
-
-SITECUSTOMIZE = (  # every Python process of the command runs this at startup
-    "import os\n"
-    f"if os.environ.get({REQUESTS_ENV!r}):\n"
-    "    try:\n"
-    "        from remat_lint.trace import recorder\n"
-    "    except ImportError:  # another Python, without remat-lint: it records nothing\n"
-    "        pass\n"
-    "    else:\n"
-    "        recorder.install()\n"
-)
-
-
-@dataclass
-class Recorded:
-    """A differentiated call as the run made it, abstract."""
-
-    fun: Callable[..., Any]
-    args: tuple[Any, ...]
-    kwargs: dict[str, Any]
-    argnums: tuple[int, ...] | None  # None: the floating-point arguments
-    has_aux: bool
-    transform: str  # grad, value_and_grad, vjp, checkpoint call
-    observed: str = ""  # the pytest test that made the call (PYTEST_CURRENT_TEST), "" outside pytest
-
-    @property
-    def name(self) -> str:
-        return getattr(self.fun, "__qualname__", None) or getattr(self.fun, "__name__", None) or type(self.fun).__name__
 
 
 class Recorder:
@@ -92,7 +64,7 @@ class Recorder:
         """``checkpointed`` (what ``jax.checkpoint`` returned), keeping what it raises: a test that
         fails with the predicted exception at the site is evidence (its traceback shows the site)."""
 
-        from remat_lint.trace.reach import _definition
+        from remat_lint.trace.worker.reach import _definition
 
         user_code = _definition(checkpointed) is not None  # not a framework's inner function (nn.remat's)
 
@@ -271,20 +243,16 @@ def judge() -> None:
     """Judge every requested module's findings against the recorded calls (at exit)."""
     import jax
 
-    from remat_lint.trace.request import WorkerRequest
-    from remat_lint.trace.worker import Session
+    from remat_lint.trace.protocol import NoteReply, RecordedReply, Reply, WorkerRequest, encode
+    from remat_lint.trace.worker.session import Session
 
     RECORDER.active = False
     with open(os.environ[OUT_ENV], "a", encoding="utf-8") as out:
-        out.write(
-            json.dumps(
-                {
-                    "recorded": [f"{r.transform} of {r.name}" for r in [*RECORDER.records, *RECORDER.calls]],
-                    "errors": [f"{type(e).__name__}: {e}"[:300] for e in RECORDER.errors],
-                }
-            )
-            + "\n"
+        recorded = RecordedReply(
+            [f"{r.transform} of {r.name}" for r in [*RECORDER.records, *RECORDER.calls]],
+            [f"{type(e).__name__}: {e}"[:300] for e in RECORDER.errors],
         )
+        out.write(encode(recorded) + "\n")
         if not RECORDER.records and not RECORDER.errors and not RECORDER.calls:
             return  # a process of the command that differentiated nothing (a helper script): nothing to judge
         jax.clear_caches()  # the run traced these bodies already: a cached trace would not run their lines again
@@ -292,8 +260,8 @@ def judge() -> None:
             requests = [WorkerRequest.from_json(json.dumps(r)) for r in json.load(handle)]
         for request in requests:
 
-            def emit(obj: dict[str, Any], path: str = request.path) -> None:
-                out.write(json.dumps({**obj, "path": path}, default=str) + "\n")
+            def emit(reply: Reply, path: str = request.path) -> None:
+                out.write(encode(reply, path) + "\n")
                 out.flush()
 
             try:
@@ -301,4 +269,4 @@ def judge() -> None:
                     request, emit, recorded=RECORDER.records, calls=RECORDER.calls, errors=RECORDER.errors, search=False
                 ).run()
             except Exception as exc:  # one module's failure must not hide the others'
-                emit({"note": f"judging against the recorded run failed: {type(exc).__name__}: {exc}"})
+                emit(NoteReply(f"judging against the recorded run failed: {type(exc).__name__}: {exc}"))

@@ -23,7 +23,7 @@ from typing import Any
 import jax
 from jax._src import core, source_info_util
 
-from remat_lint.trace.jaxpr_rewrite import OPAQUE, is_checkpoint, walk
+from remat_lint.trace.worker.jaxpr_rewrite import OPAQUE, is_checkpoint, walk
 
 Loc = tuple[str, int]  # (file, line)
 _SRC_INFO = re.compile(r"^(?P<name>.*) at (?P<file>.+):(?P<line>\d+)$")

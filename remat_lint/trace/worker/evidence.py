@@ -25,10 +25,11 @@ import jax
 import jax.numpy as jnp
 from jax._src import core, source_info_util
 
-from remat_lint.trace.build import Prepared
-from remat_lint.trace.jaxpr_rewrite import is_checkpoint
-from remat_lint.trace.jaxpr_sites import Site, find_sites
-from remat_lint.trace.reach import (
+from remat_lint.trace.protocol import Item
+from remat_lint.trace.worker.build import Prepared
+from remat_lint.trace.worker.jaxpr_rewrite import is_checkpoint
+from remat_lint.trace.worker.jaxpr_sites import Site, find_sites
+from remat_lint.trace.worker.reach import (
     FrameSite,
     frame_sites,
     is_checkpoint_frame,
@@ -36,7 +37,6 @@ from remat_lint.trace.reach import (
     stack,
     traceback_frames,
 )
-from remat_lint.trace.request import Item
 
 CALLBACKS = frozenset({"debug_print", "debug_callback", "io_callback"})
 EXECUTE_LIMIT = 1 << 20  # elements: run the compiled step on zeros only for small inputs
@@ -280,6 +280,19 @@ def _effects(jaxpr: Any, filename: str, checkpointed_only: bool = False) -> list
 
 # --- judging ------------------------------------------------------------------------------------------
 
+# The judge of each evidence kind (protocol.EVIDENCE), registered with @judges where it is defined:
+# (finding, traced target, the module's source) -> a verdict, or None when the trace shows nothing.
+Judge = Callable[[Item, Run, str], "dict[str, Any] | None"]
+JUDGES: dict[str, Judge] = {}
+
+
+def judges(evidence: str) -> Callable[[Judge], Judge]:
+    def register(judge: Judge) -> Judge:
+        JUDGES[evidence] = judge
+        return judge
+
+    return register
+
 
 def times(n: int) -> str:
     return {1: "once", 2: "twice"}.get(n, f"{n} times")
@@ -303,6 +316,7 @@ def expected_errors(item: Item) -> tuple[tuple[str, str], ...]:
     return item.check.raises if item.check is not None else ()
 
 
+@judges("exception")
 def judge_error(item: Item, run: Run, code: str) -> dict[str, Any] | None:
     """For findings that predict an exception: did tracing the target raise it, from the finding's
     checkpoint? (The caller has checked that the trace went through that checkpoint.)"""
@@ -337,7 +351,8 @@ def judge_import(item: Item, fail: Failure) -> dict[str, Any]:
     return verdict("unconfirmed", f"importing the module fails: {fail.summary}", **evidence)
 
 
-def judge_static_argnames(item: Item, run: Run) -> dict[str, Any]:
+@judges("static-argnames")
+def judge_static_argnames(item: Item, run: Run, code: str = "") -> dict[str, Any]:
     """REM010 when nothing raised: the argument is traced because jax_remat3 is off."""
     if jax.config.jax_remat3:  # type: ignore[attr-defined]  # a flag: Config sets it as a dynamic attribute
         return verdict("refuted", "jax_remat3 is on: JAX honours static_argnames", target=run.name)
@@ -350,7 +365,28 @@ def judge_static_argnames(item: Item, run: Run) -> dict[str, Any]:
     )
 
 
-def judge_side_effect(item: Item, run: Run) -> dict[str, Any]:
+@judges("cost")
+def judge_cost(item: Item, run: Run, code: str) -> dict[str, Any]:
+    """REM101-REM106: the claim the rule's ``TraceCheck.cost`` names, checked on compiled costs (costs.py)."""
+    try:
+        from remat_lint.trace.worker import costs
+    except ImportError:
+        return verdict("unconfirmed", "cost analysis unavailable")
+    p = run.prepared
+    assert p is not None and item.check is not None  # a cost check: the rule's TraceCheck, on a prepared target
+    if not p.differentiate:
+        return verdict(
+            "unconfirmed",
+            f"{run.name} differentiates itself; compiled costs need the loss it differentiates as a target",
+        )
+    argnums = tuple(range(len(p.args)))
+    return costs.memory_evidence(
+        code, p.fun, p.args, p.kwargs, item.line, argnums, claim=item.check.cost, span=item.position
+    )
+
+
+@judges("trace-time-effect")
+def judge_side_effect(item: Item, run: Run, code: str = "") -> dict[str, Any]:
     """REM201: the statement runs while JAX traces, not when the compiled step runs."""
     hits = sum(run.under[n] for n in item.span)
     if not hits:
@@ -374,7 +410,8 @@ def judge_side_effect(item: Item, run: Run) -> dict[str, Any]:
     return verdict("confirmed", f"{traced}, and never in 2 compiled calls of the step", **evidence)
 
 
-def judge_callback(item: Item, run: Run) -> dict[str, Any]:
+@judges("callback-count")
+def judge_callback(item: Item, run: Run, code: str = "") -> dict[str, Any]:
     """REM203: a debug callback appears once in the forward jaxpr and twice under grad."""
 
     def count(stage: str) -> int:
@@ -422,7 +459,8 @@ def name_policy_traced(item: Item, run: Run) -> bool:
     return name is not None and any(name in policy_names(site.params["policy"]) for site in run.sites)
 
 
-def judge_name(item: Item, run: Run) -> dict[str, Any] | None:
+@judges("saved-name")
+def judge_name(item: Item, run: Run, code: str = "") -> dict[str, Any] | None:
     """REM008: saved_residuals of the gradient shows no ``named '<name>'`` entry."""
     name = checkpoint_name_of(item)
     residuals = run.residuals

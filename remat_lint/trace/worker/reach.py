@@ -26,7 +26,7 @@ from typing import Any
 
 from jax._src import core
 
-from remat_lint.trace.jaxpr_sites import (
+from remat_lint.trace.worker.jaxpr_sites import (
     Loc,
     body_frame,
     is_user_file,

@@ -35,9 +35,9 @@ from typing import TYPE_CHECKING, Any
 from remat_lint.apis.jax import POLICY_NAMESPACE
 
 if TYPE_CHECKING:
-    from remat_lint.trace.costs import Costs, Program
-    from remat_lint.trace.jaxpr_rewrite import Edit
-    from remat_lint.trace.jaxpr_sites import Site
+    from remat_lint.trace.worker.costs import Costs, Program
+    from remat_lint.trace.worker.jaxpr_rewrite import Edit
+    from remat_lint.trace.worker.jaxpr_sites import Site
 
 EXHAUSTIVE_LIMIT = 20_000  # assignments enumerated; above this, a greedy search
 CONFIRMATIONS = 24  # at most this many compiles confirm predicted assignments, per budget (see ``choose``)
@@ -124,8 +124,8 @@ def candidates(site: Site, offload_to: str | None = None) -> list[Candidate]:
     ``offload_to`` (``host_memory()``), a site declaring names may also offload them all there."""
     import jax
 
-    from remat_lint.trace.jaxpr_rewrite import Edit
-    from remat_lint.trace.jaxpr_sites import POLICIES
+    from remat_lint.trace.worker.jaxpr_rewrite import Edit
+    from remat_lint.trace.worker.jaxpr_sites import POLICIES
 
     cp = jax.checkpoint_policies
     today = site.params["policy"] or cp.nothing_saveable  # None is the default, nothing_saveable
@@ -166,7 +166,7 @@ def candidates(site: Site, offload_to: str | None = None) -> list[Candidate]:
 
 def declared_names(site: Site) -> list[str]:
     """The ``checkpoint_name`` names in the site's body, in order."""
-    from remat_lint.trace.jaxpr_rewrite import walk
+    from remat_lint.trace.worker.jaxpr_rewrite import walk
 
     found: dict[str, None] = {}
     for eqn, _ in walk(site.params["jaxpr"]):
@@ -222,7 +222,7 @@ class Search:
         self.no_checkpoint = self.known[_names(removed)][1]
 
     def edits(self, choice: Assignment) -> dict[int, Edit]:
-        from remat_lint.trace.costs import edits_for
+        from remat_lint.trace.worker.costs import edits_for
 
         out: dict[int, Edit] = {}
         for o in choice:
@@ -248,7 +248,7 @@ class Search:
     def prediction_error(self) -> Costs:
         """The largest error of the additive prediction over the assignments compiled: sites that
         interact (a checkpoint nested in another's body) make it miss in either direction."""
-        from remat_lint.trace.costs import Costs
+        from remat_lint.trace.worker.costs import Costs
 
         errors = [abs(costs - self.predict(choice)) for choice, costs in self.known.values()]
         return Costs(max(e.temp_bytes for e in errors), max(e.flops for e in errors))
@@ -272,7 +272,7 @@ class Search:
 
     def predict(self, choice: Assignment) -> Costs:
         """Today's costs plus each site's own change (sites measured one at a time)."""
-        from remat_lint.trace.costs import Costs
+        from remat_lint.trace.worker.costs import Costs
 
         return self.today + sum((o.costs - self.today for o in choice), Costs(0, 0.0))
 
@@ -384,9 +384,9 @@ def _policy_text(site: Site) -> str:
 
 def format_plans(plans: list[Any], xla_flags: str) -> str:
     """``plans``: the driver's reports (``path``, ``target``, ``report``: ``Search.choose``'s dict)."""
-    from remat_lint.engine.runner import display_path
+    from remat_lint.engine.sources import display_path
     from remat_lint.trace.devices import per_device_note
-    from remat_lint.trace.driver import CPU_XLA_FLAGS
+    from remat_lint.trace.protocol import CPU_XLA_FLAGS
     from remat_lint.trace.units import byte_size, flop_number
 
     out = []

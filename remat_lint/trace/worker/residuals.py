@@ -30,9 +30,9 @@ import jax
 from jax._src import api_util, core, source_info_util
 from jax._src.lax import lax as lax_internal
 
-from remat_lint.trace.costs import Program, aval_bytes, edits_for, traced
-from remat_lint.trace.jaxpr_rewrite import Edit, Unsupported, walk
-from remat_lint.trace.jaxpr_sites import (
+from remat_lint.trace.worker.costs import Program, aval_bytes, edits_for, traced
+from remat_lint.trace.worker.jaxpr_rewrite import Edit, Unsupported, walk
+from remat_lint.trace.worker.jaxpr_sites import (
     POLICIES,
     Site,
     display_path,
@@ -118,7 +118,7 @@ def with_shapes(report: dict[str, Any], source: str) -> dict[str, Any]:
     """The report says where its shapes came from (``source``: ``Prepared.source``); from guessed
     shapes (a shape search, jaxtyping annotations) it measures nothing a project runs, so it
     recommends nothing."""
-    from remat_lint.trace.build import SHAPE_ORIGINS
+    from remat_lint.trace.worker.build import SHAPE_ORIGINS
 
     origin = SHAPE_ORIGINS.get(source, "guessed")
     if origin != "guessed":

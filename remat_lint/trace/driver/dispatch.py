@@ -30,12 +30,29 @@ from typing import Any, Callable
 from remat_lint.config.settings import ConfigError, Settings
 from remat_lint.findings import Finding
 from remat_lint.trace import isolation
+from remat_lint.trace.driver.progress import Progress
 from remat_lint.trace.inputs import parse_targets
-from remat_lint.trace.progress import Progress
-from remat_lint.trace.request import Item, TraceCheck, WorkerRequest
+from remat_lint.trace.protocol import (
+    CPU_XLA_FLAGS,
+    OUT_ENV,
+    REQUESTS_ENV,
+    SITECUSTOMIZE,
+    AppliedReply,
+    BackendReply,
+    BudgetReply,
+    DiscoveredReply,
+    Item,
+    NoteReply,
+    RecordedReply,
+    Reply,
+    SiteReply,
+    TraceCheck,
+    VerdictReply,
+    WorkerRequest,
+    decode,
+)
 from remat_lint.trace.units import byte_size, flop_number
 
-CPU_XLA_FLAGS = "--xla_disable_hlo_passes=cse_barrier_expander"
 DEFAULT_TIMEOUT = 120.0
 DEFAULT_MEMORY_MB = 8192
 POLL_S = 0.1
@@ -136,7 +153,7 @@ def _trace(findings: list[Finding], files: list[str], settings: Settings, option
         )
         for path in modules
     }
-    recorded: dict[str, list[dict[str, Any]]] = {}
+    recorded: dict[str, list[Reply]] = {}
     progress = Progress(options.progress)
     if options.run and modules:
         recorded, problems, outcome.recorded = run_recorded(
@@ -165,25 +182,25 @@ def _trace(findings: list[Finding], files: list[str], settings: Settings, option
 
 
 def discovered(
-    recorded: dict[str, list[dict[str, Any]]],
+    recorded: dict[str, list[Reply]],
     by_path: dict[str, list[Finding]],
     sites: dict[str, list[int]],
     command: str,
     settings: Settings,
 ) -> list[Finding]:
     """--trace-run discovery (dynamic_findings.py): every module's findings from the recorded programs."""
-    from remat_lint.trace.dynamic_findings import Observed, findings_for
+    from remat_lint.trace.driver.dynamic_findings import Observed, findings_for
 
     out = []
     for path, lines in sites.items():
         seen = Observed()
-        for line in recorded.get(str(Path(path).resolve()), []):
-            if "discovered" in line:
-                seen.found.append(line["discovered"])
-            elif "applied" in line:
-                seen.applied.update(line["applied"])
-                seen.unattributed |= bool(line.get("unattributed"))
-                seen.programs.append(line.get("target", ""))
+        for reply in recorded.get(str(Path(path).resolve()), []):
+            if isinstance(reply, DiscoveredReply):
+                seen.found.append(reply.discovered)
+            elif isinstance(reply, AppliedReply):
+                seen.applied.update(reply.applied)
+                seen.unattributed |= reply.unattributed
+                seen.programs.append(reply.target)
         out += findings_for(path, seen, by_path.get(path, []), lines, command, settings.codes_for(path))
     return out
 
@@ -287,39 +304,39 @@ def trace_module(
     request: WorkerRequest,
     options: TraceOptions,
     outcome: TraceOutcome,
-    recorded: list[dict[str, Any]],
+    recorded: list[Reply],
 ) -> None:
-    """One worker for the module; verdicts from the recorded run (``recorded``: its lines for this
+    """One worker for the module; verdicts from the recorded run (``recorded``: its replies for this
     module) count beside the worker's, the stronger one kept (the recorded run's on a tie: it says
     what the project's own program did)."""
-    lines, failure = run_worker(request, Path(request.root), options)
+    replies, failure = run_worker(request, Path(request.root), options)
     # a site's report from the recorded run replaces one at guessed shapes
-    reported = {
-        line["site"].get("line") for line in lines if "site" in line and line["site"].get("shapes") != "guessed"
-    }
-    for line in recorded:
-        if "finding" in line and 0 <= line["finding"] < len(findings):
-            rank = RANK.get(line["trace"]["status"], 0)
-            own = next((x for x in lines if x.get("finding") == line["finding"]), None)
-            if own is None or rank >= RANK.get(own["trace"]["status"], 0):
-                lines = [x for x in lines if x is not own] + [line]
-        elif "site" in line and line["site"].get("line") not in reported:
-            at = line["site"].get("line")
-            lines = [x for x in lines if not ("site" in x and x["site"].get("line") == at)] + [line]
-        elif "note" in line or "budget" in line:
-            lines.append(line)
-    for line in lines:
-        if "finding" in line and 0 <= line["finding"] < len(findings):
-            findings[line["finding"]].trace = line["trace"]
-        elif "site" in line:
-            outcome.sites.append(SiteReport(path, line.get("target", ""), line["site"]))
-        elif "budget" in line:
-            outcome.budgets.append(SiteReport(path, line.get("target", ""), line["budget"]))
-        elif "backend" in line:
-            outcome.backends.add(line["backend"])
-            outcome.xla_flags = line.get("xla_flags", "")
-        elif "note" in line:
-            outcome.warnings.append(f"{path}: {line['note']}")
+    reported = {r.site.get("line") for r in replies if isinstance(r, SiteReply) and r.site.get("shapes") != "guessed"}
+    for reply in recorded:
+        if isinstance(reply, VerdictReply) and 0 <= reply.finding < len(findings):
+            own = next((x for x in replies if isinstance(x, VerdictReply) and x.finding == reply.finding), None)
+            if own is None or RANK.get(reply.trace["status"], 0) >= RANK.get(own.trace["status"], 0):
+                replies = [x for x in replies if x is not own] + [reply]
+        elif isinstance(reply, SiteReply) and reply.site.get("line") not in reported:
+            at = reply.site.get("line")
+            replies = [x for x in replies if not (isinstance(x, SiteReply) and x.site.get("line") == at)] + [reply]
+        elif isinstance(reply, (NoteReply, BudgetReply)):
+            replies.append(reply)
+    for reply in replies:
+        if isinstance(reply, VerdictReply) and 0 <= reply.finding < len(findings):
+            findings[reply.finding].trace = reply.trace
+        elif isinstance(reply, SiteReply):
+            outcome.sites.append(SiteReport(path, reply.target, reply.site))
+        elif isinstance(reply, BudgetReply):
+            outcome.budgets.append(SiteReport(path, reply.target, reply.budget))
+        elif isinstance(reply, BackendReply):
+            outcome.backends.add(reply.backend)
+            outcome.xla_flags = reply.xla_flags
+        elif isinstance(reply, NoteReply):
+            outcome.warnings.append(f"{path}: {reply.note}")
+    for f in findings:
+        if f.trace is None:
+            f.trace = {"status": "unconfirmed", "evidence": None, "reason": failure or "the worker gave no result"}
     # JSON output stays an array of findings: a site's report rides on the findings at its line, and
     # every finding of the module lists all of its sites' reports.
     reports = [site.report for site in outcome.sites if site.path == path]
@@ -342,12 +359,10 @@ def run_recorded(
     settings: Settings,
     options: TraceOptions,
     progress: Progress | None = None,
-) -> tuple[dict[str, list[dict[str, Any]]], list[str], list[str] | None]:
+) -> tuple[dict[str, list[Reply]], list[str], list[str] | None]:
     """--trace-run: the user's command, run from the configuration's folder with JAX's differentiation
-    entry points recorded (recorder.py); the JSON lines it wrote per module path, what to warn
+    entry points recorded (recorder.py); the replies it wrote per module path, what to warn
     about, and the calls it recorded (None: nothing came back). Its output is kept apart from remat-lint's."""
-    from remat_lint.trace.recorder import OUT_ENV, REQUESTS_ENV, SITECUSTOMIZE
-
     with tempfile.TemporaryDirectory(prefix="remat-lint-run-") as tmp:
         hook = Path(tmp, "hook")
         hook.mkdir()
@@ -356,7 +371,7 @@ def run_recorded(
         requests_file.write_text(json.dumps([dataclasses.asdict(r) for r in requests], default=str), encoding="utf-8")
         out_file.touch()
         env = worker_env(options)
-        package_root = str(Path(__file__).resolve().parents[2])  # the user's python imports this remat_lint
+        package_root = str(Path(__file__).resolve().parents[3])  # the user's python imports this remat_lint
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(hook), package_root, env.get("PYTHONPATH", "")) if p)
         env[REQUESTS_ENV], env[OUT_ENV] = str(requests_file), str(out_file)
         token = isolation.mark(env)
@@ -379,17 +394,17 @@ def run_recorded(
             finally:
                 _kill(proc)
                 isolation.sweep(token)
-        by_path: dict[str, list[dict[str, Any]]] = {}
+        by_path: dict[str, list[Reply]] = {}
         recorded: list[str] | None = None
         for raw in out_file.read_text(encoding="utf-8", errors="replace").splitlines():
-            try:
-                line = json.loads(raw)
-            except json.JSONDecodeError:
+            decoded = decode(raw)
+            if decoded is None:
                 continue
-            if "recorded" in line:
-                recorded = (recorded or []) + line["recorded"]
-            elif "path" in line:
-                by_path.setdefault(line["path"], []).append(line)
+            reply, module = decoded
+            if isinstance(reply, RecordedReply):
+                recorded = (recorded or []) + reply.recorded
+            elif module:
+                by_path.setdefault(module, []).append(reply)
         warnings = []
         if failure is not None or proc.returncode != 0:
             tail = output_file.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-RUN_OUTPUT_LINES:]
@@ -416,8 +431,8 @@ def _trace_check(code: str) -> TraceCheck | None:
     return getattr(rule, "trace_check", None)
 
 
-def run_worker(request: WorkerRequest, root: Path, options: TraceOptions) -> tuple[list[dict[str, Any]], str | None]:
-    """Run one worker; its JSON lines, and why it stopped early (None when it finished)."""
+def run_worker(request: WorkerRequest, root: Path, options: TraceOptions) -> tuple[list[Reply], str | None]:
+    """Run one worker; its replies, and why it stopped early (None when it finished)."""
     env = worker_env(options)
     token = isolation.mark(env)
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
@@ -442,15 +457,10 @@ def run_worker(request: WorkerRequest, root: Path, options: TraceOptions) -> tup
             isolation.sweep(token)
         out.seek(0)
         err.seek(0)
-        lines = []
-        for raw in out.read().decode("utf-8", "replace").splitlines():
-            try:
-                lines.append(json.loads(raw))
-            except json.JSONDecodeError:
-                continue
+        decoded = [decode(raw) for raw in out.read().decode("utf-8", "replace").splitlines()]
         if failure is None and proc.returncode != 0:
             failure = _crash_reason(proc.returncode, err.read().decode("utf-8", "replace"))
-    return lines, failure
+    return [reply for reply, _ in filter(None, decoded)], failure
 
 
 def _watch(
@@ -537,7 +547,7 @@ _SOURCE_FILE = re.compile(r"(?<= from )(?P<file>.+?)(?=:\d+(?::\d+)? \()")
 
 def format_sites(outcome: TraceOutcome) -> str:
     """The residual table and policy comparison of each checkpoint site, for text output."""
-    from remat_lint.engine.runner import display_path
+    from remat_lint.engine.sources import display_path
     from remat_lint.trace.devices import per_device_note
 
     out = []

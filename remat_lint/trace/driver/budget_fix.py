@@ -20,7 +20,8 @@ from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 from remat_lint.analysis.semantic import SemanticModel
 from remat_lint.analysis.sites import RematSite, find_sites
 from remat_lint.apis.jax import PREFIX as JAX_PREFIX
-from remat_lint.engine.runner import display_path, read_source
+from remat_lint.engine.runner import read_source
+from remat_lint.engine.sources import display_path
 from remat_lint.findings import Finding, Position, TextEdit
 from remat_lint.output.autofix import FixedFile
 

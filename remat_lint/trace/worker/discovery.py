@@ -28,13 +28,13 @@ from typing import Any
 
 import jax
 
-from remat_lint.trace import costs, scaling
-from remat_lint.trace.budget import declared_names
-from remat_lint.trace.dynamic_findings import NO_SAVING, UNKNOWN_NAMES
-from remat_lint.trace.evidence import policy_names
-from remat_lint.trace.jaxpr_rewrite import Edit, walk
-from remat_lint.trace.jaxpr_sites import Site, _in_file, match_score, target_at
+from remat_lint.trace.protocol import NO_SAVING, UNKNOWN_NAMES
 from remat_lint.trace.shapes import format_shape
+from remat_lint.trace.worker import costs, scaling
+from remat_lint.trace.worker.budget import declared_names
+from remat_lint.trace.worker.evidence import policy_names
+from remat_lint.trace.worker.jaxpr_rewrite import Edit, walk
+from remat_lint.trace.worker.jaxpr_sites import Site, _in_file, match_score, target_at
 
 # REM401 judges a program only from this much peak temp without the checkpoint: below it, a test's
 # configuration of a model (two tiny layers, dropout off) is too small to stand for the model it tests;

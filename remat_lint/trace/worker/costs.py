@@ -33,10 +33,10 @@ import jax
 from jax._src import core
 from jax._src.interpreters import partial_eval as pe
 
-from remat_lint.trace.jaxpr_rewrite import Edit, Unsupported, rewrite, walk
-from remat_lint.trace.jaxpr_sites import Site, calls_at, find_sites, sites_at, target_at
 from remat_lint.trace.shapes import format_shape
 from remat_lint.trace.units import byte_size, flop_count
+from remat_lint.trace.worker.jaxpr_rewrite import Edit, Unsupported, rewrite, walk
+from remat_lint.trace.worker.jaxpr_sites import Site, calls_at, find_sites, sites_at, target_at
 
 TOLERANCE = 0.01
 MODES = ("value_and_grad", "grad")

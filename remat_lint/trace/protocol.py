@@ -1,0 +1,228 @@
+"""What crosses between the two sides of --trace, as typed data; no JAX imported here: the request
+the driver sends a worker (JSON on its stdin) and the replies the worker writes back (JSON lines).
+
+Each finding carries its rule's ``TraceCheck`` (declared on the rule class as ``trace_check``), so
+the worker judges it from data, never from the wording of its message.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+# XLA:CPU merges a checkpoint's recomputation away without this flag: workers run with it (driver/dispatch.py),
+# and compiled costs measured without it are not reported (worker/session.py, worker/budget.py).
+CPU_XLA_FLAGS = "--xla_disable_hlo_passes=cse_barrier_expander"
+# --trace-run: the driver puts SITECUSTOMIZE on the command's PYTHONPATH and names two files in its
+# environment, read and written by the recorder (recorder.py) in the command's processes.
+REQUESTS_ENV = "REMAT_LINT_TRACE_RUN"  # a JSON file: the WorkerRequest of each module to judge
+OUT_ENV = "REMAT_LINT_TRACE_OUT"  # JSON lines written here, each tagged with its module's path
+SITECUSTOMIZE = (  # every Python process of the command runs this at startup
+    "import os\n"
+    f"if os.environ.get({REQUESTS_ENV!r}):\n"
+    "    try:\n"
+    "        from remat_lint.trace.worker import recorder\n"
+    "    except ImportError:  # another Python, without remat-lint: it records nothing\n"
+    "        pass\n"
+    "    else:\n"
+    "        recorder.install()\n"
+)
+
+
+# The codes of what discovery finds in a recorded program (worker/discovery.py, driver/dynamic_findings.py).
+NO_SAVING = "REM401"
+UNKNOWN_NAMES = "REM403"
+
+# How --trace judges a rule's findings (evidence.py, costs.py).
+EVIDENCE = ("exception", "static-argnames", "saved-name", "cost", "trace-time-effect", "callback-count")
+# What a cost rule claims (costs.py): no memory saved for FLOPs spent; nothing saved, nothing spent;
+# the saving lost to prevent_cse=False.
+COST_CLAIMS = ("recompute-for-nothing", "saves-nothing", "cse-lost")
+
+
+@dataclass(frozen=True)
+class TraceCheck:
+    """What a trace can show about a rule's findings.
+
+    ``raises``: the exceptions the misuse raises (class name, start of the message) in jax 0.10.2 /
+    flax 0.12.8; one of them at the flagged checkpoint confirms a finding, for every evidence kind.
+    ``refutes``: every finding of the rule predicts one of ``raises``, so a trace through the
+    checkpoint without one refutes it (at declared or recorded shapes).
+    ``cost``: for ``cost`` rules, the claim compiled costs check (costs.py).
+    """
+
+    evidence: str
+    raises: tuple[tuple[str, str], ...] = ()
+    refutes: bool = False
+    cost: str = ""
+
+    def __post_init__(self) -> None:
+        if self.evidence not in EVIDENCE:
+            raise ValueError(f"unknown trace evidence {self.evidence!r} (known: {', '.join(EVIDENCE)})")
+        if (self.evidence == "cost") != (self.cost in COST_CLAIMS):
+            raise ValueError(f"a cost check needs a claim ({', '.join(COST_CLAIMS)}), other checks none")
+        object.__setattr__(self, "raises", tuple(tuple(r) for r in self.raises))
+
+
+@dataclass
+class Item:
+    """A static finding as the worker sees it."""
+
+    id: int
+    code: str
+    line: int
+    end_line: int
+    column: int = 0  # 0-based, as Python's instruction positions count
+    end_column: int = 0
+    on_site: bool = False  # the finding's line is a checkpoint site (``jax.checkpoint(...)``, a decorator)
+    check: TraceCheck | None = None  # None: nothing a trace can show
+    data: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def span(self) -> range:
+        return range(self.line, self.end_line + 1)
+
+    @property
+    def position(self) -> tuple[int, int, int, int]:
+        return (self.line, self.column, self.end_line, self.end_column)
+
+
+@dataclass
+class WorkerRequest:
+    path: str  # the module whose findings are judged
+    root: str  # the directory it is imported from
+    config_root: str  # where [tool.remat-lint] lives (targets are relative to it)
+    trace: dict[str, Any]  # the [tool.remat-lint.trace] table
+    findings: list[Item]
+    sites: list[int]  # lines of the module's checkpoint sites
+    memory_budget: str = ""  # --memory-budget (budget.py): plan each differentiated target's policies
+
+    def to_json(self) -> str:
+        import json  # only --trace sends requests: a lint run (rule.py imports TraceCheck) needs no json
+
+        return json.dumps(dataclasses.asdict(self), default=str)
+
+    @classmethod
+    def from_json(cls, text: str) -> WorkerRequest:
+        import json
+
+        raw = json.loads(text)
+        items = []
+        for f in raw.get("findings", []):
+            check = f.get("check")
+            items.append(Item(**{**f, "check": TraceCheck(**check) if check else None}))
+        return cls(
+            raw["path"],
+            raw["root"],
+            raw.get("config_root") or raw["root"],
+            raw.get("trace") or {},
+            items,
+            list(raw.get("sites", [])),
+            raw.get("memory_budget", ""),
+        )
+
+
+# --- replies: what a worker (or the --trace-run recorder) writes back, one JSON line each ------------
+
+
+@dataclass
+class BackendReply:
+    """The worker's first line: the JAX backend it runs on and the XLA flags it ran with."""
+
+    backend: str
+    xla_flags: str = ""
+
+
+@dataclass
+class VerdictReply:
+    """One finding's verdict (``Finding.trace``: ``status``, ``evidence``, ``reason``)."""
+
+    finding: int  # the ``Item.id`` of the request
+    trace: dict[str, Any]
+
+
+@dataclass
+class SiteReply:
+    """A checkpoint site's residuals and policies, as a target differentiated it (residuals.py)."""
+
+    site: dict[str, Any]
+    target: str
+
+
+@dataclass
+class BudgetReply:
+    """--memory-budget: the policies of one target's program that fit (budget.py)."""
+
+    budget: dict[str, Any]
+    target: str
+
+
+@dataclass
+class AppliedReply:
+    """--trace-run discovery: the static site lines a recorded program applied (discovery.py)."""
+
+    applied: list[int]
+    unattributed: bool  # a checkpoint that ran this module's code matched no static site
+    target: str
+
+
+@dataclass
+class DiscoveredReply:
+    """--trace-run discovery: a finding only the recorded program shows (discovery.py)."""
+
+    discovered: dict[str, Any]
+    target: str
+
+
+@dataclass
+class NoteReply:
+    """Why a target said nothing, or what failed: a warning of the run."""
+
+    note: str
+
+
+@dataclass
+class RecordedReply:
+    """--trace-run: what one process of the command recorded, before it judges (recorder.py)."""
+
+    recorded: list[str]  # "grad of loss", ...
+    errors: list[str]  # exceptions raised through checkpointed functions
+
+
+Reply = (
+    BackendReply | VerdictReply | SiteReply | BudgetReply | AppliedReply | DiscoveredReply | NoteReply | RecordedReply
+)
+_KINDS: dict[str, type[Reply]] = {
+    "backend": BackendReply,
+    "verdict": VerdictReply,
+    "site": SiteReply,
+    "budget": BudgetReply,
+    "applied": AppliedReply,
+    "discovered": DiscoveredReply,
+    "note": NoteReply,
+    "recorded": RecordedReply,
+}
+_KIND_OF = {cls: kind for kind, cls in _KINDS.items()}
+
+
+def encode(reply: Reply, path: str = "") -> str:
+    """One JSON line; ``path``: the module it is about, where one stream serves several (--trace-run)."""
+    import json
+
+    tagged = {"kind": _KIND_OF[type(reply)], **dataclasses.asdict(reply), **({"path": path} if path else {})}
+    return json.dumps(tagged, default=str)
+
+
+def decode(line: str) -> tuple[Reply, str] | None:
+    """A reply and the module path it names ("" for none); None for a line that is not a reply (a
+    worker killed mid-line, a user's process writing to the same file)."""
+    import json
+
+    try:
+        raw = json.loads(line)
+        kind = _KINDS[raw.pop("kind")]
+        path = raw.pop("path", "")
+        return kind(**raw), path
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return None

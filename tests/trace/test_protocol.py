@@ -1,0 +1,59 @@
+"""What crosses between the driver and a worker (remat_lint/trace/protocol.py): each reply comes back
+as the same typed object, the module it names with it; a line that is no reply is skipped."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from remat_lint.trace.protocol import (
+    AppliedReply,
+    BackendReply,
+    BudgetReply,
+    DiscoveredReply,
+    NoteReply,
+    RecordedReply,
+    SiteReply,
+    VerdictReply,
+    decode,
+    encode,
+)
+
+REPLIES = [
+    BackendReply("cpu", "--xla_disable_hlo_passes=cse_barrier_expander"),
+    VerdictReply(3, {"status": "confirmed", "evidence": {"target": "loss"}, "reason": "TypeError (grad: loss)"}),
+    SiteReply({"line": 12, "residuals": [], "policies": []}, "loss(f32[8,8])"),
+    BudgetReply({"fits": True, "sites": []}, "loss"),
+    AppliedReply([4, 9], False, "grad of loss"),
+    DiscoveredReply({"code": "REM401", "line": 9}, "grad of loss"),
+    NoteReply("target loss failed at build: ValueError"),
+    RecordedReply(["grad of loss"], ["TypeError: 'str' object is not callable"]),
+]
+
+
+@pytest.mark.parametrize("reply", REPLIES, ids=lambda reply: type(reply).__name__)
+def test_a_reply_comes_back_as_it_was_sent(reply):
+    assert decode(encode(reply)) == (reply, "")
+    assert decode(encode(reply, "/project/pkg/model.py")) == (reply, "/project/pkg/model.py")
+
+
+def test_each_kind_of_reply_is_named_on_the_wire():
+    kinds = [json.loads(encode(reply))["kind"] for reply in REPLIES]
+    assert kinds == ["backend", "verdict", "site", "budget", "applied", "discovered", "note", "recorded"]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "",
+        '{"kind": "verdict", "finding": 3, "tr',  # a worker killed mid-line
+        "user output",  # a process of the --trace-run command writing to the same file
+        '{"kind": "verdict", "finding": 3}',  # a field missing
+        '{"kind": "shout", "note": "x"}',
+        '{"note": "no kind"}',
+        "[1, 2]",
+    ],
+)
+def test_a_line_that_is_no_reply_is_skipped(line):
+    assert decode(line) is None
