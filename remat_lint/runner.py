@@ -41,6 +41,10 @@ POOL_MIN_LINES = 3000
 # Workers start at the first file to parse when at least this many files are left to read: the
 # engine's import then overlaps reading them (about 0.15 ms a file).
 EARLY_MIN_FILES = 100
+# A file this large is linted in a spawned process (spawned_worker.py) when the run lints in-process
+# (-j 1, few lines): libcst's parser can crash the process on it (measured: a chain of 8,000 `and`
+# operands, 48 KB, overflows its stack; Python's parser accepts it, so the prefilter cannot tell).
+ISOLATE_MIN_CHARS = 32_768
 PROJECT_MARKERS = ("pyproject.toml", ".git", ".hg")
 _RELATED_DEPTH = 3  # rounds of files read for a candidate's aliases and its class's bases, their aliases...
 
@@ -467,7 +471,7 @@ def _lint_tasks(tasks: list[_Task], jobs: int) -> list[tuple[_Task, FileResult]]
     import remat_lint.engine  # noqa: F401 -- libcst and the rules, imported once before the workers fork
 
     if min(jobs, len(tasks)) <= 1 or _lines(tasks) < POOL_MIN_LINES:
-        return [(task, _lint_task(task)) for task in tasks]
+        return _lint_in_process(tasks)
     workers = _Workers(min(jobs, len(tasks)))
     try:
         for task in sorted(tasks, key=lambda t: -len(t.text)):
@@ -475,6 +479,19 @@ def _lint_tasks(tasks: list[_Task], jobs: int) -> list[tuple[_Task, FileResult]]
         return workers.run(tasks)
     finally:
         workers.close()
+
+
+def _lint_in_process(tasks: list[_Task]) -> list[tuple[_Task, FileResult]]:
+    """Here, but a file of ``ISOLATE_MIN_CHARS`` or more in one spawned process, started only for
+    such a file, so that a parser crash on it costs that file alone."""
+    if all(len(task.text) < ISOLATE_MIN_CHARS for task in tasks):
+        return [(task, _lint_task(task)) for task in tasks]
+    from remat_lint.spawned_worker import SpawnedWorker
+
+    with SpawnedWorker() as apart:
+        apart.start()  # it imports the engine while this process lints the small files
+        small = {task.index: _lint_task(task) for task in tasks if len(task.text) < ISOLATE_MIN_CHARS}
+        return [(task, small[task.index] if task.index in small else apart.lint(task)) for task in tasks]
 
 
 def _lines(tasks: list[_Task]) -> int:
@@ -588,20 +605,21 @@ def _supervise(tasks: Queue[Any], results: Queue[Any], ready: Event, jobs: int) 
                 continue
             del workers[slot]
             if worker.exitcode != 0 and current[slot] >= 0:
-                why = _death(worker.exitcode)
-                results.put((current[slot], f"the linter's worker process died on this file ({why}): not linted"))
+                results.put((current[slot], died_message(worker.exitcode)))
                 current[slot] = -1
                 workers[slot] = start(slot)  # the tasks left go on
 
 
-def _death(exitcode: int) -> str:
-    """How a worker ended, in words: a signal's name (SIGKILL: most often the out-of-memory killer)."""
+def died_message(exitcode: int) -> str:
+    """The REM000 text for a file whose worker died on it, saying how: a signal's name (SIGKILL:
+    most often the out-of-memory killer) or the exit status."""
     import signal
 
+    why = f"exit status {exitcode}"
     if exitcode < 0 and -exitcode in signal.valid_signals():
         name = signal.Signals(-exitcode).name
-        return f"{name}: out of memory?" if name == "SIGKILL" else name
-    return f"exit status {exitcode}"
+        why = f"{name}: out of memory?" if name == "SIGKILL" else name
+    return f"the linter's worker process died on this file ({why}): not linted"
 
 
 def _work(tasks: Queue[Any], results: Queue[Any], current: Any, slot: int) -> None:
