@@ -107,6 +107,7 @@ NEVER_RECORDED = [
     ["--quiet=1", "pkg"],
     ["--select"],
     ["-"],
+    ["--", "-"],  # stdin after the end of options too
     ["rule", "REM001"],
 ]
 
