@@ -69,3 +69,15 @@ def test_a_call_in_a_src_layout_reaches_the_wrap_its_package_imports(tmp_path, c
     [(path, row, message)] = cli(capsys, "--select", "REM012", "--no-cache", os.path.join("src", "pkg", "model.py"))
     assert (path, row) == (os.path.join("src", "pkg", "model.py"), 2)
     assert message.startswith("REM012 `n` is in `static_argnums` of `double` (layers.py:16) but passed by keyword")
+
+
+def test_a_relative_import_beyond_the_projects_top_is_left_alone(tmp_path, capsys, monkeypatch):
+    # From pkg/model.py, `...layers` is two levels above pkg: Python cannot import it, so it is not
+    # the top-level layers.py.
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    (tmp_path / "layers.py").write_text(textwrap.dedent(LAYERS))
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "model.py").write_text("from ...layers import double\ny = double(1.0, n=3)\n")
+    monkeypatch.chdir(tmp_path)
+    assert cli(capsys, "--select", "REM012", "--no-cache", os.path.join("pkg", "model.py")) == []
