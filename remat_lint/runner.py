@@ -485,7 +485,7 @@ def _lint_tasks(tasks: list[_Task], jobs: int) -> list[tuple[_Task, FileResult]]
 def _lint_in_process(tasks: list[_Task]) -> list[tuple[_Task, FileResult]]:
     """Here, but a file of ``ISOLATE_MIN_CHARS`` or more in one spawned process, started only for
     such a file, so that a parser crash on it costs that file alone."""
-    if all(len(task.text) < ISOLATE_MIN_CHARS for task in tasks):
+    if os.name != "posix" or all(len(task.text) < ISOLATE_MIN_CHARS for task in tasks):  # pass_fds: POSIX
         return [(task, _lint_task(task)) for task in tasks]
     from remat_lint.spawned_worker import SpawnedWorker
 
