@@ -10,10 +10,16 @@ exactly; otherwise (or without an ``ast``) the whole module's positions are comp
 from __future__ import annotations
 
 import ast
+from collections import OrderedDict
 from typing import Any, Mapping, Sequence
 
 import libcst as cst
 from libcst.metadata import CodePosition, CodeRange, MetadataWrapper, PositionProvider
+
+# Statements whose positions are kept (the most recently used): a statement's map holds a range
+# for each of its nodes, about 6 KiB for a one-line call, and a file can have a finding on each of
+# 20,000 statements; a rule's findings come in file order, so a few suffice.
+KEPT_STATEMENTS = 64
 
 
 class Positions:
@@ -25,7 +31,7 @@ class Positions:
         self.parents = parents
         self.tree = tree
         self._top_level: dict[int, tuple[ast.stmt, ast.stmt]] | None = None
-        self._statements: dict[int, tuple[Any, int] | None] = {}
+        self._statements: OrderedDict[int, tuple[Any, int] | None] = OrderedDict()
         self._whole: Mapping[cst.CSTNode, CodeRange] | None = None
         self._source_lines: list[str] | None = None
 
@@ -85,8 +91,12 @@ class Positions:
         return None
 
     def _shifted(self, statement: cst.CSTNode) -> tuple[Any, int] | None:
-        if id(statement) not in self._statements:
+        if id(statement) in self._statements:
+            self._statements.move_to_end(id(statement))
+        else:
             self._statements[id(statement)] = self._compute(statement)
+            if len(self._statements) > KEPT_STATEMENTS:
+                self._statements.popitem(last=False)
         return self._statements[id(statement)]
 
     def _compute(self, statement: cst.CSTNode) -> tuple[Any, int] | None:

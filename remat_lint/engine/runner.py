@@ -26,12 +26,14 @@ from remat_lint.engine.prefilter.stages import Prefilter, prefilter_for
 from remat_lint.engine.results import FileResult, build_project, diagnostic, project_codes, project_phase
 from remat_lint.engine.sources import SUFFIX as NOTEBOOK
 from remat_lint.engine.sources import Notebook, SourceFile
+from remat_lint.engine.spawned_worker import SpawnedWorker, died_message
 from remat_lint.findings import Finding
 from remat_lint.project.imports import ProjectFiles
 from remat_lint.registry import rule_index
 
 if TYPE_CHECKING:
     from multiprocessing import Queue
+    from multiprocessing.connection import Connection
     from multiprocessing.synchronize import Event
 
     from remat_lint.output.noqa import Suppressions
@@ -41,6 +43,10 @@ POOL_MIN_LINES = 3000
 # Workers start at the first file to parse when at least this many files are left to read: the
 # engine's import then overlaps reading them (about 0.15 ms a file).
 EARLY_MIN_FILES = 100
+# A file this large is linted in a spawned process (spawned_worker.py) when the run lints in-process
+# (-j 1, few lines): libcst's parser can crash the process on it (measured: a chain of 8,000 `and`
+# operands, 48 KB, overflows its stack; Python's parser accepts it, so the prefilter cannot tell).
+ISOLATE_MIN_CHARS = 32_768
 PROJECT_MARKERS = ("pyproject.toml", ".git", ".hg")
 _RELATED_DEPTH = 3  # rounds of files read for a candidate's aliases and its class's bases, their aliases...
 
@@ -467,7 +473,7 @@ def _lint_tasks(tasks: list[_Task], jobs: int) -> list[tuple[_Task, FileResult]]
     import remat_lint.engine.lint  # noqa: F401 -- libcst and the rules, imported once before the workers fork
 
     if min(jobs, len(tasks)) <= 1 or _lines(tasks) < POOL_MIN_LINES:
-        return [(task, _lint_task(task)) for task in tasks]
+        return _lint_in_process(tasks)
     workers = _Workers(min(jobs, len(tasks)))
     try:
         for task in sorted(tasks, key=lambda t: -len(t.text)):
@@ -475,6 +481,18 @@ def _lint_tasks(tasks: list[_Task], jobs: int) -> list[tuple[_Task, FileResult]]
         return workers.run(tasks)
     finally:
         workers.close()
+
+
+def _lint_in_process(tasks: list[_Task]) -> list[tuple[_Task, FileResult]]:
+    """Here, but a file of ``ISOLATE_MIN_CHARS`` or more in one spawned process, started only for
+    such a file, so that a parser crash on it costs that file alone."""
+    if os.name != "posix" or all(len(task.text) < ISOLATE_MIN_CHARS for task in tasks):  # pass_fds: POSIX
+        return [(task, _lint_task(task)) for task in tasks]
+
+    with SpawnedWorker() as apart:
+        apart.start()  # it imports the engine while this process lints the small files
+        small = {task.index: _lint_task(task) for task in tasks if len(task.text) < ISOLATE_MIN_CHARS}
+        return [(task, small[task.index] if task.index in small else apart.lint(task)) for task in tasks]
 
 
 def _lines(tasks: list[_Task]) -> int:
@@ -485,29 +503,29 @@ _FORK = sys.platform == "linux"  # workers are forked: they inherit the modules 
 
 
 class _Workers:
-    """Worker processes taking tasks from one queue. A supervisor imports the engine (libcst and the
+    """Worker processes fed by a supervisor. The supervisor imports the engine (libcst and the
     rules) as soon as it starts, while the main process may still be reading files, then forks the
     workers, which inherit the import (a pool forked from the main process would wait for the main
     process's import, or import it in every worker). Tasks submitted before the workers are ready
     are sent largest first, so that the workers end together; later ones at once, so that the
     workers lint while the main process reads (on a large tree).
 
-    A worker that dies on a file (killed for memory, an abort in the parser) is replaced by the
-    supervisor, which reports the file it was linting (each worker notes its task in shared
-    memory before it starts): that file gets a REM000 finding, every other file its result. A
-    result the dead worker had sent but not yet written to the pipe is lost with it: the main
-    process lints those files itself once every worker has ended (each was linted once already)."""
+    Each worker has a pipe of its own to the supervisor, which hands it one task at a time: no lock
+    is shared between workers, so one killed at any moment (for memory, an abort in the parser, or
+    while it waits for a task) blocks no other. The file it was on gets a REM000, another worker
+    takes its place, and every other file gets its result."""
 
     def __init__(self, jobs: int) -> None:
         import multiprocessing
 
         self.jobs = jobs
         context = multiprocessing.get_context("fork" if _FORK else None)
-        self._tasks = context.Queue()  # the tasks, then one None per worker
-        self._results = context.Queue()  # (task index, result or why its worker died)
+        tasks, self._tasks = context.Pipe(duplex=False)  # the tasks, then None; the supervisor alone reads
+        self._results = context.Queue()  # (task index, pickled result or why its worker died): from the supervisor
         self._ready = context.Event()  # the engine is imported, the workers forked
-        self._first = context.Process(target=_supervise, args=(self._tasks, self._results, self._ready, jobs))
+        self._first = context.Process(target=_supervise, args=(tasks, self._results, self._ready, jobs))
         self._first.start()
+        tasks.close()  # the supervisor's end: if it dies, sending raises instead of blocking
         self._waiting: list[_Task] = []
         self._stopped = False
 
@@ -518,97 +536,123 @@ class _Workers:
 
     def run(self, tasks: list[_Task]) -> list[tuple[_Task, FileResult]]:
         """The results of ``tasks``, all submitted."""
+        import pickle
         import queue
 
         self._send()
         self._stop()
         done: dict[int, FileResult] = {}
         paths = {task.index: task.path for task in tasks}
-        ended = False  # the supervisor, hence every worker: what they wrote is in the pipe
+        ended = False  # the supervisor: what it wrote is in the pipe
         while len(done) < len(tasks):
             try:
                 index, result = self._results.get(timeout=1)
             except queue.Empty:
-                if ended:  # a result sent just before its worker died was lost with it
+                if ended:  # the supervisor itself died: this process lints what is left
                     done.update((task.index, _lint_task(task)) for task in tasks if task.index not in done)
                 ended = not self._first.is_alive()
                 continue
             if isinstance(result, str):  # its worker died on it
                 result = FileResult(paths[index], findings=[diagnostic(paths[index], result)])
-            done[index] = result
+            done[index] = pickle.loads(result) if isinstance(result, bytes) else result
         return [(task, done[task.index]) for task in tasks]
 
     def _send(self) -> None:
-        for task in sorted(self._waiting, key=lambda t: -len(t.text)):
-            self._tasks.put(task)
+        with contextlib.suppress(OSError):  # the supervisor died: run() lints the tasks left
+            for task in sorted(self._waiting, key=lambda t: -len(t.text)):
+                self._tasks.send(task)
         self._waiting.clear()
 
     def _stop(self) -> None:
         if not self._stopped:
             self._stopped = True
-            for _ in range(self.jobs):
-                self._tasks.put(None)
+            with contextlib.suppress(OSError):
+                self._tasks.send(None)
 
     def close(self) -> None:
         import queue
 
         self._stop()  # when the main process failed while reading: no more task will come
         self._first.join(0.05)
-        while self._first.is_alive():  # and read what they still send: a worker cannot end with results in the pipe
+        while self._first.is_alive():  # and read what it still sends: it cannot end with results in the pipe
             with contextlib.suppress(queue.Empty):
                 while True:
                     self._results.get_nowait()
             self._first.join(0.05)
-        self._tasks.close()  # and end its thread: a later fork copies no thread
-        self._tasks.join_thread()
+        self._tasks.close()
 
 
-def _supervise(tasks: Queue[Any], results: Queue[Any], ready: Event, jobs: int) -> None:
-    """Imports the engine, forks the workers and waits for them; one that dies before it is told
-    to stop leaves a REM000 for the file it was on, and another takes its place."""
+@dataclass
+class _Worker:
+    """The supervisor's view of one worker: its process, its end of their pipe, its tasks."""
+
+    process: Any
+    conn: Connection
+    tasks: list[_Task] = field(default_factory=list)  # sent, not answered: it lints the first
+
+
+_IN_FLIGHT = 2  # tasks sent to a worker ahead of its results, so that it never waits for the next
+
+
+def _supervise(tasks: Connection, results: Queue[Any], ready: Event, jobs: int) -> None:
+    """Imports the engine, forks the workers and hands them the tasks one at a time; a worker that
+    dies leaves a REM000 for the file it was on, and another takes its place."""
+    import collections
     import multiprocessing
     from multiprocessing.connection import wait
 
     import remat_lint.engine.lint  # noqa: F401 -- what the workers inherit
 
     context = multiprocessing.get_context("fork" if _FORK else None)
-    current = context.Array("q", [-1] * jobs, lock=False)  # each worker's task index, -1 between tasks
 
-    def start(slot: int) -> Any:
-        worker = context.Process(target=_work, args=(tasks, results, current, slot))
-        worker.start()
-        return worker
+    def start() -> _Worker:
+        ours, theirs = context.Pipe()
+        process = context.Process(target=_work, args=(theirs,))
+        process.start()
+        theirs.close()  # its death then closes the pipe: reading it raises instead of waiting
+        return _Worker(process, ours)
 
-    workers = {slot: start(slot) for slot in range(jobs)}
+    workers = [start() for _ in range(jobs)]
     ready.set()
-    while workers:
-        wait([worker.sentinel for worker in workers.values()])  # until one ends: no polling
-        for slot, worker in list(workers.items()):
-            if worker.exitcode is None:
+    pending: collections.deque[_Task] = collections.deque()
+    more = True  # tasks may still come
+    while more or pending or any(worker.tasks for worker in workers):
+        for worker in workers:
+            while len(worker.tasks) < _IN_FLIGHT and pending:
+                worker.tasks.append(pending.popleft())
+                with contextlib.suppress(OSError):  # it died: reading its pipe tells
+                    worker.conn.send(worker.tasks[-1])
+        for source in wait([tasks, *(worker.conn for worker in workers)] if more else [w.conn for w in workers]):
+            if source is tasks:
+                try:
+                    task = tasks.recv()
+                except (EOFError, OSError):  # the main process is gone
+                    task = None
+                if task is None:
+                    more = False
+                else:
+                    pending.append(task)
                 continue
-            del workers[slot]
-            if worker.exitcode != 0 and current[slot] >= 0:
-                why = _death(worker.exitcode)
-                results.put((current[slot], f"the linter's worker process died on this file ({why}): not linted"))
-                current[slot] = -1
-                workers[slot] = start(slot)  # the tasks left go on
+            worker = next(worker for worker in workers if worker.conn is source)
+            try:  # a result is passed on as the worker pickled it
+                results.put((worker.tasks[0].index if worker.tasks else -1, worker.conn.recv_bytes()))
+                worker.tasks.pop(0)
+            except (EOFError, OSError):  # it died, on its first task if it had one
+                worker.process.join()
+                if worker.tasks:
+                    results.put((worker.tasks[0].index, died_message(worker.process.exitcode)))
+                pending.extendleft(reversed(worker.tasks[1:]))  # not begun: another worker lints them
+                worker.conn.close()
+                workers[workers.index(worker)] = start()
+    for worker in workers:
+        with contextlib.suppress(OSError):
+            worker.conn.send(None)
+        worker.process.join()
 
 
-def _death(exitcode: int) -> str:
-    """How a worker ended, in words: a signal's name (SIGKILL: most often the out-of-memory killer)."""
-    import signal
-
-    if exitcode < 0 and -exitcode in signal.valid_signals():
-        name = signal.Signals(-exitcode).name
-        return f"{name}: out of memory?" if name == "SIGKILL" else name
-    return f"exit status {exitcode}"
-
-
-def _work(tasks: Queue[Any], results: Queue[Any], current: Any, slot: int) -> None:
-    for task in iter(tasks.get, None):
-        current[slot] = task.index  # before any work on it: the supervisor reads it when this process dies
-        results.put((task.index, _lint_task(task)))
-        current[slot] = -1
+def _work(conn: Connection) -> None:
+    for task in iter(conn.recv, None):
+        conn.send(_lint_task(task))
 
 
 def _lint_task(task: _Task) -> FileResult:

@@ -5,10 +5,11 @@ wrap bound at module level is what another module imports (analysis/exports.py).
 from __future__ import annotations
 
 import os
+import textwrap
 
 import pytest
 
-from tests.analysis.test_cross_module_breadth import lint_project
+from tests.analysis.test_cross_module_breadth import LAYERS, lint_project
 from tests.analysis.test_project import cli
 
 
@@ -53,3 +54,30 @@ def test_a_checkpointed_method_is_not_the_module_function_of_the_same_name(tmp_p
     (tmp_path / "pkg" / "model.py").write_text("from pkg.layers import double\ny = double(1.0, n=3)\n")
     monkeypatch.chdir(tmp_path)
     assert cli(capsys, "--no-cache", ".") == []
+
+
+def test_a_call_in_a_src_layout_reaches_the_wrap_its_package_imports(tmp_path, capsys, monkeypatch):
+    # `pkg` lives in src/ (the layout setuptools and hatch recommend): `pkg.layers` is src/pkg/layers.py,
+    # read although only the calling file is linted.
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    package = tmp_path / "src" / "pkg"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "layers.py").write_text(textwrap.dedent(LAYERS))
+    (package / "model.py").write_text("from pkg.layers import double\ny = double(1.0, n=3)\n")
+    monkeypatch.chdir(tmp_path)
+    [(path, row, message)] = cli(capsys, "--select", "REM012", "--no-cache", os.path.join("src", "pkg", "model.py"))
+    assert (path, row) == (os.path.join("src", "pkg", "model.py"), 2)
+    assert message.startswith("REM012 `n` is in `static_argnums` of `double` (layers.py:16) but passed by keyword")
+
+
+def test_a_relative_import_beyond_the_projects_top_is_left_alone(tmp_path, capsys, monkeypatch):
+    # From pkg/model.py, `...layers` is two levels above pkg: Python cannot import it, so it is not
+    # the top-level layers.py.
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    (tmp_path / "layers.py").write_text(textwrap.dedent(LAYERS))
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "model.py").write_text("from ...layers import double\ny = double(1.0, n=3)\n")
+    monkeypatch.chdir(tmp_path)
+    assert cli(capsys, "--select", "REM012", "--no-cache", os.path.join("pkg", "model.py")) == []

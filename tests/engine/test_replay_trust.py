@@ -59,6 +59,36 @@ def test_a_record_without_the_linted_paths_or_the_linters_folder_is_not_replayed
     assert lint("pkg").replayed  # the shape the tests above forge is one a replay reads
 
 
+def test_a_record_whose_bytes_were_changed_after_signing_is_not_replayed(project, lint):
+    """Its place is named with the secret, so only the tag tells a record edited there."""
+    primed(lint, "pkg")
+    (path,) = (project / ".remat_lint_cache" / replay.DIRECTORY).iterdir()
+    data = path.read_bytes()
+    tag, payload = data[: replay.TAG_BYTES], data[replay.TAG_BYTES :]
+    record = marshal.loads(payload)
+    path.write_bytes(tag + marshal.dumps((*record[:3], PASSED, 0)))  # "passed", under the old tag
+    run = lint("pkg")
+    assert not run.replayed and run.code == 1 and "REM001" in run.out
+
+
+def test_a_record_moved_to_another_invocations_place_is_not_replayed(project, lint):
+    primed(lint, "pkg")
+    quiet = primed(lint, "--exit-zero", "pkg")
+    folder = project / ".remat_lint_cache" / replay.DIRECTORY
+    secret = replay.secret()
+    assert secret is not None
+    places = {
+        argv[0]: Path(
+            replay.record_path(replay.Invocation(replay.key(argv), str(project / ".remat_lint_cache"), []), secret)
+        )
+        for argv in (["--exit-zero", "pkg"], ["pkg"])
+    }
+    assert sorted(folder.iterdir()) == sorted(places.values())
+    places["--exit-zero"].replace(places["pkg"])  # the exit-zero run's output (and code 0) under pkg's name
+    run = lint("pkg")
+    assert not run.replayed and run.code == 1 and quiet.code == 0
+
+
 def test_a_record_in_a_parent_folders_cache_is_not_looked_for(project, lint):
     forge(project.parent / ".remat_lint_cache", ["pkg"], replay.secret(create=True), full_inputs("pkg"))
     run = lint("pkg")
@@ -80,6 +110,7 @@ NEVER_RECORDED = [
     ["--quiet=1", "pkg"],
     ["--select"],
     ["-"],
+    ["--", "-"],  # stdin after the end of options too
     ["rule", "REM001"],
 ]
 
@@ -125,9 +156,10 @@ def test_the_secret_is_made_once_the_users_alone_and_a_shared_one_is_not_used(pr
     secret = tmp_path / "xdg" / "remat-lint" / "secret"
     assert secret.stat().st_mode & 0o777 == 0o600 and len(secret.read_bytes()) == replay.SECRET_BYTES
     assert [p.name for p in secret.parent.iterdir()] == ["secret"]  # no temporary left
-    secret.chmod(0o644)  # others can read it: anyone could sign a record
-    assert not lint("pkg").replayed
-    assert not lint("pkg").replayed
+    for mode in (0o644, 0o640):  # others, or the group, can read it: they could sign a record
+        secret.chmod(mode)
+        assert not lint("pkg").replayed
+        assert not lint("pkg").replayed
 
 
 # The second: no racy window at all (a change time read from the kernel's coarse clock may fall

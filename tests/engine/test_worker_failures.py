@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import sys
 
 import pytest
 
 from remat_lint.cli import command as cli
 from remat_lint.engine import lint as engine
-from remat_lint.engine import runner
+from remat_lint.engine import runner, spawned_worker
 
 BAD = "import jax\ng = jax.checkpoint(lambda x: x, policy='dots_saveable')\n"
 
@@ -65,4 +66,44 @@ def test_out_of_memory_in_the_linting_process_is_a_rem000_for_that_file(tmp_path
     assert capsys.readouterr().out.splitlines() == [
         "a.py:1:1: REM000 out of memory while linting this file: not linted",
         "b.py:2:5: REM001 `policy='dots_saveable'` is a string, not a policy",
+    ]
+
+
+# Python's parser accepts this chain; libcst's native parser overflows its stack on it (SIGSEGV,
+# measured from 8,000 operands). 20,000 keep the crash certain; the file is 120 KB.
+PARSER_BOMB = BAD + "x = " + " and ".join(["a"] * 20_000) + "\n"
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="the crash was measured on Linux")
+@pytest.mark.parametrize("jobs", [["-j", "1"], []], ids=["-j 1", "default jobs"])
+def test_a_file_that_crashes_the_parser_costs_only_itself_in_an_in_process_run(tmp_path, jobs):
+    (tmp_path / "a.py").write_text(BAD)
+    (tmp_path / "bomb.py").write_text(PARSER_BOMB)
+    (tmp_path / "z.py").write_text(BAD)
+    run = subprocess.run(
+        [sys.executable, "-m", "remat_lint", "--no-cache", *jobs, "--output-format", "concise", "-q", "."],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert (run.returncode, run.stderr) == (1, "")
+    assert run.stdout.splitlines() == [
+        "a.py:2:5: REM001 `policy='dots_saveable'` is a string, not a policy",
+        "bomb.py:1:1: REM000 the linter's worker process died on this file (SIGSEGV): not linted",
+        "z.py:2:5: REM001 `policy='dots_saveable'` is a string, not a policy",
+    ]
+
+
+def test_a_run_of_small_files_starts_no_spawned_worker(tmp_path, monkeypatch, capsys):
+    (tmp_path / "a.py").write_text(BAD)
+    monkeypatch.chdir(tmp_path)
+
+    def refuse(self):
+        raise AssertionError("a spawned worker for a small file")
+
+    monkeypatch.setattr(spawned_worker.SpawnedWorker, "start", refuse)
+    assert cli.main(["--no-cache", "-j", "1", "--output-format", "concise", "-q", "."]) == 1
+    assert capsys.readouterr().out.splitlines() == [
+        "a.py:2:5: REM001 `policy='dots_saveable'` is a string, not a policy"
     ]

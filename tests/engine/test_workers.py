@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
 import signal
@@ -103,3 +104,53 @@ def test_an_error_while_reading_ends_the_workers_instead_of_hanging(tmp_path, mo
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, previous)
+
+
+def _waiting_in_read(pid: int) -> bool:
+    """The process is blocked in read(2): for an idle worker, on the pipe its next task comes by."""
+    try:
+        return Path(f"/proc/{pid}/syscall").read_text().split()[0] == "0"  # x86-64 read
+    except (OSError, IndexError):
+        return False
+
+
+@pytest.mark.skipif(not Path("/proc/self/syscall").exists() or os.uname().machine != "x86_64", reason="Linux x86-64")
+def test_a_worker_killed_while_it_waits_for_a_task_does_not_hang_the_pool(tmp_path):
+    """The out-of-memory killer may pick an idle worker. With one task queue shared by the workers,
+    the one blocked reading it holds the queue's lock, and its death left the others waiting for
+    that lock forever: the run hung."""
+    import threading
+
+    import psutil
+
+    paths = _tree(tmp_path, bad={0, 5})
+    tasks = [
+        runner._Task(i, p, Path(p).read_text(), frozenset({"REM001"}), frozenset(), False, None)
+        for i, p in enumerate(paths)
+    ]
+    workers = runner._Workers(2)
+    supervisor = psutil.Process(workers._first.pid)
+    try:
+        assert workers._ready.wait(60)
+        reading = []
+        for _ in range(600):  # until an idle worker is blocked reading (the lock's holder, if any)
+            reading = [p for p in supervisor.children() if _waiting_in_read(p.pid)]
+            if reading:
+                break
+            threading.Event().wait(0.05)
+        assert reading
+        reading[0].send_signal(signal.SIGKILL)
+        reading[0].wait(10)
+        for task in tasks:
+            workers.submit(task)
+        done: list[list[tuple[runner._Task, object]]] = []
+        thread = threading.Thread(target=lambda: done.append(workers.run(tasks)), daemon=True)
+        thread.start()
+        thread.join(120)
+        assert not thread.is_alive(), "the pool hung"
+    finally:
+        for process in [*supervisor.children(recursive=True), supervisor]:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                process.kill()
+    found = sorted((os.path.basename(t.path), f.code) for t, r in done[0] for f in r.findings)
+    assert found == [("m000.py", "REM001"), ("m005.py", "REM001")]

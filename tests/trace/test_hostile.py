@@ -148,3 +148,36 @@ def test_an_allocation_faster_than_the_poll_fails_at_once_on_cpu(tmp_path: Path)
         "evidence": {"exception": "MemoryError", "lines": [12], "stage": "import"},  # the line that allocates
         "reason": "importing the module fails: MemoryError",
     }
+
+
+def test_a_process_the_first_round_of_a_sweep_missed_is_killed_in_a_later_one(monkeypatch):
+    """A child forked after the processes were listed (while the others are stopped and killed)."""
+    from remat_lint.trace import isolation
+
+    env = dict(os.environ)
+    token = isolation.mark(env)
+    first, late = (subprocess.Popen([sys.executable, "-c", SLEEPER], env=env, start_new_session=True) for _ in "12")
+    listings, real = [[first.pid]], isolation._processes  # the first listing misses `late`, as if forked after it
+    monkeypatch.setattr(isolation, "_processes", lambda: listings.pop() if listings else real())
+    try:
+        time.sleep(0.2)
+        isolation.sweep(token)
+        assert (first.wait(timeout=5), late.wait(timeout=5)) == (-9, -9)
+    finally:
+        for process in (first, late):
+            process.kill()
+            process.wait()
+
+
+def test_the_data_limit_is_hard_so_the_traced_code_cannot_raise_it_again():
+    from remat_lint.trace import isolation
+
+    check = (
+        "import resource\n"
+        "from remat_lint.trace import isolation\n"
+        "isolation.limit_memory()\n"
+        "print(resource.getrlimit(resource.RLIMIT_DATA))\n"
+    )
+    env = {**os.environ, isolation.MEMORY_VARIABLE: "4096"}
+    run = subprocess.run([sys.executable, "-c", check], env=env, capture_output=True, text=True, timeout=60)
+    assert run.stdout.splitlines() == [str((4096 * 2**20, 4096 * 2**20))]  # soft and hard
