@@ -46,6 +46,7 @@ class RuleInfo:
     since: str
     prefilter_words: tuple[str, ...]
     prefilter_apis: tuple[str, ...]
+    export_words: tuple[str, ...] | None  # a rule that reports at calls: its ``Rule.export_words``; None otherwise
     summary: str
     doc: str
 
@@ -69,6 +70,7 @@ class RuleInfo:
             rule.since,
             tuple(rule.prefilter_words),
             tuple(rule.prefilter_apis),
+            tuple(rule.export_words) if rule.reports_at_calls else None,
             rule.summary(),
             rule.doc(),
         )

@@ -19,6 +19,7 @@ import pytest
 
 from remat_lint import cache, cli, launch
 from remat_lint.flake8_plugin import Plugin
+from remat_lint.results import FileResult
 from tests.engine.test_replay import age
 
 LAYERS = """\
@@ -380,3 +381,55 @@ def test_the_calls_column_counts_code_points_as_every_finding_does(project, caps
     write(project, {"mypkg/stack.py": STACK.replace("return L.rotary", 'return ("é", L.rotary').replace("=4)", "=4))")})
     [finding] = json_findings(capsys, "--no-cache", "mypkg/stack.py")
     assert (finding["location"], finding["end_location"]) == ({"row": 5, "column": 18}, {"row": 5, "column": 58})
+
+
+def parsed_files(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The names of the files the run hands to the engine (a libcst parse each), in order."""
+    from remat_lint import runner
+
+    parsed: list[str] = []
+    lint_task = runner._lint_task
+
+    def recording(task: runner._Task) -> FileResult:
+        parsed.append(os.path.basename(task.path))
+        return lint_task(task)
+
+    monkeypatch.setattr(runner, "_lint_task", recording)
+    return parsed
+
+
+def test_an_imported_module_that_exports_no_such_wrap_is_not_parsed_for_a_file_linted_alone(
+    project, capsys, monkeypatch
+):
+    """What a linted file imports is parsed for the wraps whose calls are judged there (REM012's
+    ``static_argnums``, REM016's partitioning remat); a module that only uses remat is not."""
+    write(
+        project,
+        {
+            "mypkg/blocks.py": "import jax\n\n\ndef block(x):\n    return jax.checkpoint(jax.numpy.sin)(x)\n",
+            "mypkg/stack.py": STACK.replace("from . import layers as L", "from . import blocks, layers as L"),
+        },
+    )
+    parsed = parsed_files(monkeypatch)
+    assert rows(json_findings(capsys, "--no-cache", "mypkg/stack.py")) == [(*CALL, "REM012")]
+    assert sorted(parsed) == ["layers.py", "stack.py"]
+
+
+def test_a_package_that_uses_remat_and_renames_the_wrap_still_brings_it(project, capsys, monkeypatch):
+    """A re-export in an ``__init__`` that is not parsed for wraps of its own is still followed: it
+    names the wrap, so it is read for the wrap's aliases."""
+    write(
+        project,
+        {
+            "mypkg/__init__.py": (
+                "import jax\n\nfrom .layers import rotary_attention as attention\n\n"
+                "sin = jax.checkpoint(jax.numpy.sin)\n"
+            ),
+            "mypkg/stack.py": "from mypkg import attention\n\n\ndef stack(q, k, v):\n    return attention(q, k, v, num_heads=4)\n",
+        },
+    )
+    whole = rows(json_findings(capsys, "--no-cache", "."))
+    assert whole == [(*CALL, "REM012")]
+    parsed = parsed_files(monkeypatch)
+    assert rows(json_findings(capsys, "--no-cache", "mypkg/stack.py")) == whole
+    assert sorted(parsed) == ["__init__.py", "layers.py", "stack.py"]
