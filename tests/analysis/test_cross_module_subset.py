@@ -433,3 +433,41 @@ def test_a_package_that_uses_remat_and_renames_the_wrap_still_brings_it(project,
     parsed = parsed_files(monkeypatch)
     assert rows(json_findings(capsys, "--no-cache", "mypkg/stack.py")) == whole
     assert sorted(parsed) == ["__init__.py", "layers.py", "stack.py"]
+
+
+ATTENTION = 'def _attention(q, k, v, num_heads):\n    return jnp.einsum("...qd,...kd->...qk", q, k) @ v / num_heads\n'
+
+
+@pytest.mark.parametrize(
+    "wrap",
+    [
+        "ckpt = functools.partial(jax.checkpoint, static_argnums=(3,))\n\n\n@ckpt\n"
+        + LAYERS.split("\n\n\n@", 1)[1].split("\n", 1)[1],
+        ATTENTION + "\n\nif jax.__version__:\n    rotary_attention = jax.checkpoint(_attention, static_argnums=(3,))\n",
+    ],
+    ids=["partial-alias", "module-level-if"],
+)
+def test_each_module_level_form_of_the_wrap_is_read_for_a_file_linted_alone(project, capsys, wrap):
+    """The words a wrap's module must name (``Rule.export_words``) are looked for in all the
+    code that runs at module level: a partial it applies, an ``if`` around it."""
+    write(project, {"mypkg/layers.py": LAYERS.split("\n\n\n@", 1)[0] + "\n\n\n" + wrap})
+    whole = rows(json_findings(capsys, "--no-cache", "."))
+    assert whole == [(*CALL, "REM012")]
+    assert rows(json_findings(capsys, "--no-cache", "mypkg/stack.py")) == whole
+    assert flake8_rows("mypkg/stack.py") == [(CALL[1], "REM012")]
+
+
+def test_static_argnums_inside_a_function_makes_no_module_parsed_for_a_caller(project, capsys, monkeypatch):
+    """``jax.jit(f, static_argnums=...)`` in a function, ``nn.remat(..., static_argnums=...)`` in a
+    method: no module-level wrap, so the module is not parsed for the file that imports it."""
+    jit = "import jax\n\n\ndef compiled(f):\n    return jax.jit(jax.checkpoint(f), static_argnums=(1,))\n"
+    write(
+        project,
+        {
+            "mypkg/compiled.py": jit,
+            "mypkg/stack.py": STACK.replace("from . import layers as L", "from . import compiled, layers as L"),
+        },
+    )
+    parsed = parsed_files(monkeypatch)
+    assert rows(json_findings(capsys, "--no-cache", "mypkg/stack.py")) == [(*CALL, "REM012")]
+    assert sorted(parsed) == ["layers.py", "stack.py"]
