@@ -1,65 +1,45 @@
 """Which modules that a linted file imports may export a wrap whose calls the file makes, told
-without libcst: a rule that reports at calls (REM012, REM016) declares the words a module's
-top-level code names wherever it binds such a wrap to a module-level name (``Rule.export_words``).
+from the text alone (no parse): a rule that reports at calls (REM012, REM016) declares the words
+a module's top-level code names wherever it binds such a wrap to a module-level name
+(``Rule.export_words``).
 
 A file linted alone reads what it imports, transitively (``imports.py``): on MaxText, 180 files
 for a trainer, 34 of which name a remat API (36k lines a libcst parse would cost), none holding
-such a wrap. The raw text is looked at first; only a module whose text has every word of a rule
-is parsed with ``ast`` (C, no libcst) for the words of its top-level code: ``static_argnums``
-inside a method (a ``jax.jit`` or a ``nn.remat`` in ``__call__``) exports nothing.
+such a wrap. A word counts where it is outside the body and the signature of a def or class
+(``static_argnums`` of a ``jax.jit`` or of an ``nn.remat`` inside ``__call__`` exports nothing):
+in the statement of the last unindented line before it, unless that line opens a def or a class.
+Over-approximated, never under: a decorator's line opens no def; an unindented line inside a
+string or a bracket counts as a statement, so a word after it counts.
 """
 
 from __future__ import annotations
 
-import ast
+import re
+from bisect import bisect_right
 from typing import Iterable
+
+# A statement at module level starts on such a line (a closing bracket continues one: ``):``).
+_UNINDENTED = re.compile(r"^[^\s#)\]}]", re.M)
+_DEF_OR_CLASS = re.compile(r"(?:async\s+)?(?:def|class)\b")
 
 
 def may_export(source: str, needs: Iterable[tuple[str, ...]]) -> bool:
-    """Whether ``source`` names at top level every word of one of ``needs`` (each rule's
-    ``export_words``; an empty one: always)."""
-    needs = [words for words in needs if all(word in source for word in words)]
-    if not needs:
-        return False
-    if any(not words for words in needs):
-        return True
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return True  # the engine reports it
-    named = top_level_words(tree)
-    return any(named.issuperset(words) for words in needs)
+    """Whether ``source`` names outside def and class bodies every word of one of ``needs`` (each
+    rule's ``export_words``; an empty one: always)."""
+    starts: list[int] = []  # of the unindented lines, found at the first word
+    for words in needs:
+        if all(word in source for word in words):
+            starts = starts or [m.start() for m in _UNINDENTED.finditer(source)]
+            if all(_at_top_level(source, word, starts) for word in words):
+                return True
+    return False
 
 
-def top_level_words(tree: ast.Module) -> set[str]:
-    """The names, attributes, keywords, imported names and identifier-like strings of the code
-    that runs at module level: def and class bodies left out, their decorators (and a class's
-    bases) kept, lambda bodies left out."""
-    words: set[str] = set()
-    stack: list[ast.AST] = list(tree.body)
-    while stack:
-        node = stack.pop()
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            stack.extend(node.decorator_list)
-            continue
-        if isinstance(node, ast.ClassDef):
-            stack.extend([*node.decorator_list, *node.bases, *node.keywords])
-            continue
-        if isinstance(node, ast.Lambda):
-            continue
-        if isinstance(node, ast.Name):
-            words.add(node.id)
-        elif isinstance(node, ast.Attribute):
-            words.add(node.attr)
-        elif isinstance(node, ast.keyword) and node.arg is not None:
-            words.add(node.arg)
-        elif isinstance(node, ast.alias):
-            words.update(node.name.split("."))
-            if node.asname:
-                words.add(node.asname)
-        elif isinstance(node, ast.ImportFrom) and node.module:
-            words.update(node.module.split("."))
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.isidentifier():
-            words.add(node.value)
-        stack.extend(ast.iter_child_nodes(node))
-    return words
+def _at_top_level(source: str, word: str, starts: list[int]) -> bool:
+    index = source.find(word)
+    while index != -1:
+        line = bisect_right(starts, index) - 1
+        if line < 0 or not _DEF_OR_CLASS.match(source, starts[line]):
+            return True
+        index = source.find(word, index + len(word))
+    return False

@@ -35,6 +35,7 @@ class ProjectFiles:
         self._paths: dict[str, str | None] = {}  # dotted name -> path
         self._excluded: dict[str, Callable[[str], bool]] = {}  # folder -> whether an entry of it is excluded
         self._folders: dict[str, bool] = {}  # real folder -> whether a run on the root walks it
+        self._is_folders: dict[str, bool] = {}  # folder -> whether it exists
 
     def contains(self, path: str) -> bool:
         """``path`` (a real path) is below the root and no folder on the way excludes it."""
@@ -64,8 +65,9 @@ class ProjectFiles:
         if name not in self._paths:
             parts = name.split(".")
             candidates = [
-                os.path.join(base, *parts[:-1], last)
+                os.path.join(folder, last)
                 for base in (self.root, os.path.join(self.root, "src"))
+                if self._is_folder(folder := os.path.join(base, *parts[:-1]))
                 for last in (
                     os.path.join(parts[-1], "__init__.py"),
                     parts[-1] + ".py",
@@ -75,6 +77,13 @@ class ProjectFiles:
             ]
             self._paths[name] = next((p for p in candidates if os.path.isfile(p) and self.contains(p)), None)
         return self._paths[name]
+
+    def _is_folder(self, path: str) -> bool:
+        """Once per folder: most dotted names imported are a module's attributes (``linears.Dense``),
+        whose would-be folder (``linears/``) does not exist, and so neither do their four files."""
+        if path not in self._is_folders:
+            self._is_folders[path] = os.path.isdir(path)
+        return self._is_folders[path]
 
     def imported(self, path: str, data: bytes) -> set[str]:
         """The project's files that ``data`` (the file ``path``) imports: each module named and
