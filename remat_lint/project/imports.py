@@ -80,10 +80,15 @@ class ProjectFiles:
         return self._paths[name]
 
     def _is_folder(self, path: str) -> bool:
-        """Once per folder: most dotted names imported are a module's attributes (``linears.Dense``),
-        whose would-be folder (``linears/``) does not exist, and so neither do their four files."""
+        """Once per folder (a path below the root), and only when its parent is one: most dotted
+        names imported are a module's attributes (``linears.Dense``), whose would-be folder
+        (``linears/``) does not exist, and so neither do their four files. Every probe costs
+        twice: a replay record lists it (``recording.py``), and a replay checks it again."""
         if path not in self._is_folders:
-            self._is_folders[path] = os.path.isdir(path)
+            parent = os.path.dirname(path)
+            self._is_folders[path] = path == self.root or (
+                parent != path and self._is_folder(parent) and os.path.isdir(path)
+            )
         return self._is_folders[path]
 
     def imported(self, path: str, data: bytes) -> set[str]:
