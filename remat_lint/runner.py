@@ -170,7 +170,7 @@ def _lint(
     while reading (a large tree) or in ``_lint_tasks``.
     ``texts`` receives the texts of files with findings; a file holding one of ``words`` is parsed
     for its project summary although the prefilter rejects it; with ``named_only``, a file holding
-    none is not parsed (its cached result still counts). ``files``: how many inputs there are."""
+    none is skipped (no parse, no cache entry read). ``files``: how many inputs there are."""
     scan = _Scan(resolver, cache, words, texts, notebooks, named_only)
     tasks: list[_Task] = []
     workers: _Workers | None = None
@@ -224,6 +224,8 @@ class _Scan:
         facts = project_codes(settings.enabled_codes())  # of every file, whatever its per-file ignores
         wanted = codes | facts
         named = bool(words) and Prefilter(words).textual(source.text) is True
+        if self.named_only and not named:
+            return None  # neither calls nor re-exports a candidate's wrap: nothing of it is needed
         if not wanted:
             return None
         prefilter = prefilter_for(wanted)
@@ -237,8 +239,6 @@ class _Scan:
             results[index] = cached
             if self.texts is not None and (cached.findings or cached.suppressed):
                 self.texts[path] = source.text
-        elif self.named_only and not named:
-            pass  # neither calls nor re-exports a candidate's wrap: nothing of it is needed
         elif textual is None and not named and prefilter.rejected_by_text(source.text):
             # What the engine would return, here: no libcst import or worker for it (the engine's
             # rules are these or fewer, so its prefilter rejects the file too).
