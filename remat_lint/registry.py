@@ -51,6 +51,7 @@ class RuleInfo:
     since: str
     prefilter_words: tuple[str, ...]
     prefilter_apis: tuple[str, ...]
+    export_words: tuple[str, ...] | None  # a rule that reports at calls: its ``Rule.export_words``; None otherwise
 
     @property
     def url(self) -> str:
@@ -81,6 +82,7 @@ class RuleInfo:
             rule.since,
             tuple(rule.prefilter_words),
             tuple(rule.prefilter_apis),
+            tuple(rule.export_words) if rule.reports_at_calls else None,
         )
 
 

@@ -87,6 +87,12 @@ class Rule:
     # Whether ``check_project`` reports at other modules' calls of the candidate's wrap (REM012): the
     # candidates of files read only for the project are judged too, for the calls in linted files.
     reports_at_calls: ClassVar[bool] = False
+    # For such a rule: words that a module's top-level code (outside def and class bodies,
+    # decorators and imports included) names, all of them, wherever it binds a wrap to a
+    # module-level name other modules may call (a candidate). A module that a linted file imports
+    # is parsed for candidates only where one rule's words are all there (project/exports.py);
+    # empty: every module may hold one.
+    export_words: ClassVar[tuple[str, ...]] = ()
     preview: ClassVar[bool] = False  # new, may still change: runs only when its own code is selected
     # Reported only by ``--trace --trace-run`` discovery (trace/worker/discovery.py) from the programs the run
     # differentiated; its ``check`` never reports (no spelling shows the misuse), so it has no INVALID examples.

@@ -68,6 +68,7 @@ class RematKeywordDropped(Rule):
     severity = Severity.ERROR
     project_wide = True  # the call may be in another module than the wrap
     reports_at_calls = True
+    export_words = ("partitioning", "remat")  # its one API, as the module's imports and calls name it
 
     VALID = [
         (

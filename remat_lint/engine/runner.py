@@ -28,6 +28,7 @@ from remat_lint.engine.sources import SUFFIX as NOTEBOOK
 from remat_lint.engine.sources import Notebook, SourceFile
 from remat_lint.engine.spawned_worker import SpawnedWorker, died_message
 from remat_lint.findings import Finding
+from remat_lint.project.exports import may_export
 from remat_lint.project.imports import ProjectFiles
 from remat_lint.registry import rule_index
 
@@ -168,14 +169,16 @@ def _lint(
     cache: Cache | None,
     texts: dict[str, str] | None = None,
     words: frozenset[str] = frozenset(),
+    named_only: bool = False,
     notebooks: dict[str, Notebook] | None = None,
     files: int = 0,
 ) -> list[FileResult]:
     """One result per input, in order: prefilter and cache here, parses in ``_Workers`` started
     while reading (a large tree) or in ``_lint_tasks``.
     ``texts`` receives the texts of files with findings; a file holding one of ``words`` is parsed
-    for its project summary although the prefilter rejects it. ``files``: how many inputs there are."""
-    scan = _Scan(resolver, cache, words, texts, notebooks)
+    for its project summary although the prefilter rejects it; with ``named_only``, a file holding
+    none is skipped (no parse, no cache entry read). ``files``: how many inputs there are."""
+    scan = _Scan(resolver, cache, words, texts, notebooks, named_only)
     tasks: list[_Task] = []
     workers: _Workers | None = None
     try:
@@ -211,6 +214,7 @@ class _Scan:
     words: frozenset[str]
     texts: dict[str, str] | None
     notebooks: dict[str, Notebook] | None
+    named_only: bool = False
     results: list[FileResult] = field(default_factory=list)  # one per input; a task's is replaced by its own
 
     def __call__(self, index: int, path: str, data: bytes | Finding) -> _Task | None:
@@ -227,6 +231,8 @@ class _Scan:
         facts = project_codes(settings.enabled_codes())  # of every file, whatever its per-file ignores
         wanted = codes | facts
         named = bool(words) and Prefilter(words).textual(source.text) is True
+        if self.named_only and not named:
+            return None  # neither calls nor re-exports a candidate's wrap: nothing of it is needed
         if not wanted:
             return None
         prefilter = prefilter_for(wanted)
@@ -286,6 +292,8 @@ class ProjectPass:
         self.resolver, self.jobs, self.cache, self.ignore_noqa = resolver, jobs, cache, ignore_noqa
         self.read = read or _read
         self.codes = project_codes(frozenset(info.code for info in rule_index()))
+        # The words that an imported module names where it may export a wrap (project/exports.py).
+        self.exports = [info.export_words for info in rule_index() if info.export_words is not None]
         # Per project root and candidates' symbols: the other files, once collected.
         self.others: dict[tuple[str | None, frozenset[str]], list[FileResult]] = {}
         self.members: dict[str | None, frozenset[str]] = {}  # per project root: its files (real paths), once discovered
@@ -374,7 +382,8 @@ class ProjectPass:
         texts = {r.path: self._data(r.path) for r in group}
         imported = self._files[root].closure({p: t for p, t in texts.items() if t is not None}, self._data, self._real)
         self.imported = {self._real(path) for path, _ in imported}
-        found = _lint(((p, d) for p, d in imported if d is not None), self.resolver, jobs=self.jobs, cache=self.cache)
+        exporting = ((p, d) for p, d in imported if d is not None and self._may_export(d))
+        found = _lint(exporting, self.resolver, jobs=self.jobs, cache=self.cache)
         others = [_for_project(r) for r in found if r.summary is not None]
         symbols = self._symbols(others)
         if not symbols:
@@ -382,12 +391,22 @@ class ProjectPass:
         summarized = {self._real(r.path) for r in others}
         paths = {real: path for path, _ in imported if (real := self._real(path)) not in summarized}
         paths.update((real, r.path) for r in group if r.summary is None and (real := self._real(r.path)))
-        return others + self._summaries(paths, group + others, symbols)
+        return others + self._summaries(paths, group + others, symbols, named_only=True)
 
-    def _summaries(self, paths: dict[str, str], known: list[FileResult], words: frozenset[str]) -> list[FileResult]:
+    def _may_export(self, data: bytes) -> bool:
+        """An imported file may hold a candidate that reports at the linted files' calls (REM012's
+        wrap with ``static_argnums``): only those are parsed at first (``project/exports.py``); the
+        others, when they name a candidate's symbol (a re-export), in ``_summaries``."""
+        return may_export(data.decode("utf-8", "replace"), self.exports)
+
+    def _summaries(
+        self, paths: dict[str, str], known: list[FileResult], words: frozenset[str], *, named_only: bool = False
+    ) -> list[FileResult]:
         """The summaries of ``paths`` (real path -> path), those that name none of ``words`` only
-        when the prefilter keeps them; then of the rest that name their aliases and their classes'
-        bases (``related_names``), and so on, ``_RELATED_DEPTH`` rounds at most."""
+        when the prefilter keeps them and not ``named_only`` (imported files: one that names no
+        candidate's symbol neither calls nor re-exports it); then of the rest that name their
+        aliases and their classes' bases (``related_names``), and so on, ``_RELATED_DEPTH`` rounds
+        at most."""
         others: list[FileResult] = []
         seen = set(words)
         for _ in range(_RELATED_DEPTH):  # then the files naming the symbols' aliases and their classes' bases
@@ -397,6 +416,7 @@ class ProjectPass:
                 jobs=self.jobs,
                 cache=self.cache,
                 words=words,
+                named_only=named_only,
             )
             found = [_for_project(r) for r in found if r.summary is not None]
             others += found

@@ -20,6 +20,7 @@ import pytest
 from remat_lint.cache import result_cache as cache
 from remat_lint.cli import command as cli
 from remat_lint.cli import launch
+from remat_lint.engine.results import FileResult
 from remat_lint.flake8_plugin import Plugin
 from tests.engine.test_replay import age
 
@@ -382,3 +383,93 @@ def test_the_calls_column_counts_code_points_as_every_finding_does(project, caps
     write(project, {"mypkg/stack.py": STACK.replace("return L.rotary", 'return ("é", L.rotary').replace("=4)", "=4))")})
     [finding] = json_findings(capsys, "--no-cache", "mypkg/stack.py")
     assert (finding["location"], finding["end_location"]) == ({"row": 5, "column": 18}, {"row": 5, "column": 58})
+
+
+def parsed_files(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The names of the files the run hands to the engine (a libcst parse each), in order."""
+    from remat_lint.engine import runner
+
+    parsed: list[str] = []
+    lint_task = runner._lint_task
+
+    def recording(task: runner._Task) -> FileResult:
+        parsed.append(os.path.basename(task.path))
+        return lint_task(task)
+
+    monkeypatch.setattr(runner, "_lint_task", recording)
+    return parsed
+
+
+def test_an_imported_module_that_exports_no_such_wrap_is_not_parsed_for_a_file_linted_alone(
+    project, capsys, monkeypatch
+):
+    """What a linted file imports is parsed for the wraps whose calls are judged there (REM012's
+    ``static_argnums``, REM016's partitioning remat); a module that only uses remat is not."""
+    write(
+        project,
+        {
+            "mypkg/blocks.py": "import jax\n\n\ndef block(x):\n    return jax.checkpoint(jax.numpy.sin)(x)\n",
+            "mypkg/stack.py": STACK.replace("from . import layers as L", "from . import blocks, layers as L"),
+        },
+    )
+    parsed = parsed_files(monkeypatch)
+    assert rows(json_findings(capsys, "--no-cache", "mypkg/stack.py")) == [(*CALL, "REM012")]
+    assert sorted(parsed) == ["layers.py", "stack.py"]
+
+
+def test_a_package_that_uses_remat_and_renames_the_wrap_still_brings_it(project, capsys, monkeypatch):
+    """A re-export in an ``__init__`` that is not parsed for wraps of its own is still followed: it
+    names the wrap, so it is read for the wrap's aliases."""
+    write(
+        project,
+        {
+            "mypkg/__init__.py": (
+                "import jax\n\nfrom .layers import rotary_attention as attention\n\n"
+                "sin = jax.checkpoint(jax.numpy.sin)\n"
+            ),
+            "mypkg/stack.py": "from mypkg import attention\n\n\ndef stack(q, k, v):\n    return attention(q, k, v, num_heads=4)\n",
+        },
+    )
+    whole = rows(json_findings(capsys, "--no-cache", "."))
+    assert whole == [(*CALL, "REM012")]
+    parsed = parsed_files(monkeypatch)
+    assert rows(json_findings(capsys, "--no-cache", "mypkg/stack.py")) == whole
+    assert sorted(parsed) == ["__init__.py", "layers.py", "stack.py"]
+
+
+ATTENTION = 'def _attention(q, k, v, num_heads):\n    return jnp.einsum("...qd,...kd->...qk", q, k) @ v / num_heads\n'
+
+
+@pytest.mark.parametrize(
+    "wrap",
+    [
+        "ckpt = functools.partial(jax.checkpoint, static_argnums=(3,))\n\n\n@ckpt\n"
+        + LAYERS.split("\n\n\n@", 1)[1].split("\n", 1)[1],
+        ATTENTION + "\n\nif jax.__version__:\n    rotary_attention = jax.checkpoint(_attention, static_argnums=(3,))\n",
+    ],
+    ids=["partial-alias", "module-level-if"],
+)
+def test_each_module_level_form_of_the_wrap_is_read_for_a_file_linted_alone(project, capsys, wrap):
+    """The words a wrap's module must name (``Rule.export_words``) are looked for in all the
+    code that runs at module level: a partial it applies, an ``if`` around it."""
+    write(project, {"mypkg/layers.py": LAYERS.split("\n\n\n@", 1)[0] + "\n\n\n" + wrap})
+    whole = rows(json_findings(capsys, "--no-cache", "."))
+    assert whole == [(*CALL, "REM012")]
+    assert rows(json_findings(capsys, "--no-cache", "mypkg/stack.py")) == whole
+    assert flake8_rows("mypkg/stack.py") == [(CALL[1], "REM012")]
+
+
+def test_static_argnums_inside_a_function_makes_no_module_parsed_for_a_caller(project, capsys, monkeypatch):
+    """``jax.jit(f, static_argnums=...)`` in a function, ``nn.remat(..., static_argnums=...)`` in a
+    method: no module-level wrap, so the module is not parsed for the file that imports it."""
+    jit = "import jax\n\n\ndef compiled(f):\n    return jax.jit(jax.checkpoint(f), static_argnums=(1,))\n"
+    write(
+        project,
+        {
+            "mypkg/compiled.py": jit,
+            "mypkg/stack.py": STACK.replace("from . import layers as L", "from . import compiled, layers as L"),
+        },
+    )
+    parsed = parsed_files(monkeypatch)
+    assert rows(json_findings(capsys, "--no-cache", "mypkg/stack.py")) == [(*CALL, "REM012")]
+    assert sorted(parsed) == ["layers.py", "stack.py"]
