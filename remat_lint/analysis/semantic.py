@@ -642,7 +642,13 @@ class _Builder:
     def on_comprehension(self, node: cst.CSTNode) -> None:
         outer, outer_guards = self.scope, self.guards
         self.scope, self.guards = Scope("comprehension", node, outer), ()
-        self.visit_children(node)
+        # The ``for`` clauses run before the element: their targets are bound when it is computed.
+        for_in = getattr(node, "for_in", None)
+        if isinstance(for_in, cst.CompFor):
+            self.visit(for_in, node)
+        for child in child_nodes(node):
+            if child is not for_in:
+                self.visit(child, node)
         self.scope, self.guards = outer, outer_guards
 
     def on_comp_for(self, node: cst.CompFor) -> None:

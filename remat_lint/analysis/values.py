@@ -10,8 +10,12 @@ when any of them is unknown. It follows:
 - policies and factories of ``jax.checkpoint_policies`` by qualified name, a factory's call, and
   ``getattr(jax.checkpoint_policies, name)``;
 - dict literals bound to a name that is never mutated: ``POLICIES["dots"]``, ``POLICIES[key]``
-  (any entry), ``POLICIES.get(key, default)``;
-- the return values of a same-module function (every ``return`` resolvable, no decorator);
+  (any entry), ``POLICIES.get(key, default)``; tuple and list literals indexed by an integer;
+- loop and comprehension variables: each element of the tuple or list literal iterated;
+- enum members' values (``Mode.FULL.value``, ``Mode["FULL"].value``: ``enums.member_value``);
+- the return values of a same-module function (every ``return`` resolvable; no decorator but
+  ``functools.cache``/``lru_cache``, which return what the function does);
+- wrappers that return their argument's behaviour (``apis.SAME_BEHAVIOUR``: ``named_call``);
 - configuration (``config_values.ConfigSources``): config classes' fields, ``ml_collections``
   ConfigDicts, the environment, absl flags and argparse options.
 
@@ -33,6 +37,7 @@ import libcst as cst
 
 from remat_lint.analysis.bodies import method, receiver_class
 from remat_lint.analysis.config_values import ENVIRONMENT_GETTERS, ConfigSources
+from remat_lint.analysis.enums import member_value
 from remat_lint.analysis.semantic import SemanticModel, child_nodes
 from remat_lint.analysis.value import (
     MAX_DEPTH,
@@ -44,14 +49,19 @@ from remat_lint.analysis.value import (
     literal_value,
     union,
 )
-from remat_lint.apis import is_policy_namespace, policy_info
+from remat_lint.apis import SAME_BEHAVIOUR, is_policy_namespace, policy_info
 
 __all__ = ["Possible", "Value", "Values", "deferred", "function_returns"]
 
 ImportedValues = Callable[[str, bool], "tuple[Value, ...] | None"]  # (dotted name, any instance's field)
 
 _STR_METHODS = frozenset({"format", "lower", "upper", "strip", "replace", "removesuffix", "removeprefix"})
-_DICT_MUTATORS = frozenset({"update", "setdefault", "pop", "popitem", "clear", "__setitem__"})
+# Methods that change a dict or list literal bound to a name in place: its entries are unknown.
+_MUTATORS = frozenset(
+    {"update", "setdefault", "pop", "popitem", "clear", "__setitem__", "append", "extend", "insert", "remove"}
+)
+# Decorators after which a function returns what its body does (they only memoize).
+_CACHES = frozenset({"functools.cache", "functools.lru_cache"})
 
 
 class Values:
@@ -128,6 +138,8 @@ class Values:
                 values = self._imported(binding.qname)
             elif binding.kind == "def":
                 values = (Value("callable", node=binding.node),)
+            elif isinstance(binding.node, (cst.For, cst.CompFor)) and _loop_variable(binding.node, name.value):
+                values = self._elements(binding.node.iter, depth)
             else:
                 values = None
             if values is None:
@@ -177,6 +189,9 @@ class Values:
         policy = _policy(self.model.qualified_name(expr))
         if policy is not None:
             return (policy,)
+        member = member_value(self.model, expr)
+        if member is not None:
+            return self.possible(member, depth)
         return self.config.attribute(expr, depth) or self._imported_field(expr)
 
     def _imported_field(self, expr: cst.Attribute) -> Possible | None:
@@ -216,7 +231,11 @@ class Values:
         if len(expr.slice) != 1 or not isinstance(expr.slice[0].slice, cst.Index):
             return None
         key = expr.slice[0].slice.value
-        return self.config.environment_item(expr) or self._lookup(expr.value, key, None, depth, getter=False)
+        return (
+            self.config.environment_item(expr)
+            or self._item(expr.value, key, depth)
+            or self._lookup(expr.value, key, None, depth, getter=False)
+        )
 
     def _call(self, call: cst.Call, depth: int) -> Possible | None:
         qname = self.model.qualified_name(call.func)
@@ -238,6 +257,8 @@ class Values:
             return None
         if qname in ENVIRONMENT_GETTERS:
             return self.config.environment(call, qname, depth)
+        if qname in SAME_BEHAVIOUR and call.args and call.args[0].keyword is None and not call.args[0].star:
+            return self.possible(call.args[0].value, depth)
         if qname == "builtins.str":
             return (Value("str", node=call),)
         func = call.func
@@ -303,7 +324,7 @@ class Values:
             if (
                 isinstance(attribute.value, cst.Name)
                 and attribute.value.value == name
-                and attribute.attr.value in _DICT_MUTATORS
+                and attribute.attr.value in _MUTATORS
             ):
                 return True
         if self._subscript_writes is None:
@@ -317,7 +338,7 @@ class Values:
         if definition is None and isinstance(call.func, cst.Attribute):
             owner = receiver_class(self.model, call.func.value)
             definition = method(self.model, owner, call.func.attr.value) if owner is not None else None
-        if not isinstance(definition, cst.FunctionDef) or definition.decorators or definition.asynchronous:
+        if not isinstance(definition, cst.FunctionDef) or definition.asynchronous or not self._plain(definition):
             return None
         returns = function_returns(definition)
         if returns is None:
@@ -329,6 +350,45 @@ class Values:
                 return None
             found = union(found, tuple(v.sourced(f"{definition.name.value}()") for v in values))  # type: ignore[assignment]
         return found
+
+    def _plain(self, definition: cst.FunctionDef) -> bool:
+        """A function that returns what its body does: undecorated, or only memoized."""
+        for decorator in definition.decorators:
+            expr = decorator.decorator
+            if isinstance(expr, cst.Call):
+                expr = expr.func  # ``@functools.lru_cache(maxsize=None)``
+            if self.model.qualified_name(expr) not in _CACHES:
+                return False
+        return True
+
+    def _elements(self, iterated: cst.BaseExpression, depth: int) -> Possible | None:
+        """Every element of the tuple or list literal that ``iterated`` is (or a name bound to one
+        holds): what a loop variable over it can be."""
+        if isinstance(iterated, cst.Name) and self._mutated(iterated.value):
+            return None
+        found: Possible | None = ()
+        for sequence in self.possible(iterated, depth) or (None,):
+            if sequence is None or sequence.kind not in ("tuple", "list") or sequence.items is None:
+                return None
+            for item in sequence.items:
+                found = union(found, (item,))
+        return found or None
+
+    def _item(self, sequence: cst.BaseExpression, key: cst.BaseExpression, depth: int) -> Possible | None:
+        """``sequence[i]`` of a tuple or list literal (or a name bound to one) and an integer ``i``."""
+        index = self.single(key, depth)
+        if index is None or index.kind != "int" or not isinstance(index.literal, int):
+            return None
+        if isinstance(sequence, cst.Name) and self._mutated(sequence.value):
+            return None
+        found: Possible | None = ()
+        for value in self.possible(sequence, depth) or (None,):
+            if value is None or value.kind not in ("tuple", "list") or value.items is None:
+                return None
+            if not -len(value.items) <= index.literal < len(value.items):
+                return None  # IndexError
+            found = union(found, (value.items[index.literal],))
+        return found or None
 
 
 def deferred(qname: str, instance: bool) -> Possible:
@@ -342,6 +402,11 @@ def _policy(qname: str | None) -> Value | None:
     if info is None:
         return None
     return Value("factory" if info.kind == "factory" else "policy", qname=qname)
+
+
+def _loop_variable(loop: cst.For | cst.CompFor, name: str) -> bool:
+    """The loop binds ``name`` as its whole target (``for p in ...``, not ``for p, q in ...``)."""
+    return isinstance(loop.target, cst.Name) and loop.target.value == name
 
 
 def _subscript_writes(module: cst.Module) -> set[str]:

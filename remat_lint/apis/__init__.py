@@ -19,7 +19,7 @@ from remat_lint.apis.records import BodyParam, DiffApi, DiffKind, Family, FlagLa
 
 __all__ = [
     "CHECKPOINT_NAME", "DIFF_APIS", "DISPLAY_NAMES", "FLAG_LAYERS", "FRAMEWORKS", "FUNCTION_NAMES", "LINEN_MODULE_CLASSES", "LOOP_APIS",
-    "PARTIAL", "POLICIES", "POLICY_NAMESPACES", "REMAT_APIS", "REMOVED_APIS", "SAME_FUNCTION", "SCANS", "VJPS", "VMAP_APIS",
+    "PARTIAL", "POLICIES", "POLICY_NAMESPACES", "REMAT_APIS", "REMOVED_APIS", "SAME_BEHAVIOUR", "SAME_FUNCTION", "SCANS", "VJPS", "VMAP_APIS",
     "BodyParam", "DiffApi", "DiffKind", "Family", "FlagLayer", "PolicyInfo", "RematApi",
     "is_policy_namespace", "policy_info", "raises_when", "remat_api",
 ]  # fmt: skip
@@ -44,8 +44,10 @@ DISPLAY_NAMES = {api.qname: api.display for api in REMAT_APIS.values()}
 FUNCTION_NAMES = {api.qname: api.function_name for api in REMAT_APIS.values()}
 
 PARTIAL = frozenset({"functools.partial"})
+# Wrappers whose result behaves as their argument does: ``jax.named_call(jax.checkpoint(loss))``.
+SAME_BEHAVIOUR = frozenset(_rows("SAME_BEHAVIOUR"))
 # Wrappers that return a callable computing the same function: ``jax.jit(jax.checkpoint(loss))``.
-SAME_FUNCTION = PARTIAL.union(_rows("JITS"))
+SAME_FUNCTION = PARTIAL.union(_rows("JITS"), SAME_BEHAVIOUR)
 
 DIFF_APIS: dict[str, DiffApi] = {api.qname: api for api in _rows("DIFF_APIS")}
 VJPS = frozenset(api.qname for api in DIFF_APIS.values() if api.pullback)

@@ -56,6 +56,8 @@ CHECKPOINT_NAME = frozenset({"jax.ad_checkpoint.checkpoint_name"})
 # --- transforms ----------------------------------------------------------------------------------
 
 JITS = frozenset({"jax.jit"})  # return a callable computing the same function
+# Return their argument's behaviour unchanged (``named_call`` only names it in the jaxpr).
+SAME_BEHAVIOUR = frozenset({"jax.named_call"})
 
 DIFF_APIS = [
     DiffApi("jax.grad", "grad", "fun"),
