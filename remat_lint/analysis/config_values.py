@@ -32,7 +32,7 @@ from remat_lint.analysis.value import (
     literal_value,
     union,
 )
-from remat_lint.apis import flax
+from remat_lint.apis import equinox, flax
 
 if TYPE_CHECKING:
     from remat_lint.analysis.values import Values
@@ -57,7 +57,7 @@ _DATACLASS_DECORATORS = frozenset(
     }
 )
 _CONFIG_DICTS = frozenset({"ml_collections.ConfigDict", "ml_collections.config_dict.ConfigDict"})
-_CONFIG_BASES = frozenset({"builtins.object", "typing.NamedTuple", flax.PYTREE_NODE})
+_CONFIG_BASES = frozenset({"builtins.object", "typing.NamedTuple", flax.PYTREE_NODE, equinox.MODULE})
 _ABSL_FLAGS = frozenset({"absl.flags.FLAGS", "absl.flags.FlagValues"})
 _ABSL_DEFINES: dict[str, Kind] = {
     "DEFINE_string": "str",

@@ -18,8 +18,9 @@ from remat_lint.apis.linen import MODULE_CLASSES as LINEN_MODULE_CLASSES
 from remat_lint.apis.records import BodyParam, DiffApi, DiffKind, Family, FlagLayer, PolicyInfo, RematApi
 
 __all__ = [
-    "CHECKPOINT_NAME", "DIFF_APIS", "DISPLAY_NAMES", "FLAG_LAYERS", "FRAMEWORKS", "FUNCTION_NAMES", "LINEN_MODULE_CLASSES", "LOOP_APIS",
-    "PARTIAL", "POLICIES", "POLICY_NAMESPACES", "REMAT_APIS", "REMOVED_APIS", "SAME_BEHAVIOUR", "SAME_FUNCTION", "SCANS", "VJPS", "VMAP_APIS",
+    "CHECKPOINT_NAME", "DIFF_APIS", "DISPLAY_NAMES", "FLAG_LAYERS", "FRAMEWORKS", "FUNCTION_NAMES", "LINEAR_LAYERS",
+    "LINEN_MODULE_CLASSES", "LOOP_APIS", "PARTIAL", "POLICIES", "POLICY_NAMESPACES", "REMAT_APIS", "REMOVED_APIS",
+    "SAME_BEHAVIOUR", "SAME_FUNCTION", "SCANS", "VJPS", "VMAP_APIS",
     "BodyParam", "DiffApi", "DiffKind", "Family", "FlagLayer", "PolicyInfo", "RematApi",
     "is_policy_namespace", "policy_info", "raises_when", "remat_api",
 ]  # fmt: skip
@@ -57,6 +58,9 @@ LOOP_APIS: dict[str, BodyParam] = _merged("LOOP_APIS")
 # Scans over a sequence given as ``xs`` (or Flax's lifted scan): where "over layers" applies.
 SCANS = frozenset(_rows("SCANS"))
 VMAP_APIS: dict[str, BodyParam] = _merged("VMAP_APIS")
+
+# A single linear layer given to a remat that takes instances (``hk.remat(hk.Linear(4))``; REM106).
+LINEAR_LAYERS = frozenset(_rows("LINEAR_LAYERS"))
 
 # Layers that test a mode flag in Python: qualified name -> how.
 FLAG_LAYERS: dict[str, FlagLayer] = _merged("FLAG_LAYERS")

@@ -109,3 +109,4 @@ NN_PREFIX = "jax.nn."
 DEBUG_CALLBACKS = frozenset({"jax.debug.print", "jax.debug.callback"})
 IO_CALLBACKS = frozenset({"jax.experimental.io_callback"})
 MATMULS = frozenset({"jax.numpy.dot", "jax.numpy.matmul", "jax.lax.dot"})  # a single linear layer (REM106)
+EINSUMS = frozenset({"jax.numpy.einsum"})  # with a subscripts string and two operands: one too (REM106)
