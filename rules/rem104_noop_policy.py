@@ -146,7 +146,10 @@ class NoopPolicy(Rule):
         return bool(found) and all(v.kind == "policy" and _policy_name(v.qname) == "everything_saveable" for v in found)
 
     def _is_everything_saveable(self, value: cst.BaseExpression) -> bool:
-        return _policy_name(self.ctx.qualified_name(value)) == "everything_saveable"
+        """``value`` spells ``everything_saveable`` itself (an import of it, not a name bound to it)."""
+        binding = self.ctx.model.single_binding(value) if isinstance(value, cst.Name) else None
+        spelled = binding is None or binding.kind == "import"
+        return spelled and _policy_name(self.ctx.qualified_name(value)) == "everything_saveable"
 
     def _always_true(self, value: cst.BaseExpression) -> bool:
         constant = constant_return(self.ctx.model, value)

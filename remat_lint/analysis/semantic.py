@@ -661,6 +661,15 @@ class _Builder:
             self.visit(node.inner_for_in, node)
 
 
+def iterated(binding: Binding) -> cst.BaseExpression | None:
+    """The collection a ``for`` loop or comprehension iterates when ``binding`` is its plain
+    target (``for block in blocks``, ``[... for p in NAMES]``; not ``for a, b in ...``)."""
+    loop = binding.node
+    if isinstance(loop, (cst.For, cst.CompFor)) and isinstance(loop.target, cst.Name):
+        return loop.iter if loop.target.value == binding.name else None
+    return None
+
+
 def _unpacked(target: cst.Tuple | cst.List, value: cst.BaseExpression | None) -> list[cst.BaseExpression] | None:
     """The element of a tuple or list literal each element of ``target`` gets, when they pair up."""
     if not isinstance(value, (cst.Tuple, cst.List)) or len(value.elements) != len(target.elements):

@@ -38,7 +38,7 @@ import libcst as cst
 from remat_lint.analysis.bodies import method, receiver_class
 from remat_lint.analysis.config_values import ENVIRONMENT_GETTERS, ConfigSources
 from remat_lint.analysis.enums import member_value
-from remat_lint.analysis.semantic import SemanticModel, child_nodes
+from remat_lint.analysis.semantic import SemanticModel, child_nodes, iterated
 from remat_lint.analysis.value import (
     MAX_DEPTH,
     Kind,
@@ -138,8 +138,8 @@ class Values:
                 values = self._imported(binding.qname)
             elif binding.kind == "def":
                 values = (Value("callable", node=binding.node),)
-            elif isinstance(binding.node, (cst.For, cst.CompFor)) and _loop_variable(binding.node, name.value):
-                values = self._elements(binding.node.iter, depth)
+            elif (collection := iterated(binding)) is not None:
+                values = self._elements(collection, depth)
             else:
                 values = None
             if values is None:
@@ -402,11 +402,6 @@ def _policy(qname: str | None) -> Value | None:
     if info is None:
         return None
     return Value("factory" if info.kind == "factory" else "policy", qname=qname)
-
-
-def _loop_variable(loop: cst.For | cst.CompFor, name: str) -> bool:
-    """The loop binds ``name`` as its whole target (``for p in ...``, not ``for p, q in ...``)."""
-    return isinstance(loop.target, cst.Name) and loop.target.value == name
 
 
 def _subscript_writes(module: cst.Module) -> set[str]:
