@@ -142,7 +142,7 @@ class NoopPolicy(Rule):
     def _saves_everything(self, value: cst.BaseExpression) -> bool:
         """Every value ``value`` can hold is ``everything_saveable`` (through names, config
         fields, lookups, helpers: the value layer)."""
-        found = self.ctx.values.possible(value)
+        found = self.ctx.values.possible(value) or ()
         return bool(found) and all(v.kind == "policy" and _policy_name(v.qname) == "everything_saveable" for v in found)
 
     def _is_everything_saveable(self, value: cst.BaseExpression) -> bool:

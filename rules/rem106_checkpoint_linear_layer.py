@@ -106,7 +106,7 @@ class CheckpointLinearLayer(Rule):
         qname = self.ctx.qualified_name(layer)  # type: ignore[arg-type]
         if (site.api.family == "flax" and qname in LINEAR_CLASSES) or (site.api.family == "jax" and qname in MATMULS):
             return f"`{self.ctx.code(layer)}`"  # type: ignore[arg-type]
-        built = construction_of(self.ctx.model, layer) if layer is not None else None
+        built = construction_of(self.ctx.model, layer) if isinstance(layer, cst.BaseExpression) else None
         if built is not None and self.ctx.qualified_name(built.func) in LINEAR_LAYERS:
             return f"`{self.ctx.code(layer)}`"  # type: ignore[arg-type]  # hk.remat(hk.Linear(4)): an instance
         if fn is None or fn.star_args or fn.bound:
