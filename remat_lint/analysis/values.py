@@ -361,17 +361,25 @@ class Values:
                 return False
         return True
 
-    def _elements(self, iterated: cst.BaseExpression, depth: int) -> Possible | None:
-        """Every element of the tuple or list literal that ``iterated`` is (or a name bound to one
-        holds): what a loop variable over it can be."""
-        if isinstance(iterated, cst.Name) and self._mutated(iterated.value):
+    def _sequences(self, expr: cst.BaseExpression, depth: int) -> list[tuple[Value, ...]] | None:
+        """The items of every tuple or list literal ``expr`` can hold (a name bound to one that
+        nothing mutates); None when one of its values is anything else."""
+        if isinstance(expr, cst.Name) and self._mutated(expr.value):
             return None
-        found: Possible | None = ()
-        for sequence in self.possible(iterated, depth) or (None,):
-            if sequence is None or sequence.kind not in ("tuple", "list") or sequence.items is None:
+        found: list[tuple[Value, ...]] = []
+        for value in self.possible(expr, depth) or (None,):
+            if value is None or value.kind not in ("tuple", "list") or value.items is None:
                 return None
-            for item in sequence.items:
-                found = union(found, (item,))
+            found.append(value.items)
+        return found
+
+    def _elements(self, iterated: cst.BaseExpression, depth: int) -> Possible | None:
+        """What a loop variable over ``iterated`` can be: any element of the literal it is."""
+        found: Possible | None = ()
+        for items in self._sequences(iterated, depth) or [None]:
+            if items is None:
+                return None
+            found = union(found, items)
         return found or None
 
     def _item(self, sequence: cst.BaseExpression, key: cst.BaseExpression, depth: int) -> Possible | None:
@@ -379,15 +387,11 @@ class Values:
         index = self.single(key, depth)
         if index is None or index.kind != "int" or not isinstance(index.literal, int):
             return None
-        if isinstance(sequence, cst.Name) and self._mutated(sequence.value):
-            return None
         found: Possible | None = ()
-        for value in self.possible(sequence, depth) or (None,):
-            if value is None or value.kind not in ("tuple", "list") or value.items is None:
-                return None
-            if not -len(value.items) <= index.literal < len(value.items):
-                return None  # IndexError
-            found = union(found, (value.items[index.literal],))
+        for items in self._sequences(sequence, depth) or [None]:
+            if items is None or not -len(items) <= index.literal < len(items):
+                return None  # unknown, or IndexError
+            found = union(found, (items[index.literal],))
         return found or None
 
 
