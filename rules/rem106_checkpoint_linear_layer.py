@@ -18,7 +18,8 @@ class CheckpointLinearLayer(Rule):
     Flags a checkpoint around a single linear layer and nothing else: `nn.remat(nn.Dense)`,
     `nn.checkpoint(nn.Dense)` (Flax's old docstring example), `jax.checkpoint(jnp.dot)`, a
     linear layer instance given to a remat that takes instances (`hk.remat(hk.Linear(4))`,
-    `eqx.filter_checkpoint(eqx.nn.Linear(...))`, `nnx.remat(self.proj)` for an `nnx.Linear`), or a
+    `eqx.filter_checkpoint(eqx.nn.Linear(...))`, `nnx.remat(self.proj)` for an `nnx.Linear`, also
+    `nnx.remat(lambda proj, h: proj(h))(self.proj, x)`), or a
     checkpointed function whose body is one `return x @ w` (`jnp.dot`, `jnp.matmul`, a two-operand
     `jnp.einsum`; plus a bias), with no arguments.
 
@@ -106,15 +107,45 @@ class CheckpointLinearLayer(Rule):
         qname = self.ctx.qualified_name(layer)  # type: ignore[arg-type]
         if (site.api.family == "flax" and qname in LINEAR_CLASSES) or (site.api.family == "jax" and qname in MATMULS):
             return f"`{self.ctx.code(layer)}`"  # type: ignore[arg-type]
-        built = construction_of(self.ctx.model, layer) if isinstance(layer, cst.BaseExpression) else None
-        if built is not None and self.ctx.qualified_name(built.func) in LINEAR_LAYERS:
-            return f"`{self.ctx.code(layer)}`"  # type: ignore[arg-type]  # hk.remat(hk.Linear(4)): an instance
+        if isinstance(layer, cst.BaseExpression) and self._linear_instance(layer):
+            return f"`{self.ctx.code(layer)}`"  # hk.remat(hk.Linear(4)): an instance
+        applied = self._applied_layer(site)
+        if applied is not None:
+            return f"`{self.ctx.code(applied)}`"
         if fn is None or fn.star_args or fn.bound:
             return None
         returned = _single_return(fn.node)
         if returned is not None and self._is_affine(returned, {p.name.value for p in fn.args}):
             return f"`{self.ctx.code(returned)}`"
         return None
+
+    def _linear_instance(self, expr: cst.BaseExpression) -> bool:
+        built = construction_of(self.ctx.model, expr)
+        return built is not None and self.ctx.qualified_name(built.func) in LINEAR_LAYERS
+
+    def _applied_layer(self, site: RematSite) -> cst.BaseExpression | None:
+        """``nnx.remat(lambda proj, h: proj(h))(self.proj, x)``: a lambda that only applies its first
+        argument to the second, applied at once to a linear layer instance: that layer."""
+        body = site.target.body if isinstance(site.target, cst.Lambda) else None
+        params = site.target.params.params if isinstance(site.target, cst.Lambda) else ()
+        if not (
+            isinstance(body, cst.Call)
+            and len(params) == 2
+            and isinstance(body.func, cst.Name)
+            and body.func.value == params[0].name.value
+            and len(body.args) == 1
+            and body.args[0].keyword is None
+            and not body.args[0].star
+            and _is_param(body.args[0].value, {params[1].name.value})
+        ):
+            return None
+        applied = self.ctx.model.parent(site.node)
+        if not isinstance(applied, cst.Call) or applied.func is not site.node or not applied.args:
+            return None
+        first = applied.args[0]
+        if first.keyword is not None or first.star or not self._linear_instance(first.value):
+            return None
+        return first.value
 
     def _is_affine(self, expr: cst.BaseExpression, params: set[str]) -> bool:
         """``x @ w``, ``jnp.dot(x, w)``, optionally ``+ b``, on parameters of the function."""

@@ -363,7 +363,7 @@ def test_rem106_other_linear_forms_save_the_same_residuals(shape):
     from flax import nnx
 
     f = load_fixture("rem106_linear_layer_forms")
-    assert len(fixture_messages("rem106_linear_layer_forms", "REM106")) == 5
+    assert len(fixture_messages("rem106_linear_layer_forms", "REM106")) == 6
     batch, features, out = shape
     x, w, b = jnp.ones((batch, features)), jnp.ones((features, out)), jnp.ones(out)
 
@@ -394,6 +394,9 @@ def test_rem106_other_linear_forms_save_the_same_residuals(shape):
     remat_loss = lambda state, x: jnp.sum(nnx.merge(graph, state)(x) ** 2)
     plain_loss = lambda state, x: jnp.sum(jnp.tanh(nnx.merge(graph, state).proj(x)) ** 2)
     assert _residual_shapes(remat_loss, state, x3) == _residual_shapes(plain_loss, state, x3)
+    lambda_loss = lambda state, x: jnp.sum(nnx.merge(graph, state).project(x) ** 2)
+    unchecked_loss = lambda state, x: jnp.sum(nnx.merge(graph, state).proj(x) ** 2)
+    assert _residual_shapes(lambda_loss, state, x3) == _residual_shapes(unchecked_loss, state, x3)
 
 
 def test_rem016_a_dropped_keyword_without_default_raises_type_error():
