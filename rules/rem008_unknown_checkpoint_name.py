@@ -6,6 +6,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from remat_lint.findings import Candidate, Finding, Severity
+from remat_lint.project.summary import Constant
 from remat_lint.rule import Invalid, Rule
 
 if TYPE_CHECKING:
@@ -31,7 +32,8 @@ class UnknownCheckpointName(Rule):
     `save_from_both_policies`) that no `jax.ad_checkpoint.checkpoint_name(x, "<name>")` in the
     project declares or builds (`f"layer_{i}_out"` declares the pattern `layer_.*_out`), with the
     closest declared name as a suggestion. Names passed through a module constant
-    (`save_only_these_names(*NAMES)` with `NAMES = ("a", "b")`) are checked too.
+    (`save_only_these_names(*NAMES)` with `NAMES = ("a", "b")`) are checked too, also a constant
+    imported from another module of the project (`from .config import NAMES`).
 
     Where it is reported: at the policy naming the undeclared name, in its module, also when only
     that module is linted (the project's other files are read for the names they declare).
@@ -177,6 +179,9 @@ class UnknownCheckpointName(Rule):
             # Decided with the whole project in view; ``symbols``: a file that mentions one of the
             # names is read for the project phase.
             self.candidate(use.node, unknown_names, data, message=text)
+        for spread in self.ctx.named_checkpoints.imported:  # ``*KEEP`` of another module: read there
+            spread_data = {"names": [], "factory": spread.factory, "role": spread.role, "via": spread.node.value}
+            self.candidate(spread.node, [spread.qname.rsplit(".", 1)[-1]], {**spread_data, "imported": spread.qname})
 
     @staticmethod
     def collect_facts(ctx: LintContext) -> dict[str, Any]:
@@ -205,16 +210,31 @@ class UnknownCheckpointName(Rule):
         unknown = [f"`{code}` in {os.path.relpath(m.path, here)}" for m, f in facts for code in f["unknown"]]
         kept = []
         for candidate in candidates:
-            finding = candidate.finding
-            remaining = [name for name in candidate.values["names"] if not _known(name, known, patterns)]
+            finding, values = candidate.finding, dict(candidate.values)
+            known_here = known
+            if "imported" in values:
+                names, sources = _imported_names(project, module, values.pop("imported"))
+                values["names"] = names
+                # The defining module's strings are these names themselves: they tell nothing.
+                known_here = declared.union(*(f["strings"] for m, f in facts if m.path not in sources))
+            remaining = [name for name in values["names"] if not _known(name, known_here, patterns)]
             if remaining:
-                data = {**candidate.values, "names": remaining}
+                data = {**values, "names": remaining}
                 finding.data = data  # --trace reads the names (trace/evidence.py)
                 finding.message = message(declared, unknown=unknown, **data)  # suggest from the whole project
                 if unknown:  # one of them may give the name after all (real-world trap T10)
                     finding.severity = Severity.INFO
                 kept.append(finding)
         return kept
+
+
+def _imported_names(project: Project, module: ProjectModule | None, qname: str) -> tuple[list[str], set[str]]:
+    """The strings of the tuple or list another module's constant ``qname`` certainly is, and the
+    paths of the modules that told."""
+    resolved = project.values(module, (Constant("imported", qname=qname),)) if module is not None else None
+    if resolved is None or len(resolved[0]) != 1 or resolved[0][0].strings is None:
+        return [], set()
+    return list(resolved[0][0].strings), {m.path for m in resolved[1]}
 
 
 def _known(name: str, known: set[str], patterns: set[str]) -> bool:

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from remat_lint.analysis.policies import constant_return, factory_call, resolve_policy, site_policy
+from remat_lint.analysis.policies import constant_return, site_policy
 from remat_lint.apis import policy_info
 from remat_lint.findings import Severity
 from remat_lint.rule import Invalid, Rule
@@ -20,7 +20,9 @@ class NoopPolicy(Rule):
     ## What it does
     Flags checkpoint policies that save everything: `policy=jax.checkpoint_policies.everything_saveable`,
     any `save_anything_except_these_names(...)`, a custom policy (a `def` or `lambda`) that always
-    returns `True`, and `save_from_both_policies` with one of those inside.
+    returns `True`, and `save_from_both_policies` with one of those inside; also when the policy
+    is one of those through a constant, a config object's field default (a dataclass, an
+    `eqx.Module`), a lookup table or a helper's return, every value it can hold saving everything.
 
     ## Why is this bad?
     A checkpoint trades compute for memory by *not* saving intermediates for the backward pass.
@@ -128,27 +130,42 @@ class NoopPolicy(Rule):
     def _subject(self, value: cst.BaseExpression) -> str | None:
         """The start of the message when ``value`` is a policy that saves everything, else None."""
         shown = f"`policy={self.ctx.code(value)}`"
-        resolved = resolve_policy(self.ctx.model, value)
-        if self._is_everything_saveable(resolved):
-            return shown if resolved is value else f"{shown} is `everything_saveable` and"
+        if self._saves_everything(value):
+            return shown if self._is_everything_saveable(value) else f"{shown} is `everything_saveable` and"
         if self._always_true(value):
             return f"{shown} is a custom policy that always returns `True`, so it"
         for inner in self._both(value):
-            if self._is_everything_saveable(resolve_policy(self.ctx.model, inner)) or self._always_true(inner):
+            if self._saves_everything(inner) or self._always_true(inner):
                 return f"{shown} includes `{self.ctx.code(inner)}`, so it"
         return None
 
+    def _saves_everything(self, value: cst.BaseExpression) -> bool:
+        """Every value ``value`` can hold is ``everything_saveable`` (through names, config
+        fields, lookups, helpers: the value layer)."""
+        found = self.ctx.values.possible(value) or ()
+        return bool(found) and all(v.kind == "policy" and _policy_name(v.qname) == "everything_saveable" for v in found)
+
     def _is_everything_saveable(self, value: cst.BaseExpression) -> bool:
-        info = policy_info(self.ctx.qualified_name(value))
-        return info is not None and info.name == "everything_saveable"
+        """``value`` spells ``everything_saveable`` itself (an import of it, not a name bound to it)."""
+        binding = self.ctx.model.single_binding(value) if isinstance(value, cst.Name) else None
+        spelled = binding is None or binding.kind == "import"
+        return spelled and _policy_name(self.ctx.qualified_name(value)) == "everything_saveable"
 
     def _always_true(self, value: cst.BaseExpression) -> bool:
         constant = constant_return(self.ctx.model, value)
         return constant is not None and constant[0] is True
 
     def _both(self, value: cst.BaseExpression) -> list[cst.BaseExpression]:
-        """The two policies of a ``save_from_both_policies(...)`` call ``value`` denotes."""
-        both = factory_call(self.ctx.model, value)
-        if both is None or both[1].name != "save_from_both_policies":
+        """The two policies of the ``save_from_both_policies(...)`` call ``value`` certainly holds."""
+        found = self.ctx.values.possible(value)
+        if not found or len(found) != 1:
             return []
-        return [arg.value for arg in both[0].args if not arg.star]
+        (both,) = found
+        if both.kind != "policy" or _policy_name(both.qname) != "save_from_both_policies":
+            return []
+        return [arg.value for arg in both.node.args if not arg.star] if isinstance(both.node, cst.Call) else []
+
+
+def _policy_name(qname: str | None) -> str | None:
+    info = policy_info(qname)
+    return info.name if info is not None else None

@@ -3,8 +3,10 @@ from __future__ import annotations
 import libcst as cst
 
 from remat_lint.analysis.bodies import CheckpointedFunction
+from remat_lint.analysis.layers import construction_of
 from remat_lint.analysis.sites import RematSite
-from remat_lint.apis.jax import MATMULS
+from remat_lint.apis import LINEAR_LAYERS
+from remat_lint.apis.jax import EINSUMS, MATMULS
 from remat_lint.apis.linen import LINEAR_CLASSES
 from remat_lint.findings import Severity
 from remat_lint.rule import Invalid, Rule
@@ -14,15 +16,22 @@ class CheckpointLinearLayer(Rule):
     """
     ## What it does
     Flags a checkpoint around a single linear layer and nothing else: `nn.remat(nn.Dense)`,
-    `nn.checkpoint(nn.Dense)` (Flax's old docstring example), `jax.checkpoint(jnp.dot)`, or a
-    checkpointed function whose body is one `return x @ w` (plus a bias), with no arguments.
+    `nn.checkpoint(nn.Dense)` (Flax's old docstring example), `jax.checkpoint(jnp.dot)`, a
+    linear layer instance given to a remat that takes instances (`hk.remat(hk.Linear(4))`,
+    `eqx.filter_checkpoint(eqx.nn.Linear(...))`, `nnx.remat(self.proj)` for an `nnx.Linear`, also
+    `nnx.remat(lambda proj, h: proj(h))(self.proj, x)`), or a
+    checkpointed function whose body is one `return x @ w` (`jnp.dot`, `jnp.matmul`, a two-operand
+    `jnp.einsum`; plus a bias), with no arguments.
 
     ## Why is this bad?
     The backward pass of a linear layer needs only its inputs (`x` for the weight gradient, the
     weights for the input gradient), and a checkpoint saves its inputs anyway. So the
     checkpoint saves exactly the residuals the layer saves without it: measured on jax 0.10.2 /
     flax 0.12.8, the same 10 residuals for a three-layer MLP with every `nn.Dense` rematted,
-    and the same 6 for a checkpointed `x @ w + b`, with the temp memory not lower. It only
+    and the same 6 for a checkpointed `x @ w + b`, with the temp memory not lower; the same
+    residuals with and without the checkpoint for a two-operand `einsum` plus a bias, an
+    `eqx.nn.Linear`, an `hk.Linear` and an `nnx.Linear` (equinox 0.13.8, dm-haiku 0.0.17, three
+    shapes each). It only
     adds a remat boundary. Checkpoint a block that holds nonlinear work (an MLP, an attention
     layer) instead.
 
@@ -67,12 +76,16 @@ class CheckpointLinearLayer(Rule):
         ),
         "import flax.linen as nn\nR = nn.remat(nn.Dense, policy=p)",
         "import jax\n@jax.checkpoint\ndef f(x, w):\n    y = x @ w\n    return y * 2",
+        "import jax, jax.numpy as jnp\ng = jax.checkpoint(lambda x, w, v: jnp.einsum('bi,io,oj->bj', x, w, v))",
+        "import haiku as hk\ndef fwd(x):\n    return hk.remat(hk.nets.MLP([4, 4]))(x)",
     ]
     INVALID = [
         Invalid("import flax.linen as nn\nD = nn.checkpoint(nn.Dense)"),
         Invalid("import jax\n@jax.checkpoint\ndef linear(x, w, b):\n    return x @ w + b"),
         Invalid("import jax, jax.numpy as jnp\ng = jax.checkpoint(lambda x, w: jnp.dot(x, w))"),
         Invalid("import jax, jax.numpy as jnp\ny = jax.checkpoint(jnp.matmul)(x, w)"),
+        Invalid("import jax, jax.numpy as jnp\ng = jax.checkpoint(lambda x, w: jnp.einsum('bi,io->bo', x, w))"),
+        Invalid("import haiku as hk\ndef fwd(x):\n    return hk.remat(hk.Linear(4))(x)"),
     ]
 
     def check(self) -> None:
@@ -96,12 +109,45 @@ class CheckpointLinearLayer(Rule):
             (site.api.family == "flax" and qname in LINEAR_CLASSES) or (site.api.family == "jax" and qname in MATMULS)
         ):
             return f"`{self.ctx.code(layer)}`"
+        if isinstance(layer, cst.BaseExpression) and self._linear_instance(layer):
+            return f"`{self.ctx.code(layer)}`"  # hk.remat(hk.Linear(4)): an instance
+        applied = self._applied_layer(site)
+        if applied is not None:
+            return f"`{self.ctx.code(applied)}`"
         if fn is None or fn.star_args or fn.bound:
             return None
         returned = _single_return(fn.node)
         if returned is not None and self._is_affine(returned, {p.name.value for p in fn.args}):
             return f"`{self.ctx.code(returned)}`"
         return None
+
+    def _linear_instance(self, expr: cst.BaseExpression) -> bool:
+        built = construction_of(self.ctx.model, expr)
+        return built is not None and self.ctx.qualified_name(built.func) in LINEAR_LAYERS
+
+    def _applied_layer(self, site: RematSite) -> cst.BaseExpression | None:
+        """``nnx.remat(lambda proj, h: proj(h))(self.proj, x)``: a lambda that only applies its first
+        argument to the second, applied at once to a linear layer instance: that layer."""
+        body = site.target.body if isinstance(site.target, cst.Lambda) else None
+        params = site.target.params.params if isinstance(site.target, cst.Lambda) else ()
+        if not (
+            isinstance(body, cst.Call)
+            and len(params) == 2
+            and isinstance(body.func, cst.Name)
+            and body.func.value == params[0].name.value
+            and len(body.args) == 1
+            and body.args[0].keyword is None
+            and not body.args[0].star
+            and _is_param(body.args[0].value, {params[1].name.value})
+        ):
+            return None
+        applied = self.ctx.model.parent(site.node)
+        if not isinstance(applied, cst.Call) or applied.func is not site.node or not applied.args:
+            return None
+        first = applied.args[0]
+        if first.keyword is not None or first.star or not self._linear_instance(first.value):
+            return None
+        return first.value
 
     def _is_affine(self, expr: cst.BaseExpression, params: set[str]) -> bool:
         """``x @ w``, ``jnp.dot(x, w)``, optionally ``+ b``, on parameters of the function."""
@@ -112,9 +158,12 @@ class CheckpointLinearLayer(Rule):
     def _is_product(self, expr: cst.BaseExpression, params: set[str]) -> bool:
         if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.MatrixMultiply):
             return _is_param(expr.left, params) and _is_param(expr.right, params)
-        if isinstance(expr, cst.Call) and self.ctx.qualified_name(expr.func) in MATMULS and len(expr.args) == 2:
-            return all(a.keyword is None and not a.star and _is_param(a.value, params) for a in expr.args)
-        return False
+        if not isinstance(expr, cst.Call) or any(a.keyword is not None or a.star for a in expr.args):
+            return False
+        qname = self.ctx.qualified_name(expr.func)
+        if qname in EINSUMS and len(expr.args) == 3 and isinstance(expr.args[0].value, cst.SimpleString):
+            return all(_is_param(a.value, params) for a in expr.args[1:])  # einsum("bi,io->bo", x, w)
+        return qname in MATMULS and len(expr.args) == 2 and all(_is_param(a.value, params) for a in expr.args)
 
 
 def _single_return(node: cst.FunctionDef | cst.Lambda) -> cst.BaseExpression | None:

@@ -32,13 +32,15 @@ from remat_lint.analysis.value import (
     literal_value,
     union,
 )
-from remat_lint.apis import flax
+from remat_lint.apis import equinox, flax
 
 if TYPE_CHECKING:
     from remat_lint.analysis.values import Values
 
 ENVIRONMENT_GETTERS = frozenset({"os.environ.get", "os.getenv"})
 _ANNOTATED_KINDS: dict[str, Kind] = {"str": "str", "bool": "bool", "int": "int"}
+_LITERAL = frozenset({"typing.Literal", "typing_extensions.Literal"})
+_OPTIONAL = frozenset({"typing.Optional", "typing_extensions.Optional"})
 _CUSTOM_INIT = frozenset({"__init__", "__post_init__", "__new__", "__getattr__", "__getattribute__", "__setattr__"})
 _DATACLASS_DECORATORS = frozenset(
     {
@@ -55,7 +57,7 @@ _DATACLASS_DECORATORS = frozenset(
     }
 )
 _CONFIG_DICTS = frozenset({"ml_collections.ConfigDict", "ml_collections.config_dict.ConfigDict"})
-_CONFIG_BASES = frozenset({"builtins.object", "typing.NamedTuple", flax.PYTREE_NODE})
+_CONFIG_BASES = frozenset({"builtins.object", "typing.NamedTuple", flax.PYTREE_NODE, equinox.MODULE})
 _ABSL_FLAGS = frozenset({"absl.flags.FLAGS", "absl.flags.FlagValues"})
 _ABSL_DEFINES: dict[str, Kind] = {
     "DEFINE_string": "str",
@@ -268,7 +270,8 @@ class ConfigSources:
         return True
 
     def _annotated_field(self, cls: cst.ClassDef, field: str, via: str, depth: int) -> Possible | None:
-        """A field any instance may hold: annotated ``str``/``bool``/``int``, with a default of that kind."""
+        """A field any instance may hold: annotated ``str``/``bool``/``int`` with a default of that
+        kind, or ``Literal[...]`` (also ``Optional``/``| None``) with a default among its values."""
         for statement in _class_statements(cls):
             if (
                 isinstance(statement, cst.AnnAssign)
@@ -276,12 +279,40 @@ class ConfigSources:
                 and statement.target.value == field
             ):
                 annotation = statement.annotation.annotation
-                kind = _ANNOTATED_KINDS.get(annotation.value) if isinstance(annotation, cst.Name) else None
                 default = self.values.single(statement.value, depth) if statement.value is not None else None
+                literals = self._literal_annotation(annotation)
+                if literals is not None:
+                    allowed = {(v.kind, v.literal) for v in literals}
+                    if default is not None and (default.kind, default.literal) not in allowed:
+                        return None
+                    return tuple(Value(v.kind, v.literal, node=statement, via=via) for v in literals)
+                kind = _ANNOTATED_KINDS.get(annotation.value) if isinstance(annotation, cst.Name) else None
                 if kind is None or default is None or default.kind != kind:
                     return None
                 return (Value(kind, node=statement, via=via),)
         return None
+
+    def _literal_annotation(self, annotation: cst.BaseExpression) -> Possible | None:
+        """The values ``Literal["a", "b"]``, ``Optional[Literal[...]]`` or ``Literal[...] | None``
+        allow, each a literal; None for any other annotation."""
+        if isinstance(annotation, cst.BinaryOperation) and isinstance(annotation.operator, cst.BitOr):
+            sides = [self._literal_annotation(annotation.left), self._literal_annotation(annotation.right)]
+            return None if None in sides else union(*sides)
+        if isinstance(annotation, cst.Name) and annotation.value == "None":
+            return (Value("none"),)
+        if not isinstance(annotation, cst.Subscript):
+            return None
+        qname = self.model.qualified_name(annotation.value)
+        elements = [e.slice.value for e in annotation.slice if isinstance(e.slice, cst.Index)]
+        if len(elements) != len(annotation.slice):
+            return None
+        if qname in _OPTIONAL and len(elements) == 1:
+            return union(self._literal_annotation(elements[0]), (Value("none"),))
+        if qname not in _LITERAL:
+            return None
+        values = [literal_value(e) for e in elements]
+        known = tuple(v for v in values if v is not None)
+        return known if known and len(known) == len(values) else None
 
     def field_written(self, field: str) -> bool:
         """Some statement assigns ``<x>.field`` (``__post_init__``, a later override): unknown."""

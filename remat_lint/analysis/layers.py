@@ -36,7 +36,7 @@ class AppliedLayer:
 def layer_of(model: SemanticModel, call: cst.Call) -> AppliedLayer | None:
     """The flag-testing layer that ``call`` builds (``nn.Dropout(0.1, deterministic=p)``) or applies,
     when its rate is certainly nonzero."""
-    construction = _construction(model, call.func) or call
+    construction = construction_of(model, call.func) or call
     qname = model.qualified_name(construction.func) or ""
     spec = FLAG_LAYERS.get(qname)
     if spec is None or not _nonzero_rate(construction, spec):
@@ -44,7 +44,8 @@ def layer_of(model: SemanticModel, call: cst.Call) -> AppliedLayer | None:
     return AppliedLayer(construction, qname.rsplit(".", 1)[-1], spec)
 
 
-def _construction(model: SemanticModel, func: cst.BaseExpression) -> cst.Call | None:
+def construction_of(model: SemanticModel, func: cst.BaseExpression) -> cst.Call | None:
+    """The call that built the layer ``func`` is: itself, a name bound to it, or ``self.<attr>``."""
     if isinstance(func, cst.Call):
         return func
     if isinstance(func, cst.Name):

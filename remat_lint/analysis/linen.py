@@ -23,7 +23,7 @@ import libcst as cst
 
 from remat_lint.analysis.bodies import decorator_callee, is_instance_method, method, receiver_class
 from remat_lint.analysis.reaching import reaching_bindings
-from remat_lint.analysis.semantic import Binding, SemanticModel
+from remat_lint.analysis.semantic import Binding, SemanticModel, iterated
 from remat_lint.analysis.values import function_returns
 from remat_lint.apis import LINEN_MODULE_CLASSES, remat_api
 from remat_lint.apis.linen import PLAIN_METHOD_DECORATORS
@@ -72,8 +72,8 @@ def linen_constructor(model: SemanticModel, expr: cst.CSTNode, depth: int = 0) -
         binding = _reaching(model, expr) if value is None else None
         if binding is not None and binding.kind == "assign":
             value = binding.value  # re-bound: the assignment that reaches this use
-        elif binding is not None and isinstance(binding.node, cst.For) and _target(binding) is not None:
-            return _element_constructor(model, binding.node.iter, depth + 1)  # ``for block in self.blocks``
+        elif binding is not None and (collection := iterated(binding)) is not None:
+            return _element_constructor(model, collection, depth + 1)  # ``for block in self.blocks``
         return linen_constructor(model, value, depth + 1) if value is not None else None
     owner = _self_class(model, expr.value) if isinstance(expr, cst.Attribute) else None
     if owner is None:
@@ -108,12 +108,6 @@ def _element_constructor(model: SemanticModel, sequence: cst.BaseExpression, dep
         return None
     constructors = [_element_constructor(model, value, depth + 1) for value in values]
     return constructors[0] if all(constructors) else None
-
-
-def _target(binding: Binding) -> cst.CSTNode | None:
-    """The plain name a ``for`` binding binds, as written (``for block in ...``)."""
-    target = binding.node.target if isinstance(binding.node, cst.For) else None
-    return target if isinstance(target, cst.Name) and target.value == binding.name else None
 
 
 def _factory_constructor(model: SemanticModel, func: cst.BaseExpression, depth: int) -> cst.Call | None:

@@ -99,25 +99,57 @@ class PolicyName:
     role: NameRole
 
 
-def policy_names(model: SemanticModel, call: cst.Call, info: PolicyInfo) -> list[PolicyName]:
-    """The literal checkpoint names a name-based factory call gets, resolving ``*NAMES`` and
-    ``names_which_can_be_saved=NAMES`` through module constants bound once. One list or tuple as a
-    positional argument is REM003's mistake (``save_only_these_names(("a", "b"))``): skipped."""
-    found: list[PolicyName] = []
+@dataclass(frozen=True)
+class ImportedNames:
+    """Checkpoint names a factory call spreads from another module's constant (``*KEEP`` for
+    ``from .config import KEEP``): the project phase reads what it holds."""
+
+    node: cst.Name  # the argument naming the constant
+    qname: str  # as the module imports it
+    factory: str
+    role: NameRole
+
+
+def _name_arguments(call: cst.Call, info: PolicyInfo) -> list[tuple[cst.Arg, NameRole]]:
+    """The arguments of a name-based factory call that give checkpoint names, with what they do."""
+    found: list[tuple[cst.Arg, NameRole]] = []
     for arg in call.args:
         if arg.star == "**":
             continue
         if arg.keyword is not None:
             role = _KEYWORD_ROLES.get(arg.keyword.value) if info.name == "save_and_offload_only_these_names" else None
-            elements = sequence_elements(model, arg.value) if role else None
         else:
             role = _VARARG_ROLES.get(info.name)
-            elements = (sequence_elements(model, arg.value) if arg.star else [arg.value]) if role else None
-        via = arg.value.value if isinstance(arg.value, cst.Name) else None
+        if role is not None:
+            found.append((arg, role))
+    return found
+
+
+def policy_names(model: SemanticModel, call: cst.Call, info: PolicyInfo) -> list[PolicyName]:
+    """The literal checkpoint names a name-based factory call gets, resolving ``*NAMES`` and
+    ``names_which_can_be_saved=NAMES`` through module constants bound once. One list or tuple as a
+    positional argument is REM003's mistake (``save_only_these_names(("a", "b"))``): skipped."""
+    found: list[PolicyName] = []
+    for arg, role in _name_arguments(call, info):
+        spread = arg.keyword is not None or arg.star
+        value = arg.value
+        elements = sequence_elements(model, value) if spread else [value]
+        via = value.value if isinstance(value, cst.Name) else None
         for element in elements or ():
             if isinstance(element, cst.SimpleString) and isinstance(element.evaluated_value, str):
                 node = arg.value if via else element
-                found.append(PolicyName(element.evaluated_value, element, node, via, info.name, role))  # type: ignore[arg-type]  # ``elements`` is None without a role
+                found.append(PolicyName(element.evaluated_value, element, node, via, info.name, role))
+    return found
+
+
+def imported_names(model: SemanticModel, call: cst.Call, info: PolicyInfo) -> list[ImportedNames]:
+    """The arguments of a name-based factory call that spread a constant imported from elsewhere."""
+    found: list[ImportedNames] = []
+    for arg, role in _name_arguments(call, info):
+        spread = arg.keyword is not None or arg.star
+        binding = model.single_binding(arg.value) if spread and isinstance(arg.value, cst.Name) else None
+        if binding is not None and binding.kind == "import" and binding.qname is not None:
+            found.append(ImportedNames(arg.value, binding.qname, info.name, role))  # type: ignore[arg-type]  # a spread name-argument always has a role
     return found
 
 
@@ -214,15 +246,18 @@ class NamedCheckpoints:
 
     uses: list[PolicyName]
     declared: DeclaredNames
+    imported: list[ImportedNames] = field(default_factory=list)
 
 
 def named_checkpoints(model: SemanticModel, values: Values, mentions_checkpoint_name: bool) -> NamedCheckpoints:
     uses: list[PolicyName] = []
+    imported: list[ImportedNames] = []
     for call in model.calls:
         found = factory_call(model, call)
         if found is not None and found[1].name in NAMED_FACTORIES:
             uses.extend(policy_names(model, *found))
+            imported.extend(imported_names(model, *found))
     declared = declared_names(
         model, CheckpointNames(model, values), {id(use.string) for use in uses}, mentions_checkpoint_name
     )
-    return NamedCheckpoints(uses, declared)
+    return NamedCheckpoints(uses, declared, imported)

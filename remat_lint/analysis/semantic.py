@@ -642,7 +642,13 @@ class _Builder:
     def on_comprehension(self, node: cst.CSTNode) -> None:
         outer, outer_guards = self.scope, self.guards
         self.scope, self.guards = Scope("comprehension", node, outer), ()
-        self.visit_children(node)
+        # The ``for`` clauses run before the element: their targets are bound when it is computed.
+        for_in = getattr(node, "for_in", None)
+        if isinstance(for_in, cst.CompFor):
+            self.visit(for_in, node)
+        for child in child_nodes(node):
+            if child is not for_in:
+                self.visit(child, node)
         self.scope, self.guards = outer, outer_guards
 
     def on_comp_for(self, node: cst.CompFor) -> None:
@@ -653,6 +659,15 @@ class _Builder:
             self.visit(cond, node)
         if node.inner_for_in is not None:
             self.visit(node.inner_for_in, node)
+
+
+def iterated(binding: Binding) -> cst.BaseExpression | None:
+    """The collection a ``for`` loop or comprehension iterates when ``binding`` is its plain
+    target (``for block in blocks``, ``[... for p in NAMES]``; not ``for a, b in ...``)."""
+    loop = binding.node
+    if isinstance(loop, (cst.For, cst.CompFor)) and isinstance(loop.target, cst.Name):
+        return loop.iter if loop.target.value == binding.name else None
+    return None
 
 
 def _unpacked(target: cst.Tuple | cst.List, value: cst.BaseExpression | None) -> list[cst.BaseExpression] | None:

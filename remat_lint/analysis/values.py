@@ -10,8 +10,12 @@ when any of them is unknown. It follows:
 - policies and factories of ``jax.checkpoint_policies`` by qualified name, a factory's call, and
   ``getattr(jax.checkpoint_policies, name)``;
 - dict literals bound to a name that is never mutated: ``POLICIES["dots"]``, ``POLICIES[key]``
-  (any entry), ``POLICIES.get(key, default)``;
-- the return values of a same-module function (every ``return`` resolvable, no decorator);
+  (any entry), ``POLICIES.get(key, default)``; tuple and list literals indexed by an integer;
+- loop and comprehension variables: each element of the tuple or list literal iterated;
+- enum members' values (``Mode.FULL.value``, ``Mode["FULL"].value``: ``enums.member_value``);
+- the return values of a same-module function (every ``return`` resolvable; no decorator but
+  ``functools.cache``/``lru_cache``, which return what the function does);
+- wrappers that return their argument's behaviour (``apis.SAME_BEHAVIOUR``: ``named_call``);
 - configuration (``config_values.ConfigSources``): config classes' fields, ``ml_collections``
   ConfigDicts, the environment, absl flags and argparse options.
 
@@ -33,7 +37,8 @@ import libcst as cst
 
 from remat_lint.analysis.bodies import method, receiver_class
 from remat_lint.analysis.config_values import ENVIRONMENT_GETTERS, ConfigSources
-from remat_lint.analysis.semantic import SemanticModel, child_nodes
+from remat_lint.analysis.enums import member_value
+from remat_lint.analysis.semantic import SemanticModel, child_nodes, iterated
 from remat_lint.analysis.value import (
     MAX_DEPTH,
     Kind,
@@ -44,14 +49,19 @@ from remat_lint.analysis.value import (
     literal_value,
     union,
 )
-from remat_lint.apis import is_policy_namespace, policy_info
+from remat_lint.apis import SAME_BEHAVIOUR, is_policy_namespace, policy_info
 
 __all__ = ["Possible", "Value", "Values", "deferred", "function_returns"]
 
 ImportedValues = Callable[[str, bool], "tuple[Value, ...] | None"]  # (dotted name, any instance's field)
 
 _STR_METHODS = frozenset({"format", "lower", "upper", "strip", "replace", "removesuffix", "removeprefix"})
-_DICT_MUTATORS = frozenset({"update", "setdefault", "pop", "popitem", "clear", "__setitem__"})
+# Methods that change a dict or list literal bound to a name in place: its entries are unknown.
+_MUTATORS = frozenset(
+    {"update", "setdefault", "pop", "popitem", "clear", "__setitem__", "append", "extend", "insert", "remove"}
+)
+# Decorators after which a function returns what its body does (they only memoize).
+_CACHES = frozenset({"functools.cache", "functools.lru_cache"})
 
 
 class Values:
@@ -128,6 +138,8 @@ class Values:
                 values = self._imported(binding.qname)
             elif binding.kind == "def":
                 values = (Value("callable", node=binding.node),)
+            elif (collection := iterated(binding)) is not None:
+                values = self._elements(collection, depth)
             else:
                 values = None
             if values is None:
@@ -177,6 +189,9 @@ class Values:
         policy = _policy(self.model.qualified_name(expr))
         if policy is not None:
             return (policy,)
+        member = member_value(self.model, expr)
+        if member is not None:
+            return self.possible(member, depth)
         return self.config.attribute(expr, depth) or self._imported_field(expr)
 
     def _imported_field(self, expr: cst.Attribute) -> Possible | None:
@@ -216,7 +231,11 @@ class Values:
         if len(expr.slice) != 1 or not isinstance(expr.slice[0].slice, cst.Index):
             return None
         key = expr.slice[0].slice.value
-        return self.config.environment_item(expr) or self._lookup(expr.value, key, None, depth, getter=False)
+        return (
+            self.config.environment_item(expr)
+            or self._item(expr.value, key, depth)
+            or self._lookup(expr.value, key, None, depth, getter=False)
+        )
 
     def _call(self, call: cst.Call, depth: int) -> Possible | None:
         qname = self.model.qualified_name(call.func)
@@ -238,6 +257,8 @@ class Values:
             return None
         if qname in ENVIRONMENT_GETTERS:
             return self.config.environment(call, qname, depth)
+        if qname in SAME_BEHAVIOUR and call.args and call.args[0].keyword is None and not call.args[0].star:
+            return self.possible(call.args[0].value, depth)
         if qname == "builtins.str":
             return (Value("str", node=call),)
         func = call.func
@@ -304,7 +325,7 @@ class Values:
             if (
                 isinstance(attribute.value, cst.Name)
                 and attribute.value.value == name
-                and attribute.attr.value in _DICT_MUTATORS
+                and attribute.attr.value in _MUTATORS
             ):
                 return True
         if self._subscript_writes is None:
@@ -318,7 +339,7 @@ class Values:
         if definition is None and isinstance(call.func, cst.Attribute):
             owner = receiver_class(self.model, call.func.value)
             definition = method(self.model, owner, call.func.attr.value) if owner is not None else None
-        if not isinstance(definition, cst.FunctionDef) or definition.decorators or definition.asynchronous:
+        if not isinstance(definition, cst.FunctionDef) or definition.asynchronous or not self._plain(definition):
             return None
         returns = function_returns(definition)
         if returns is None:
@@ -330,6 +351,53 @@ class Values:
                 return None
             found = union(found, tuple(v.sourced(f"{definition.name.value}()") for v in values))  # type: ignore[assignment]  # the union of two known sets is known
         return found
+
+    def _plain(self, definition: cst.FunctionDef) -> bool:
+        """A function that returns what its body does: undecorated, or only memoized."""
+        for decorator in definition.decorators:
+            expr = decorator.decorator
+            if isinstance(expr, cst.Call):
+                expr = expr.func  # ``@functools.lru_cache(maxsize=None)``
+            if self.model.qualified_name(expr) not in _CACHES:
+                return False
+        return True
+
+    def _sequences(self, expr: cst.BaseExpression, depth: int) -> list[tuple[Value, ...]] | None:
+        """The items of every tuple or list literal ``expr`` can hold (a name bound to one that
+        nothing mutates); None when one of its values is anything else."""
+        if isinstance(expr, cst.Name) and self._mutated(expr.value):
+            return None
+        found: list[tuple[Value, ...]] = []
+        for value in self.possible(expr, depth) or (None,):
+            if value is None or value.kind not in ("tuple", "list") or value.items is None:
+                return None
+            found.append(value.items)
+        return found
+
+    def _elements(self, iterated: cst.BaseExpression, depth: int) -> Possible | None:
+        """What a loop variable over ``iterated`` can be: any element of the literal it is."""
+        sequences = self._sequences(iterated, depth)
+        if not sequences:
+            return None
+        found: Possible | None = ()
+        for items in sequences:
+            found = union(found, items)
+        return found or None
+
+    def _item(self, sequence: cst.BaseExpression, key: cst.BaseExpression, depth: int) -> Possible | None:
+        """``sequence[i]`` of a tuple or list literal (or a name bound to one) and an integer ``i``."""
+        index = self.single(key, depth)
+        if index is None or index.kind != "int" or not isinstance(index.literal, int):
+            return None
+        sequences = self._sequences(sequence, depth)
+        if not sequences:
+            return None
+        found: Possible | None = ()
+        for items in sequences:
+            if not -len(items) <= index.literal < len(items):
+                return None  # unknown, or IndexError
+            found = union(found, (items[index.literal],))
+        return found or None
 
 
 def deferred(qname: str, instance: bool) -> Possible:

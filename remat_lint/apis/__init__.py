@@ -18,8 +18,9 @@ from remat_lint.apis.linen import MODULE_CLASSES as LINEN_MODULE_CLASSES
 from remat_lint.apis.records import BodyParam, DiffApi, DiffKind, Family, FlagLayer, PolicyInfo, RematApi
 
 __all__ = [
-    "CHECKPOINT_NAME", "DIFF_APIS", "DISPLAY_NAMES", "FLAG_LAYERS", "FRAMEWORKS", "FUNCTION_NAMES", "LINEN_MODULE_CLASSES", "LOOP_APIS",
-    "PARTIAL", "POLICIES", "POLICY_NAMESPACES", "REMAT_APIS", "REMOVED_APIS", "SAME_FUNCTION", "SCANS", "VJPS", "VMAP_APIS",
+    "CHECKPOINT_NAME", "DIFF_APIS", "DISPLAY_NAMES", "FLAG_LAYERS", "FRAMEWORKS", "FUNCTION_NAMES", "LINEAR_LAYERS",
+    "LINEN_MODULE_CLASSES", "LOOP_APIS", "PARTIAL", "POLICIES", "POLICY_NAMESPACES", "REMAT_APIS", "REMOVED_APIS",
+    "SAME_BEHAVIOUR", "SAME_FUNCTION", "SCANS", "VJPS", "VMAP_APIS",
     "BodyParam", "DiffApi", "DiffKind", "Family", "FlagLayer", "PolicyInfo", "RematApi",
     "is_policy_namespace", "policy_info", "raises_when", "remat_api",
 ]  # fmt: skip
@@ -44,8 +45,10 @@ DISPLAY_NAMES = {api.qname: api.display for api in REMAT_APIS.values()}
 FUNCTION_NAMES = {api.qname: api.function_name for api in REMAT_APIS.values()}
 
 PARTIAL = frozenset({"functools.partial"})
+# Wrappers whose result behaves as their argument does: ``jax.named_call(jax.checkpoint(loss))``.
+SAME_BEHAVIOUR = frozenset(_rows("SAME_BEHAVIOUR"))
 # Wrappers that return a callable computing the same function: ``jax.jit(jax.checkpoint(loss))``.
-SAME_FUNCTION = PARTIAL.union(_rows("JITS"))
+SAME_FUNCTION = PARTIAL.union(_rows("JITS"), SAME_BEHAVIOUR)
 
 DIFF_APIS: dict[str, DiffApi] = {api.qname: api for api in _rows("DIFF_APIS")}
 VJPS = frozenset(api.qname for api in DIFF_APIS.values() if api.pullback)
@@ -55,6 +58,9 @@ LOOP_APIS: dict[str, BodyParam] = _merged("LOOP_APIS")
 # Scans over a sequence given as ``xs`` (or Flax's lifted scan): where "over layers" applies.
 SCANS = frozenset(_rows("SCANS"))
 VMAP_APIS: dict[str, BodyParam] = _merged("VMAP_APIS")
+
+# A single linear layer given to a remat that takes instances (``hk.remat(hk.Linear(4))``; REM106).
+LINEAR_LAYERS = frozenset(_rows("LINEAR_LAYERS"))
 
 # Layers that test a mode flag in Python: qualified name -> how.
 FLAG_LAYERS: dict[str, FlagLayer] = _merged("FLAG_LAYERS")

@@ -6,6 +6,9 @@ from __future__ import annotations
 from remat_lint.apis.records import BodyParam, DiffApi, FlagLayer, RematApi
 
 FILTER_CHECKPOINT = "equinox.filter_checkpoint"
+# A dataclass: an instance built without arguments holds its class-body field defaults.
+MODULE = "equinox.Module"
+LINEAR_LAYERS = frozenset({"equinox.nn.Linear"})  # a single linear layer (REM106), remat given an instance
 JITS = frozenset({"equinox.filter_jit"})
 
 REMAT_APIS = [

@@ -33,6 +33,7 @@ FLAG_LAYERS: dict[str, FlagLayer] = {
 }
 
 MODULE = "haiku.Module"
+LINEAR_LAYERS = frozenset({"haiku.Linear"})  # a single linear layer (REM106), remat given an instance
 # Layers that create parameters when first called (REM015), and the calls that create them.
 PARAM_LAYERS = frozenset(
     f"haiku.{name}"

@@ -56,6 +56,8 @@ CHECKPOINT_NAME = frozenset({"jax.ad_checkpoint.checkpoint_name"})
 # --- transforms ----------------------------------------------------------------------------------
 
 JITS = frozenset({"jax.jit"})  # return a callable computing the same function
+# Return their argument's behaviour unchanged (``named_call`` only names it in the jaxpr).
+SAME_BEHAVIOUR = frozenset({"jax.named_call"})
 
 DIFF_APIS = [
     DiffApi("jax.grad", "grad", "fun"),
@@ -109,3 +111,4 @@ IO_CALLBACKS = frozenset({"jax.experimental.io_callback"})
 MATMULS = frozenset({"jax.numpy.dot", "jax.numpy.matmul", "jax.lax.dot"})  # a single linear layer (REM106)
 # Products that apply weights to an input (REM301: a scan body applying its slice to its carry).
 CONTRACTIONS = MATMULS | frozenset({"jax.numpy.einsum", "jax.numpy.tensordot", "jax.lax.dot_general"})
+EINSUMS = frozenset({"jax.numpy.einsum"})  # with a subscripts string and two operands: one too (REM106)

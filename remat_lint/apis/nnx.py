@@ -37,6 +37,7 @@ LOOP_APIS: dict[str, BodyParam] = {
     "flax.nnx.while_loop": (1, "body_fun"),
 }
 SCANS = frozenset({"flax.nnx.scan"})
+LINEAR_LAYERS = frozenset({"flax.nnx.Linear"})  # a single linear layer (REM106), remat given an instance
 VMAP_APIS: dict[str, BodyParam] = {"flax.nnx.vmap": (0, "f")}
 
 # Layers that test a mode flag in Python (analysis/layers.py).

@@ -91,10 +91,20 @@ def _loop_body_refs(model: SemanticModel, loops: Loops) -> list[Ref]:
 
 
 def plain(values: Possible | None) -> Constants | None:
-    """Values as plain data, when each is a scalar, a policy or another module's name."""
-    if values is None or any(v.kind in ("tuple", "list") for v in values):
+    """Values as plain data, when each is a scalar, a policy, another module's name or a tuple or
+    list of literal strings."""
+    if values is None:
         return None
-    return tuple(Constant(v.kind, v.literal, v.qname) for v in values)
+    found: list[Constant] = []
+    for v in values:
+        if v.kind not in ("tuple", "list"):
+            found.append(Constant(v.kind, v.literal, v.qname))
+            continue
+        strings = [item.literal for item in v.items or () if item.kind == "str"]
+        if v.items is None or len(strings) != len(v.items) or not all(isinstance(s, str) for s in strings):
+            return None
+        found.append(Constant(v.kind, strings=tuple(str(s) for s in strings)))
+    return tuple(found)
 
 
 def _differentiated(ctx: LintContext) -> list[Differentiated]:

@@ -77,11 +77,13 @@ class ImportedCall:
 class Constant:
     """One value a module-level name or a config field can hold: ``analysis.values.Value`` as
     plain data. Kinds ``imported``/``imported_field`` name another module's value (``qname``, as
-    this module imports it), which the project resolves."""
+    this module imports it), which the project resolves. A tuple or list of literal strings
+    carries them (``KEEP = ("q_proj", "k_proj")``: checkpoint names another module spreads)."""
 
     kind: str
     literal: str | bool | int | float | None = None
     qname: str | None = None
+    strings: tuple[str, ...] | None = None
 
 
 Constants = tuple[Constant, ...]

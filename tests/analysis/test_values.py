@@ -57,7 +57,7 @@ NOT_ALWAYS_STRINGS = {
     "helper-returning-getattr": "def pick(n):\n    return getattr(cp, n)\ng = jax.checkpoint(f, policy=pick('dots_saveable'))",
     "helper-falling-through": "def pick(n):\n    if n:\n        return 'dots_saveable'\ng = jax.checkpoint(f, policy=pick(k))",
     "helper-returning-a-parameter": "def pick(n):\n    return n\ng = jax.checkpoint(f, policy=pick('dots_saveable'))",
-    "decorated-helper": "import functools\n@functools.cache\ndef pick():\n    return 'x'\ng = jax.checkpoint(f, policy=pick())",
+    "decorated-helper": "from tools import wrap\n@wrap\ndef pick():\n    return 'x'\ng = jax.checkpoint(f, policy=pick())",
     "getenv-without-default": "g = jax.checkpoint(f, policy=os.getenv('P'))",
     "dataclass-post-init": (
         "@dataclasses.dataclass\nclass C:\n    p: str = 'dots_saveable'\n    def __post_init__(self):\n"

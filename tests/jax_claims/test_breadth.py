@@ -354,6 +354,51 @@ def test_rem106_linear_layer_checkpoint_saves_the_same_residuals():
     assert _residual_shapes(checked_dot, x, w) == _residual_shapes(plain_dot, x, w)
 
 
+@pytest.mark.parametrize("shape", [(8, 16, 32), (32, 64, 8)])
+def test_rem106_other_linear_forms_save_the_same_residuals(shape):
+    """einsum plus a bias, hk.Linear, eqx.nn.Linear and nnx.Linear: the residuals of a loss over
+    the checkpointed layer are those of the same loss without the checkpoint."""
+    hk = pytest.importorskip("haiku")
+    eqx = pytest.importorskip("equinox")
+    from flax import nnx
+
+    f = load_fixture("rem106_linear_layer_forms")
+    assert len(fixture_messages("rem106_linear_layer_forms", "REM106")) == 6
+    batch, features, out = shape
+    x, w, b = jnp.ones((batch, features)), jnp.ones((features, out)), jnp.ones(out)
+
+    def tail(y):
+        return jnp.sum(jnp.tanh(y) ** 2)
+
+    unchecked = lambda x, w: tail(jnp.einsum("bi,io->bo", x, w))
+    assert _residual_shapes(lambda x, w: tail(f.project(x, w)), x, w) == _residual_shapes(unchecked, x, w)
+    unchecked_affine = lambda x, w, b: tail(jnp.einsum("bi,io->bo", x, w) + b)
+    assert _residual_shapes(lambda x, w, b: tail(f.affine(x, w, b)), x, w, b) == _residual_shapes(
+        unchecked_affine, x, w, b
+    )
+
+    plain_hk = hk.transform(lambda x: jnp.tanh(hk.Linear(4)(x)))
+    remat_hk = hk.transform(f.haiku_forward)
+    params = plain_hk.init(KEY, x)
+    assert _residual_shapes(lambda p, x: tail(remat_hk.apply(p, None, x)), params, x) == _residual_shapes(
+        lambda p, x: tail(plain_hk.apply(p, None, x)), params, x
+    )
+
+    layer = eqx.nn.Linear(features, out, key=KEY)
+    checked = lambda lin, x: tail(jax.vmap(eqx.filter_checkpoint(lin))(x))  # the layer as an argument: its weights too
+    assert _residual_shapes(checked, layer, x) == _residual_shapes(lambda lin, x: tail(jax.vmap(lin)(x)), layer, x)
+
+    head = f.Head(nnx.Rngs(0))
+    graph, state = nnx.split(head)
+    x3 = jnp.ones((batch, 3))
+    remat_loss = lambda state, x: jnp.sum(nnx.merge(graph, state)(x) ** 2)
+    plain_loss = lambda state, x: jnp.sum(jnp.tanh(nnx.merge(graph, state).proj(x)) ** 2)
+    assert _residual_shapes(remat_loss, state, x3) == _residual_shapes(plain_loss, state, x3)
+    lambda_loss = lambda state, x: jnp.sum(nnx.merge(graph, state).project(x) ** 2)
+    unchecked_loss = lambda state, x: jnp.sum(nnx.merge(graph, state).proj(x) ** 2)
+    assert _residual_shapes(lambda_loss, state, x3) == _residual_shapes(unchecked_loss, state, x3)
+
+
 def test_rem016_a_dropped_keyword_without_default_raises_type_error():
     nn_partitioning = pytest.importorskip("flax.linen.partitioning")
     source = (

@@ -75,3 +75,16 @@ IN_WHILE = (
 )
 def test_an_instance_wrapped_where_it_is_rebound_is_reported(body: str, row: int) -> None:
     assert [(f.code, f.start.row) for f in lint(LOOP_MODEL.format(body=body), {"REM004"})] == [("REM004", row)]
+
+
+COMPREHENSION = "        outs = [nn.remat(b)(x) for b in {blocks}]\n        x = outs[0]"
+
+
+@pytest.mark.parametrize(
+    ("blocks", "found"),
+    [("[Block(), Block()]", ["REM004"]), ("(Block(), Block())", ["REM004"]), ("[Block, Block]", [])],
+    ids=["list-of-instances", "tuple-of-instances", "classes"],
+)
+def test_a_comprehension_variable_holds_the_elements_of_the_collection(blocks: str, found: list[str]) -> None:
+    source = LOOP_MODEL.format(body=COMPREHENSION.format(blocks=blocks))
+    assert [f.code for f in lint(source, {"REM004"})] == found
