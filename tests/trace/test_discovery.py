@@ -386,8 +386,11 @@ def test_an_equinox_whole_forward_checkpoint_under_filter_grad_is_reported(tmp_p
         },
     )
     proc = lint("--trace", "--trace-run", PYTEST, "--output-format", "json", "pkg", cwd=tmp_path)
-    [found] = json.loads(proc.stdout)
-    assert (found["code"], found["location"]["row"]) == ("REM401", 16)
+    findings = json.loads(proc.stdout)
+    # The static pass sees this spelling too now (REM102 at the call in the loss); discovery adds the wrap.
+    assert sorted(f["code"] for f in findings) == ["REM102", "REM401"], findings
+    [found] = [f for f in findings if f["code"] == "REM401"]
+    assert found["location"]["row"] == 16
     assert found["trace"]["evidence"]["as_written"]["flops"] > found["trace"]["evidence"]["without"]["flops"] * 1.2
     assert "; at 16 times the batch (f32[128,16], f32[128,4]): temp " in found["message"], found["message"]
 
