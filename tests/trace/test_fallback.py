@@ -55,3 +55,65 @@ def test_a_target_that_cannot_be_built_falls_back_to_the_function_its_build_call
     )
     assert trace["reason"].endswith("block was traced alone, as that build called it)")
     assert "target Model failed at build: TracerBoolConversionError" in proc.stderr
+
+
+# A linen Module carries the finding: Model constructs and calls ``RematBlock`` (16 features, dropout
+# 0.2, ``deterministic`` static), then fails at ``if training``; {call} is where Model calls it.
+MODULE_MODEL = textwrap.dedent(
+    """\
+    import flax.linen as nn
+    import jax
+    import jax.numpy as jnp
+
+
+    class Block(nn.Module):
+        features: int
+        rate: float = 0.1
+
+        @nn.compact
+        def __call__(self, x, deterministic):
+            h = nn.Dropout(self.rate)(nn.Dense(self.features)(x), deterministic=deterministic)
+            return nn.Dense(self.features)(jnp.tanh(h))
+
+
+    RematBlock = nn.remat(Block, static_argnums=(2,), policy=jax.checkpoint_policies.everything_saveable)
+
+
+    class Model(nn.Module):
+        @nn.compact
+        def __call__(self, x, training):
+            {call}
+            if training:
+                h = h * 2
+            return h
+    """
+)
+
+
+def _lint_module_model(tmp_path: Path, call: str) -> dict:
+    (tmp_path / "model.py").write_text(MODULE_MODEL.format(call=call))
+    (tmp_path / "pyproject.toml").write_text(PYPROJECT)
+    proc = lint("--trace", "--no-cache", "--output-format", "json", "model.py", cwd=tmp_path)
+    [finding] = json.loads(proc.stdout)
+    assert (finding["code"], finding["location"]["row"]) == ("REM104", 16), proc.stderr
+    return finding["trace"]
+
+
+def test_a_module_its_failed_build_called_is_built_alone_with_its_own_checkpoint(tmp_path: Path):
+    trace = _lint_module_model(tmp_path, "h = RematBlock(16, rate=0.2)(nn.Dense(16)(x), True)")
+    assert trace["status"] == "confirmed", trace
+    assert "[shapes observed in the declared target's failed build]" in trace["reason"]
+    assert "(fallback: target Model could not be built (TracerBoolConversionError:" in trace["reason"]
+    assert trace["reason"].endswith(
+        "RematBlock was built alone, with the attributes and at the shapes that build constructed and called it with)"
+    )
+    [site] = trace["sites"]  # the site table of RematBlock's own checkpoint, at the shapes Model called it with
+    assert (site["line"], site["policy"], site["shapes"]) == (16, "everything_saveable", "recorded")
+    assert [r["shape"] for r in site["residuals"]] == ["f32[4,16]", "f32[4,16]"]
+
+
+def test_a_module_its_failed_build_never_reached_stays_unconfirmed_and_says_so(tmp_path: Path):
+    trace = _lint_module_model(tmp_path, "h = x if training else RematBlock(16)(x, True)")
+    assert trace["status"] == "unconfirmed", trace
+    assert trace["reason"].startswith("target Model could not be built (TracerBoolConversionError:")
+    assert trace["reason"].endswith("its build never reached Block, RematBlock (line 16): no call to trace alone")

@@ -6,10 +6,16 @@ The functions that own such a finding may still have run before the build failed
 call's arguments, made abstract on the spot, are shapes the project's own model gave them, not
 guesses. The worker then traces each of them alone at those shapes (a fallback: it confirms, never
 refutes, as a checkpointed function differentiated alone cannot).
+
+A finding inside a Flax linen Module class (``RematBlock = nn.remat(Block, policy=...)``) is met
+the same way one level up: the first call of each such Module during the build is recorded with an
+unbound copy of the instance (its attributes as the model constructed it), and that Module, with
+its own checkpoint wrapper, is initialised and applied alone at the shapes of the call.
 """
 
 from __future__ import annotations
 
+import functools
 import inspect
 import sys
 from collections.abc import Callable, Iterator
@@ -30,6 +36,18 @@ class Called:
     name: str
     args: list[Any]
     kwargs: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class ModuleCalled:
+    """A linen Module's first call during a build: an unbound copy of the instance and the call's
+    arguments, abstract."""
+
+    name: str  # the module-level name of its class: ``RematBlock``
+    module: Any
+    args: list[Any]
+    kwargs: dict[str, Any]
+    rngs: list[str]  # the PRNG streams its scope had (``params``, ``dropout``)
 
 
 @contextmanager
@@ -76,3 +94,59 @@ def _abstract(value: Any) -> Any:
         return jax.tree_util.tree_map(leaf, value)
     except Exception:  # a value JAX cannot flatten: passed as it is
         return value
+
+
+def linen_classes(candidates: dict[str, Any]) -> dict[str, type]:
+    """The linen Module classes among ``candidates``, each class once (under its first name)."""
+    try:
+        from flax import linen
+    except ImportError:
+        return {}
+    found: dict[str, type] = {}
+    for name, value in candidates.items():
+        if isinstance(value, type) and issubclass(value, linen.Module) and value not in found.values():
+            found[name] = value
+    return found
+
+
+@contextmanager
+def first_module_calls(classes: dict[str, type]) -> Iterator[dict[str, ModuleCalled]]:
+    """Record the first call of an instance of each of ``classes`` (exactly that class: not a
+    subclass that inherits the method) while the block runs, by wrapping ``__call__``."""
+    found: dict[str, ModuleCalled] = {}
+    own = {cls: cls.__dict__.get("__call__") for cls in classes.values()}
+    for name, cls in classes.items():
+        cls.__call__ = _recording(name, cls, cls.__call__, found)  # type: ignore[method-assign]  # restored below
+    try:
+        yield found
+    finally:
+        for cls, method in own.items():
+            if method is None:
+                delattr(cls, "__call__")
+            else:
+                cls.__call__ = method  # type: ignore[method-assign]
+
+
+def _recording(name: str, cls: type, method: Callable[..., Any], found: dict[str, ModuleCalled]) -> Callable[..., Any]:
+    @functools.wraps(method)
+    def call(self: Any, *args: Any, **kwargs: Any) -> Any:
+        exact = type(self) is cls  # not ``if type(self) is cls``: mypy would narrow self to a bare type
+        if exact and name not in found:
+            try:
+                found[name] = _module_called(name, self, args, kwargs)
+            except Exception:  # recording must never change how the user's build runs or fails
+                pass
+        return method(self, *args, **kwargs)
+
+    return call
+
+
+def _module_called(name: str, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> ModuleCalled:
+    scope = getattr(instance, "scope", None)
+    return ModuleCalled(
+        name,
+        instance.clone(parent=None, name=None),  # unbound, with the attributes it was constructed with
+        [_abstract(a) for a in args],
+        {k: _abstract(v) for k, v in kwargs.items()},
+        sorted({"params", *(getattr(scope, "rngs", None) or {})}),
+    )
