@@ -117,3 +117,61 @@ def test_a_module_its_failed_build_never_reached_stays_unconfirmed_and_says_so(t
     assert trace["status"] == "unconfirmed", trace
     assert trace["reason"].startswith("target Model could not be built (TracerBoolConversionError:")
     assert trace["reason"].endswith("its build never reached Block, RematBlock (line 16): no call to trace alone")
+
+
+# NNX: the declared target is a function that builds Model and calls it; Block's ``__call__`` is
+# checkpointed by ``@nnx.remat`` with a policy that keeps everything (REM104, line 11).
+NNX_MODEL = textwrap.dedent(
+    """\
+    import jax
+    import jax.numpy as jnp
+    from flax import nnx
+
+
+    class Block(nnx.Module):
+        def __init__(self, features, rngs):
+            self.a = nnx.Linear(16, features, rngs=rngs)
+            self.b = nnx.Linear(features, 16, rngs=rngs)
+
+        @nnx.remat(policy=jax.checkpoint_policies.everything_saveable)
+        def __call__(self, x):
+            return self.b(jnp.tanh(self.a(x)))
+
+
+    class Model(nnx.Module):
+        def __init__(self, rngs):
+            self.block = Block(32, rngs)
+
+        def __call__(self, x, training):
+            h = self.block(x)
+            if training:
+                h = h * 2
+            return h
+
+
+    def forward(x, training):
+        return Model(nnx.Rngs(0))(x, training)
+    """
+)
+NNX_PYPROJECT = (
+    '[tool.remat-lint]\n[[tool.remat-lint.trace.targets]]\nfunction = "model:forward"\nargs = ["f32[4,16]", "bool[]"]\n'
+)
+
+
+def test_an_nnx_module_its_failed_trace_called_is_built_alone_from_its_graph_and_state(tmp_path: Path):
+    (tmp_path / "model.py").write_text(NNX_MODEL)
+    (tmp_path / "pyproject.toml").write_text(NNX_PYPROJECT)
+    proc = lint("--trace", "--no-cache", "--output-format", "json", "model.py", cwd=tmp_path)
+    [finding] = json.loads(proc.stdout)
+    assert (finding["code"], finding["location"]["row"]) == ("REM104", 11), proc.stderr
+    trace = finding["trace"]
+    assert trace["status"] == "confirmed", trace
+    assert (
+        "(fallback: target forward(f32[4,16], bool[]) could not be traced (TracerBoolConversionError:"
+        in trace["reason"]
+    )
+    assert trace["reason"].endswith(
+        "Block was built alone, with the attributes and at the shapes that trace constructed and called it with)"
+    )
+    [site] = trace["sites"]  # Block's residuals at Model's shapes: f32[4,32] hidden units
+    assert [r["shape"] for r in site["residuals"]] == ["f32[4,32]", "f32[4,32]"]

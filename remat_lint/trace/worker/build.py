@@ -253,8 +253,11 @@ def _flax_target(spec: TargetSpec, module: str, differentiate: bool) -> Prepared
 
 
 def from_module_call(called: fallback.ModuleCalled) -> Prepared:
-    """A linen Module alone, as a failed build constructed and called it (fallback.py): ``init``
-    and ``apply`` at the shapes of that call, differentiated with respect to its variables."""
+    """A Flax Module alone, as a failed build constructed and called it (fallback.py), at the shapes
+    of that call, differentiated with respect to its parameters: a linen Module's ``init`` and
+    ``apply``, an NNX Module merged again from its graph and state."""
+    if called.nnx:
+        return _nnx_call(called)
     static = {k: v for k, v in called.kwargs.items() if not _is_abstract(v)}
     arrays = {k: v for k, v in called.kwargs.items() if k not in static}
     return _linen_apply(
@@ -267,6 +270,25 @@ def from_module_call(called: fallback.ModuleCalled) -> Prepared:
         static=static,
         rng_names=called.rngs,
         argnums=None,
+        differentiate=True,
+        source=fallback.SOURCE,
+    )
+
+
+def _nnx_call(called: fallback.ModuleCalled) -> Prepared:
+    from flax import nnx
+
+    graphdef, params, rest = called.module
+
+    def call(params: Any, *a: Any, nnx_rest: Any, **kw: Any) -> Any:
+        return nnx.merge(graphdef, params, nnx_rest, copy=True)(*a, **kw)  # copy: the graph was made in a trace
+
+    return prepare(
+        called.name,
+        call,
+        [params, *called.args],
+        {**called.kwargs, "nnx_rest": rest},
+        argnums=(0,),
         differentiate=True,
         source=fallback.SOURCE,
     )

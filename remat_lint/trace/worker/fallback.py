@@ -7,10 +7,11 @@ call's arguments, made abstract on the spot, are shapes the project's own model 
 guesses. The worker then traces each of them alone at those shapes (a fallback: it confirms, never
 refutes, as a checkpointed function differentiated alone cannot).
 
-A finding inside a Flax linen Module class (``RematBlock = nn.remat(Block, policy=...)``) is met
-the same way one level up: the first call of each such Module during the build is recorded with an
-unbound copy of the instance (its attributes as the model constructed it), and that Module, with
-its own checkpoint wrapper, is initialised and applied alone at the shapes of the call.
+A finding inside a Flax Module class (``RematBlock = nn.remat(Block, policy=...)``, an NNX
+``__call__`` under ``@nnx.remat``) is met the same way one level up: the first call of each such
+Module is recorded with a copy of the instance that stands alone (a linen Module unbound, with the
+attributes the model constructed it with; an NNX Module as its graph and abstract state), and that
+Module, with its own checkpoint wrapper, is built and applied alone at the shapes of the call.
 """
 
 from __future__ import annotations
@@ -40,14 +41,15 @@ class Called:
 
 @dataclass
 class ModuleCalled:
-    """A linen Module's first call during a build: an unbound copy of the instance and the call's
-    arguments, abstract."""
+    """A Flax Module's first call during a build: a copy of the instance that stands alone (its
+    attributes, or its NNX graph and state) and the call's arguments, abstract."""
 
     name: str  # the module-level name of its class: ``RematBlock``
-    module: Any
+    module: Any  # linen: an unbound clone; NNX: ``nnx.split(instance, nnx.Param, ...)``, abstract
     args: list[Any]
     kwargs: dict[str, Any]
-    rngs: list[str]  # the PRNG streams its scope had (``params``, ``dropout``)
+    rngs: list[str]  # linen: the PRNG streams its scope had (``params``, ``dropout``)
+    nnx: bool = False
 
 
 @contextmanager
@@ -96,15 +98,15 @@ def _abstract(value: Any) -> Any:
         return value
 
 
-def linen_classes(candidates: dict[str, Any]) -> dict[str, type]:
-    """The linen Module classes among ``candidates``, each class once (under its first name)."""
+def module_classes(candidates: dict[str, Any]) -> dict[str, type]:
+    """The Flax Module classes (linen and NNX) among ``candidates``, each class once (its first name)."""
     try:
-        from flax import linen
+        from flax import linen, nnx
     except ImportError:
         return {}
     found: dict[str, type] = {}
     for name, value in candidates.items():
-        if isinstance(value, type) and issubclass(value, linen.Module) and value not in found.values():
+        if isinstance(value, type) and issubclass(value, (linen.Module, nnx.Module)) and value not in found.values():
             found[name] = value
     return found
 
@@ -142,11 +144,19 @@ def _recording(name: str, cls: type, method: Callable[..., Any], found: dict[str
 
 
 def _module_called(name: str, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> ModuleCalled:
+    abstract_args = [_abstract(a) for a in args]
+    abstract_kwargs = {k: _abstract(v) for k, v in kwargs.items()}
+    from flax import nnx
+
+    if isinstance(instance, nnx.Module):  # its graph, its parameters, its other state (RNG counts...)
+        graphdef, params, *rest = nnx.split(instance, nnx.Param, ...)
+        state = (graphdef, _abstract(params), _abstract(rest[0]))
+        return ModuleCalled(name, state, abstract_args, abstract_kwargs, [], nnx=True)
     scope = getattr(instance, "scope", None)
     return ModuleCalled(
         name,
         instance.clone(parent=None, name=None),  # unbound, with the attributes it was constructed with
-        [_abstract(a) for a in args],
-        {k: _abstract(v) for k, v in kwargs.items()},
+        abstract_args,
+        abstract_kwargs,
         sorted({"params", *(getattr(scope, "rngs", None) or {})}),
     )

@@ -24,6 +24,7 @@ import os
 import re
 import sys
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -208,31 +209,32 @@ class Session:
             )
 
     def with_fallbacks(self, run: Run, module: Any, make: Callable[..., Run]) -> Iterator[Run]:
-        """A declared target, then, when it could not be built, each function or linen Module owning
-        an undecided finding that its build called before failing, alone at the shapes of that call
-        (fallback.py); a finding whose owners the build never reached says so."""
+        """A declared target, then, when it could not be built or traced, each function or Flax Module
+        owning an undecided finding that its build or trace called before failing, alone at the shapes
+        of that call (fallback.py); a finding whose owners the build never reached says so."""
         watched = {item.id: self.fallback_owners(item, module, run.target_name) for item in self.pending.values()}
         candidates = {name: value for names in watched.values() for name, value in names.items()}
         functions = {name: value for name, value in candidates.items() if inspect.isfunction(inspect.unwrap(value))}
-        classes = fallback.linen_classes(candidates)
+        classes = fallback.module_classes(candidates)
         calls: dict[str, fallback.Called] = {}
         module_calls: dict[str, fallback.ModuleCalled] = {}
-        declared = run.build
 
-        def building() -> build.Prepared:
+        @contextmanager
+        def watch() -> Iterator[None]:
             with fallback.first_calls(functions) as found, fallback.first_module_calls(classes) as instances:
                 try:
-                    return declared()
+                    yield
                 finally:
                     calls.update(found)
                     module_calls.update(instances)
 
-        run.build = building
+        run.watch = watch
         yield run
-        if run.prepared is not None or run.failure is None:
+        if run.failure is None or run.failure.stage not in ("build", "forward"):
             return
-        failed = f"target {run.name} could not be built ({run.failure.summary})"
-        for item_id, names in watched.items():
+        act, done = ("build", "built") if run.failure.stage == "build" else ("trace", "traced")
+        failed = f"target {run.name} could not be {done} ({run.failure.summary})"
+        for item_id, names in watched.items() if act == "build" else ():  # a trace: judge_all said what it missed
             item = self.pending.get(item_id)
             if item is not None and names and not names.keys() & {*calls, *module_calls}:
                 self.notes[item_id] = verdict(
@@ -255,13 +257,13 @@ class Session:
                 ),
                 fallback.SOURCE,
             )
-            self.fallbacks[id(again)] = f"{failed}; {called.name} was traced alone, as that build called it"
+            self.fallbacks[id(again)] = f"{failed}; {called.name} was traced alone, as that {act} called it"
             yield again
         for instance in module_calls.values():
             again = make(instance.name, functools.partial(build.from_module_call, instance), fallback.SOURCE)
             self.fallbacks[id(again)] = (
                 f"{failed}; {instance.name} was built alone, with the attributes and at the shapes "
-                "that build constructed and called it with"
+                f"that {act} constructed and called it with"
             )
             yield again
 
