@@ -40,13 +40,18 @@ MODEL = textwrap.dedent(
 PYPROJECT = '[tool.remat-lint]\n[[tool.remat-lint.trace.targets]]\nmodule = "model:Model"\ninit_args = ["f32[4,16]", "bool[]"]\n'
 
 
-def test_a_target_that_cannot_be_built_falls_back_to_the_function_its_build_called(tmp_path: Path):
-    (tmp_path / "model.py").write_text(MODEL)
-    (tmp_path / "pyproject.toml").write_text(PYPROJECT)
+def _rem104_trace(tmp_path: Path, model: str, pyproject: str, row: int) -> tuple[dict, str]:
+    """The verdict on the one finding of ``model`` (REM104 at ``row``), and the run's stderr."""
+    (tmp_path / "model.py").write_text(model)
+    (tmp_path / "pyproject.toml").write_text(pyproject)
     proc = lint("--trace", "--no-cache", "--output-format", "json", "model.py", cwd=tmp_path)
     [finding] = json.loads(proc.stdout)
-    assert (finding["code"], finding["location"]["row"]) == ("REM104", 9), proc.stderr
-    trace = finding["trace"]
+    assert (finding["code"], finding["location"]["row"]) == ("REM104", row), proc.stderr
+    return finding["trace"], proc.stderr
+
+
+def test_a_target_that_cannot_be_built_falls_back_to_the_function_its_build_called(tmp_path: Path):
+    trace, stderr = _rem104_trace(tmp_path, MODEL, PYPROJECT, 9)
     assert trace["status"] == "confirmed", trace
     assert "[shapes observed in the declared target's failed build]" in trace["reason"]
     assert (
@@ -54,7 +59,7 @@ def test_a_target_that_cannot_be_built_falls_back_to_the_function_its_build_call
         in trace["reason"]
     )
     assert trace["reason"].endswith("block was traced alone, as that build called it)")
-    assert "target Model failed at build: TracerBoolConversionError" in proc.stderr
+    assert "target Model failed at build: TracerBoolConversionError" in stderr
 
 
 # A linen Module carries the finding: Model constructs and calls ``RematBlock`` (16 features, dropout
@@ -91,12 +96,7 @@ MODULE_MODEL = textwrap.dedent(
 
 
 def _lint_module_model(tmp_path: Path, call: str) -> dict:
-    (tmp_path / "model.py").write_text(MODULE_MODEL.format(call=call))
-    (tmp_path / "pyproject.toml").write_text(PYPROJECT)
-    proc = lint("--trace", "--no-cache", "--output-format", "json", "model.py", cwd=tmp_path)
-    [finding] = json.loads(proc.stdout)
-    assert (finding["code"], finding["location"]["row"]) == ("REM104", 16), proc.stderr
-    return finding["trace"]
+    return _rem104_trace(tmp_path, MODULE_MODEL.format(call=call), PYPROJECT, 16)[0]
 
 
 def test_a_module_its_failed_build_called_is_built_alone_with_its_own_checkpoint(tmp_path: Path):
@@ -159,12 +159,7 @@ NNX_PYPROJECT = (
 
 
 def test_an_nnx_module_its_failed_trace_called_is_built_alone_from_its_graph_and_state(tmp_path: Path):
-    (tmp_path / "model.py").write_text(NNX_MODEL)
-    (tmp_path / "pyproject.toml").write_text(NNX_PYPROJECT)
-    proc = lint("--trace", "--no-cache", "--output-format", "json", "model.py", cwd=tmp_path)
-    [finding] = json.loads(proc.stdout)
-    assert (finding["code"], finding["location"]["row"]) == ("REM104", 11), proc.stderr
-    trace = finding["trace"]
+    trace, _ = _rem104_trace(tmp_path, NNX_MODEL, NNX_PYPROJECT, 11)
     assert trace["status"] == "confirmed", trace
     assert (
         "(fallback: target forward(f32[4,16], bool[]) could not be traced (TracerBoolConversionError:"
