@@ -122,6 +122,29 @@ def test_rem101_fires_whatever_the_functions_are_called(name: str, inner: str) -
     assert _found(LOSS_AND_GRADS.format(name=name, inner=inner)) == [("REM101", 9)]
 
 
+LAST_STAGE = """\
+import jax
+import jax.numpy as jnp
+
+head = jax.checkpoint(lambda p, h: h @ p["head"])
+
+
+def {name}(p, x, y):
+    def {inner}(q):
+        h = jnp.tanh(x @ q["body"])
+        return jnp.mean((head(q, h) - y) ** 2)
+
+    return jax.value_and_grad({inner})(p)
+"""
+
+
+@pytest.mark.parametrize("name", ["compute_grads", "loss_and_grads", "energy_forces", "inner_step", "meta_update"])
+@pytest.mark.parametrize("inner", ["loss_fn", "potential", "f"])
+def test_rem102_fires_whatever_the_functions_are_called(name: str, inner: str) -> None:
+    """Issue 29: REM102, like REM101, went silent inside a function called ``loss_and_grads``."""
+    assert _found(LAST_STAGE.format(name=name, inner=inner)) == [("REM102", 10)]
+
+
 FLAG = """\
 import jax
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from remat_lint.output.reporters import FORMATS
 from tests.trace_cases import lint
 
 pytest.importorskip("jax")
@@ -182,15 +183,16 @@ def project(root: Path, files: dict[str, str]) -> Path:
 
 
 @pytest.fixture(scope="module")
-def discovered(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[dict], list[dict]]:
-    """The JSON findings and the SARIF results of one --trace-run over the project above."""
+def discovered(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[dict], list[dict], dict[str, str]]:
+    """The JSON findings, the SARIF results and every other format's output of one --trace-run over
+    the project above."""
     root = project(tmp_path_factory.mktemp("discovery"), {"pkg/model.py": MODEL, "tests/test_model.py": TESTS})
-    sarif = root / "out.sarif"
-    proc = lint(
-        "--trace", "--trace-run", PYTEST, "--output-format", "json", "--extra-output", f"sarif={sarif}", "pkg", cwd=root
-    )
+    others = [fmt for fmt in FORMATS if fmt != "json"]
+    extra = [arg for fmt in others for arg in ("--extra-output", f"{fmt}={root / ('out.' + fmt)}")]
+    proc = lint("--trace", "--trace-run", PYTEST, "--output-format", "json", *extra, "pkg", cwd=root)
     assert proc.returncode == 1, proc.stderr
-    return json.loads(proc.stdout), json.loads(sarif.read_text())["runs"][0]["results"]
+    texts = {fmt: (root / f"out.{fmt}").read_text() for fmt in others}
+    return json.loads(proc.stdout), json.loads(texts["sarif"])["runs"][0]["results"], texts
 
 
 def by_line(findings: list[dict]) -> dict[int, list[str]]:
@@ -255,6 +257,8 @@ def test_every_output_format_carries_the_discovered_findings(discovered):
     results = {(r["ruleId"], r["locations"][0]["physicalLocation"]["region"]["startLine"]) for r in discovered[1]}
     results = {(code, line) for code, line in results if line < 94}
     assert results == {("REM401", 23), ("REM402", 34), ("REM403", 48), ("REM101", 89)}
+    for fmt, text in discovered[2].items():  # text, github, gitlab, junit...: each names the three new codes
+        assert all(code in text for code in ("REM401", "REM402", "REM403")), fmt
 
 
 def test_a_program_that_fails_to_build_again_gives_no_finding_and_says_what_failed(tmp_path: Path):

@@ -237,27 +237,111 @@ def _flax_target(spec: TargetSpec, module: str, differentiate: bool) -> Prepared
     cls = _resolve(module)
     margs = spec.module_args
     model = cls(**margs) if isinstance(margs, dict) else cls(*(margs or []))
-    init_args = [abstract(a) for a in (spec.init_args or spec.args)]
-    rng_names = spec.init_rngs or ["params"]
-    keys = {name: jax.random.key(i) for i, name in enumerate(rng_names)}
-    variables = jax.eval_shape(lambda *a: model.init(keys, *a, **spec.static), *init_args)
+    return _linen_apply(
+        module.split(":")[1],
+        model,
+        spec.init_args or spec.args,
+        spec.args or spec.init_args,
+        spec.kwargs,
+        init_kwargs={},
+        static=spec.static,
+        rng_names=spec.init_rngs or ["params"],
+        argnums=spec.argnums,
+        differentiate=differentiate,
+        source="pyproject",
+    )
+
+
+def from_module_call(called: fallback.ModuleCalled) -> Prepared:
+    """A Flax Module alone, as a failed build constructed and called it (fallback.py), at the shapes
+    of that call, differentiated with respect to its parameters: a linen Module's ``init`` and
+    ``apply``, an NNX Module merged again from its graph and state."""
+    if called.nnx:
+        return _nnx_call(called)
+    static = {k: v for k, v in called.kwargs.items() if not _is_abstract(v)}
+    arrays = {k: v for k, v in called.kwargs.items() if k not in static}
+    return _linen_apply(
+        called.name,
+        called.module,
+        called.args,
+        called.args,
+        arrays,
+        init_kwargs=arrays,
+        static=static,
+        rng_names=called.rngs,
+        argnums=None,
+        differentiate=True,
+        source=fallback.SOURCE,
+    )
+
+
+def _nnx_call(called: fallback.ModuleCalled) -> Prepared:
+    from flax import nnx
+
+    graphdef, params, rest = called.module
+
+    def call(params: Any, *a: Any, nnx_rest: Any, **kw: Any) -> Any:
+        return nnx.merge(graphdef, params, nnx_rest, copy=True)(*a, **kw)  # copy: the graph was made in a trace
+
+    return prepare(
+        called.name,
+        call,
+        [params, *called.args],
+        {**called.kwargs, "nnx_rest": rest},
+        argnums=(0,),
+        differentiate=True,
+        source=fallback.SOURCE,
+    )
+
+
+def _linen_apply(
+    name: str,
+    model: Any,
+    init_args: list[Any],
+    args: list[Any],
+    kwargs: dict[str, Any],
+    *,
+    init_kwargs: dict[str, Any],
+    static: dict[str, Any],
+    rng_names: list[str],
+    argnums: tuple[int, ...] | None,
+    differentiate: bool,
+    source: str,
+) -> Prepared:
+    """Abstract ``init`` of a linen ``model`` (no weights allocated), then ``apply`` as the target."""
+    keys = {rng: jax.random.key(i) for i, rng in enumerate(rng_names)}
+    variables = _abstract_init(model, keys, [abstract(a) for a in init_args], {**static, **abstract(init_kwargs)})
     apply_rngs = {k: v for k, v in keys.items() if k != "params"}
 
     def call(variables: Any, *a: Any, **kw: Any) -> Any:
         extra = {"rngs": apply_rngs} if apply_rngs else {}
-        return model.apply(variables, *a, **spec.static, **kw, **extra)
+        return model.apply(variables, *a, **static, **kw, **extra)
 
-    name = module.split(":")[1] + ".apply"
-    argnums = spec.argnums if spec.argnums is not None else (0,)
     return prepare(
-        name,
+        name + ".apply",
         call,
-        [variables, *(spec.args or spec.init_args)],
-        spec.kwargs,
-        argnums=argnums,
+        [variables, *args],
+        kwargs,
+        argnums=argnums if argnums is not None else (0,),
         differentiate=differentiate,
-        source="pyproject",
+        source=source,
     )
+
+
+def _abstract_init(model: Any, keys: dict[str, Any], args: list[Any], kwargs: dict[str, Any]) -> Any:
+    """``model.init(keys, *args, **kwargs)`` with no weights allocated: the abstract leaves are
+    traced, Python values (``deterministic=True``) stay Python values as in the user's call."""
+    leaves, tree = jax.tree_util.tree_flatten((args, kwargs))
+    traced = [i for i, leaf in enumerate(leaves) if isinstance(leaf, jax.ShapeDtypeStruct)]
+
+    def init(*arrays: Any) -> Any:
+        full = list(leaves)
+        for i, array in zip(traced, arrays, strict=True):
+            full[i] = array
+        a, kw = jax.tree_util.tree_unflatten(tree, full)
+        return model.init(keys, *a, **kw)
+
+    return jax.eval_shape(init, *[leaves[i] for i in traced])
 
 
 def from_recorded(rec: Recorded) -> Prepared:

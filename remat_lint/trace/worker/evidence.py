@@ -16,7 +16,7 @@ import re
 import sys
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -170,16 +170,19 @@ class Run:
     wrappers: list[FrameSite] = field(default_factory=list)  # the checkpoint wrappers that ran code of the file
     traces: int = 0
     effects: dict[str, list[tuple[str, tuple[int, ...]]]] = field(default_factory=dict)
+    # around the build and the forward trace: what a fallback records (session.with_fallbacks)
+    watch: Callable[[], AbstractContextManager[Any]] = nullcontext
 
     def execute(self) -> None:
         recorder = LineRecorder(self.filename)
         stage = self.first_stage
         try:
             with recorder.recording():
-                self.prepared = p = self.build()
-                self.name = p.name
-                stage = "forward"
-                forward = jax.make_jaxpr(p.fun)(*p.args, **p.kwargs).jaxpr
+                with self.watch():
+                    self.prepared = p = self.build()
+                    self.name = p.name
+                    stage = "forward"
+                    forward = jax.make_jaxpr(p.fun)(*p.args, **p.kwargs).jaxpr
                 self.sites = find_sites(forward)
                 self.effects["forward"] = _effects(forward, self.filename, checkpointed_only=True)
                 self.traces += 1

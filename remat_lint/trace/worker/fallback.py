@@ -6,10 +6,17 @@ The functions that own such a finding may still have run before the build failed
 call's arguments, made abstract on the spot, are shapes the project's own model gave them, not
 guesses. The worker then traces each of them alone at those shapes (a fallback: it confirms, never
 refutes, as a checkpointed function differentiated alone cannot).
+
+A finding inside a Flax Module class (``RematBlock = nn.remat(Block, policy=...)``, an NNX
+``__call__`` under ``@nnx.remat``) is met the same way one level up: the first call of each such
+Module is recorded with a copy of the instance that stands alone (a linen Module unbound, with the
+attributes the model constructed it with; an NNX Module as its graph and abstract state), and that
+Module, with its own checkpoint wrapper, is built and applied alone at the shapes of the call.
 """
 
 from __future__ import annotations
 
+import functools
 import inspect
 import sys
 from collections.abc import Callable, Iterator
@@ -30,6 +37,19 @@ class Called:
     name: str
     args: list[Any]
     kwargs: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class ModuleCalled:
+    """A Flax Module's first call during a build: a copy of the instance that stands alone (its
+    attributes, or its NNX graph and state) and the call's arguments, abstract."""
+
+    name: str  # the module-level name of its class: ``RematBlock``
+    module: Any  # linen: an unbound clone; NNX: ``nnx.split(instance, nnx.Param, ...)``, abstract
+    args: list[Any]
+    kwargs: dict[str, Any]
+    rngs: list[str]  # linen: the PRNG streams its scope had (``params``, ``dropout``)
+    nnx: bool = False
 
 
 @contextmanager
@@ -76,3 +96,67 @@ def _abstract(value: Any) -> Any:
         return jax.tree_util.tree_map(leaf, value)
     except Exception:  # a value JAX cannot flatten: passed as it is
         return value
+
+
+def module_classes(candidates: dict[str, Any]) -> dict[str, type]:
+    """The Flax Module classes (linen and NNX) among ``candidates``, each class once (its first name)."""
+    try:
+        from flax import linen, nnx
+    except ImportError:
+        return {}
+    found: dict[str, type] = {}
+    for name, value in candidates.items():
+        if isinstance(value, type) and issubclass(value, (linen.Module, nnx.Module)) and value not in found.values():
+            found[name] = value
+    return found
+
+
+@contextmanager
+def first_module_calls(classes: dict[str, type]) -> Iterator[dict[str, ModuleCalled]]:
+    """Record the first call of an instance of each of ``classes`` (exactly that class: not a
+    subclass that inherits the method) while the block runs, by wrapping ``__call__``."""
+    found: dict[str, ModuleCalled] = {}
+    own = {cls: cls.__dict__.get("__call__") for cls in classes.values()}
+    for name, cls in classes.items():
+        cls.__call__ = _recording(name, cls, cls.__call__, found)  # type: ignore[method-assign]  # restored below
+    try:
+        yield found
+    finally:
+        for cls, method in own.items():
+            if method is None:
+                delattr(cls, "__call__")
+            else:
+                cls.__call__ = method  # type: ignore[method-assign]
+
+
+def _recording(name: str, cls: type, method: Callable[..., Any], found: dict[str, ModuleCalled]) -> Callable[..., Any]:
+    @functools.wraps(method)
+    def call(self: Any, *args: Any, **kwargs: Any) -> Any:
+        exact = type(self) is cls  # not ``if type(self) is cls``: mypy would narrow self to a bare type
+        if exact and name not in found:
+            try:
+                found[name] = _module_called(name, self, args, kwargs)
+            except Exception:  # recording must never change how the user's build runs or fails
+                pass
+        return method(self, *args, **kwargs)
+
+    return call
+
+
+def _module_called(name: str, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> ModuleCalled:
+    abstract_args = [_abstract(a) for a in args]
+    abstract_kwargs = {k: _abstract(v) for k, v in kwargs.items()}
+    from flax import nnx
+
+    if isinstance(instance, nnx.Module):  # its graph, its parameters, its other state (RNG counts...)
+        graphdef, params, *rest = nnx.split(instance, nnx.Param, ...)
+        state = (graphdef, _abstract(params), _abstract(rest[0]))
+        return ModuleCalled(name, state, abstract_args, abstract_kwargs, [], nnx=True)
+    scope = getattr(instance, "scope", None)
+    return ModuleCalled(
+        name,
+        instance.clone(parent=None, name=None),  # unbound, with the attributes it was constructed with
+        abstract_args,
+        abstract_kwargs,
+        sorted({"params", *(getattr(scope, "rngs", None) or {})}),
+    )

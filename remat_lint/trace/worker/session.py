@@ -19,10 +19,12 @@ verdict depends on their order.
 from __future__ import annotations
 
 import functools
+import inspect
 import os
 import re
 import sys
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -207,29 +209,39 @@ class Session:
             )
 
     def with_fallbacks(self, run: Run, module: Any, make: Callable[..., Run]) -> Iterator[Run]:
-        """A declared target, then, when it could not be built, each function owning an undecided
-        finding that its build called before failing, at the shapes of that call (fallback.py)."""
-        functions = {
-            d.name: getattr(module, d.name)
-            for item in self.pending.values()
-            for d in self.plan.owners(item.line, item.end_line)
-            if d.kind == "function" and d.name != run.target_name and callable(getattr(module, d.name, None))
-        }
+        """A declared target, then, when it could not be built or traced, each function or Flax Module
+        owning an undecided finding that its build or trace called before failing, alone at the shapes
+        of that call (fallback.py); a finding whose owners the build never reached says so."""
+        watched = {item.id: self.fallback_owners(item, module, run.target_name) for item in self.pending.values()}
+        candidates = {name: value for names in watched.values() for name, value in names.items()}
+        functions = {name: value for name, value in candidates.items() if inspect.isfunction(inspect.unwrap(value))}
+        classes = fallback.module_classes(candidates)
         calls: dict[str, fallback.Called] = {}
-        declared = run.build
+        module_calls: dict[str, fallback.ModuleCalled] = {}
 
-        def building() -> build.Prepared:
-            with fallback.first_calls(functions) as found:
+        @contextmanager
+        def watch() -> Iterator[None]:
+            with fallback.first_calls(functions) as found, fallback.first_module_calls(classes) as instances:
                 try:
-                    return declared()
+                    yield
                 finally:
                     calls.update(found)
+                    module_calls.update(instances)
 
-        run.build = building
+        run.watch = watch
         yield run
-        if run.prepared is not None or run.failure is None:
+        if run.failure is None or run.failure.stage not in ("build", "forward"):
             return
-        why = f"target {run.name} could not be built ({run.failure.summary}); {{}} was traced alone, as that build called it"
+        act, done = ("build", "built") if run.failure.stage == "build" else ("trace", "traced")
+        failed = f"target {run.name} could not be {done} ({run.failure.summary})"
+        for item_id, names in watched.items() if act == "build" else ():  # a trace: judge_all said what it missed
+            item = self.pending.get(item_id)
+            if item is not None and names and not names.keys() & {*calls, *module_calls}:
+                self.notes[item_id] = verdict(
+                    "unconfirmed",
+                    f"{failed}; its build never reached {', '.join(sorted(names))} (line {item.line}): "
+                    "no call to trace alone",
+                )
         for called in calls.values():
             d = self.plan.definitions[called.name]
             again = make(
@@ -245,8 +257,31 @@ class Session:
                 ),
                 fallback.SOURCE,
             )
-            self.fallbacks[id(again)] = why.format(called.name)
+            self.fallbacks[id(again)] = f"{failed}; {called.name} was traced alone, as that {act} called it"
             yield again
+        for instance in module_calls.values():
+            again = make(instance.name, functools.partial(build.from_module_call, instance), fallback.SOURCE)
+            self.fallbacks[id(again)] = (
+                f"{failed}; {instance.name} was built alone, with the attributes and at the shapes "
+                f"that {act} constructed and called it with"
+            )
+            yield again
+
+    def fallback_owners(self, item: Item, module: Any, target: str) -> dict[str, Any]:
+        """The module's functions and classes whose code holds ``item`` (other than ``target``),
+        and the classes derived from those (``RematBlock = nn.remat(Block)`` derives from Block)."""
+        owners = {
+            d.name: getattr(module, d.name)
+            for d in self.plan.owners(item.line, item.end_line)
+            if d.name != target and callable(getattr(module, d.name, None))
+        }
+        bases = tuple(value for value in owners.values() if isinstance(value, type))
+        derived = {
+            name: value
+            for name, value in vars(module).items()
+            if bases and isinstance(value, type) and issubclass(value, bases) and name != target
+        }
+        return {**owners, **derived}
 
     def auto_candidates(self, tried: set[str]) -> list[Definition]:
         """Functions that own an undecided finding or a site, then the functions calling them."""
