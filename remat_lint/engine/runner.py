@@ -26,7 +26,6 @@ from remat_lint.engine.prefilter.stages import Prefilter, prefilter_for
 from remat_lint.engine.results import FileResult, build_project, diagnostic, project_codes, project_phase
 from remat_lint.engine.sources import SUFFIX as NOTEBOOK
 from remat_lint.engine.sources import Notebook, SourceFile
-from remat_lint.engine.spawned_worker import SpawnedWorker, died_message
 from remat_lint.engine.unsaved import Unsaved
 from remat_lint.findings import Finding
 from remat_lint.project.exports import may_export
@@ -501,6 +500,8 @@ def _lint_in_process(tasks: list[_Task]) -> list[tuple[_Task, FileResult]]:
     such a file, so that a parser crash on it costs that file alone."""
     if os.name != "posix" or all(len(task.text) < ISOLATE_MIN_CHARS for task in tasks):  # pass_fds: POSIX
         return [(task, _lint_task(task)) for task in tasks]
+    # imported here: subprocess and multiprocessing cost a run that parses nothing (a warm one) 5 %
+    from remat_lint.engine.spawned_worker import SpawnedWorker
 
     with SpawnedWorker() as apart:
         apart.start()  # it imports the engine while this process lints the small files
@@ -615,6 +616,7 @@ def _supervise(tasks: Connection, results: Queue[Any], ready: Event, jobs: int) 
     from multiprocessing.connection import wait
 
     import remat_lint.engine.lint  # noqa: F401 -- what the workers inherit
+    from remat_lint.engine.spawned_worker import died_message
 
     context = multiprocessing.get_context("fork" if _FORK else None)
 
