@@ -132,7 +132,7 @@ def main() -> None:
             print(f"  {row['policy']:34s} residuals {row['residual_bytes'] / 2**30:6.2f} GiB  {measured}")
         print(f"  {site['compile_note']}")
         print(f"  recommendation: {site['recommendation']}")
-    print(f"memory_evidence (REM102 on the per-layer site): {evidence['status']}: {evidence['reason']}")
+    print(f"memory_evidence (REM102 on the per-layer site): {evidence.status}: {evidence.reason}")
     if plan is not None:
         picked = plan.get("chosen") or plan["smallest"]
         print(

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
+
+if TYPE_CHECKING:  # a name for the annotation only: findings import nothing of the project
+    from remat_lint.trace.protocol import Verdict
 
 
 class Severity(str, enum.Enum):
@@ -82,8 +85,7 @@ class Finding:
     start: Position
     end: Position
     fix: Fix | None = None
-    # Set by --trace: {"status": ..., "evidence": ..., "reason": ...}
-    trace: dict[str, Any] | None = None
+    trace: Verdict | None = None  # set by --trace
     # Rule-specific data that a project-wide pass needs (for example the name REM008 looks up).
     data: dict[str, Any] = field(default_factory=dict)
     # In a notebook, for the reporters: the 1-based cell, rows then counted within it (sources.in_cells).

@@ -71,6 +71,7 @@ class Plugin:
             from remat_lint.cache.result_cache import Cache, folder
             from remat_lint.engine.results import FileResult
             from remat_lint.engine.runner import ProjectPass
+            from remat_lint.engine.unsaved import Unsaved
 
             # The project-wide rules flake8 selects beyond the configuration's (REM301) need every file's facts.
             resolver = _resolver(tuple(sorted(project_codes(self.codes).intersection(OFF_BY_DEFAULT))), os.getcwd())
@@ -91,7 +92,7 @@ class Plugin:
                 )
             # Project-wide rules (REM008, REM101) see the other files as the CLI does, through the same cache.
             cache = Cache(folder(settings.root, settings.cache_dir))
-            ProjectPass([self.filename], resolver, cache=cache, buffers={self.filename: source})([result])
+            ProjectPass([self.filename], resolver, cache=cache, unsaved=Unsaved.of({self.filename: source}))([result])
             findings = result.findings
             jax_version.retarget(findings, settings.jax_target()[0])
         except ConfigError as exc:  # flake8 cannot exit 2 for us: say it on the file

@@ -685,9 +685,7 @@ def _report(
         _show_fixes(applied, autofix.fixable(findings, result.sources, args.unsafe_fixes))
     if not args.quiet and (args.statistics or args.output_format in ("full", "concise", "grouped")):
         print(_summary(result, fixed, fixable, hidden), file=sys.stderr)
-    counted = [
-        f for f in findings if not (f.trace and f.trace.get("status") == "refuted")
-    ]  # --trace disproved the rest
+    counted = [f for f in findings if not (f.trace and f.trace.status == "refuted")]  # --trace disproved the rest
     if counted and not args.exit_zero:
         return EXIT_FINDINGS
     return EXIT_CLEAN

@@ -16,7 +16,7 @@ import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 from remat_lint.cache.result_cache import Cache
 from remat_lint.config.discovery import discover
@@ -26,7 +26,7 @@ from remat_lint.engine.prefilter.stages import Prefilter, prefilter_for
 from remat_lint.engine.results import FileResult, build_project, diagnostic, project_codes, project_phase
 from remat_lint.engine.sources import SUFFIX as NOTEBOOK
 from remat_lint.engine.sources import Notebook, SourceFile
-from remat_lint.engine.spawned_worker import SpawnedWorker, died_message
+from remat_lint.engine.unsaved import Unsaved
 from remat_lint.findings import Finding
 from remat_lint.project.exports import may_export
 from remat_lint.project.imports import ProjectFiles
@@ -137,13 +137,13 @@ def run(
             result.findings += result.suppressed
             result.candidates += result.suppressed_candidates
     decoded = decode_source(*stdin) if stdin is not None else None
-    buffers = {stdin[0]: decoded.text} if stdin is not None and isinstance(decoded, SourceFile) else None
+    unsaved = Unsaved.of({stdin[0]: decoded.text}) if stdin is not None and isinstance(decoded, SourceFile) else None
     ProjectPass(
         [stdin[0]] if stdin is not None else paths,
         resolver,
         jobs=jobs,
         cache=cache,
-        buffers=buffers,
+        unsaved=unsaved,
         ignore_noqa=ignore_noqa,
     )(results)
     findings = sorted((f for r in results for f in r.findings), key=lambda f: f.sort_key)
@@ -273,10 +273,10 @@ class ProjectPass:
     differentiate), an alias of it or a base of its class is parsed although the prefilter rejects
     it. The project's files are those a
     run on ``project_root`` would lint; when a linted file is not among them, only the linted
-    files count. ``buffers``: linted files' texts that are not on disk (stdin, flake8's, fixed in memory).
+    files count. ``unsaved``: the texts of files, linted or not, that are not on disk (stdin,
+    flake8's, fixed in memory, the server's open buffers), read before the disk.
     ``ignore_noqa``: a finding moved to a call is reported whatever `# noqa` the call's line has.
-    ``read``: how other files are read (the server reads its open buffers before the disk); the
-    server calls one pass again and again as a buffer changes (``holds``, ``refresh``)."""
+    The server calls one pass again and again as a buffer changes (``holds``, ``refresh``)."""
 
     def __init__(
         self,
@@ -285,12 +285,11 @@ class ProjectPass:
         *,
         jobs: int = 1,
         cache: Cache | None = None,
-        buffers: dict[str, str] | None = None,
+        unsaved: Unsaved | None = None,
         ignore_noqa: bool = False,
-        read: Callable[[str], bytes | Finding] | None = None,
     ) -> None:
         self.resolver, self.jobs, self.cache, self.ignore_noqa = resolver, jobs, cache, ignore_noqa
-        self.read = read or _read
+        self.unsaved = unsaved or Unsaved()
         self.codes = project_codes(frozenset(info.code for info in rule_index()))
         # The words that an imported module names where it may export a wrap (project/exports.py).
         self.exports = [info.export_words for info in rule_index() if info.export_words is not None]
@@ -301,9 +300,6 @@ class ProjectPass:
         self._noqa: dict[str, Suppressions] = {}  # real path -> its `# noqa` comments, during one call
         self._files: dict[str, ProjectFiles] = {}  # per project root
         self._reals: dict[str, str] = {}  # path -> real path (several lookups per linted file)
-        self.buffers: dict[str, str] = {}  # real path -> text
-        for path, text in (buffers or {}).items():
-            self.use_text(path, text)
 
     def __call__(self, results: list[FileResult]) -> None:
         self._noqa.clear()
@@ -328,17 +324,13 @@ class ProjectPass:
             linted = {self._real(r.path) for r in group}
             context = [r for r in others if self._real(r.path) not in linted]
             project = build_project(root, [*group, *others])
-            project.buffers = self.buffers
+            project.unsaved = self.unsaved.texts
             project_phase(group, project, self.codes, context, self._admit)
 
     def _real(self, path: str) -> str:
         if path not in self._reals:
             self._reals[path] = os.path.realpath(path)
         return self._reals[path]
-
-    def use_text(self, path: str, text: str) -> None:
-        """Read ``text`` as the file ``path``'s (its buffer, or its text after fixes in memory)."""
-        self.buffers[self._real(path)] = text
 
     def holds(self, path: str) -> bool:
         """Whether ``path`` is one of the files of a project collected, or an imported file read."""
@@ -436,11 +428,11 @@ class ProjectPass:
         return all(files.contains(self._real(r.path)) for r in group)
 
     def _data(self, path: str) -> bytes | None:
-        """A file's bytes (a linted buffer's own); None when it cannot be read."""
-        buffer = self.buffers.get(self._real(path))
-        if buffer is not None:
-            return buffer.encode("utf-8")
-        data = self.read(path)
+        """A file's bytes (its unsaved text's); None when it cannot be read."""
+        text = self.unsaved.get(self._real(path))
+        if text is not None:
+            return text.encode("utf-8")
+        data = _read(path)
         return data if isinstance(data, bytes) else None
 
     def _admit(self, finding: Finding) -> bool:
@@ -508,6 +500,8 @@ def _lint_in_process(tasks: list[_Task]) -> list[tuple[_Task, FileResult]]:
     such a file, so that a parser crash on it costs that file alone."""
     if os.name != "posix" or all(len(task.text) < ISOLATE_MIN_CHARS for task in tasks):  # pass_fds: POSIX
         return [(task, _lint_task(task)) for task in tasks]
+    # imported here: subprocess and multiprocessing cost a run that parses nothing (a warm one) 5 %
+    from remat_lint.engine.spawned_worker import SpawnedWorker
 
     with SpawnedWorker() as apart:
         apart.start()  # it imports the engine while this process lints the small files
@@ -622,6 +616,7 @@ def _supervise(tasks: Connection, results: Queue[Any], ready: Event, jobs: int) 
     from multiprocessing.connection import wait
 
     import remat_lint.engine.lint  # noqa: F401 -- what the workers inherit
+    from remat_lint.engine.spawned_worker import died_message
 
     context = multiprocessing.get_context("fork" if _FORK else None)
 

@@ -17,6 +17,7 @@ from remat_lint.config.resolver import Resolver
 from remat_lint.engine.results import PARSE_ERROR, FileResult
 from remat_lint.engine.runner import ProjectPass, RunResult, lint_one, read_source
 from remat_lint.engine.sources import Notebook, SourceFile, display_path
+from remat_lint.engine.unsaved import Unsaved
 from remat_lint.findings import Applicability, Finding, TextEdit
 from remat_lint.output.fixes import non_overlapping
 from remat_lint.output.noqa import UNUSED_NOQA, Suppressions, noqa_edits
@@ -137,7 +138,7 @@ def fix_sources(
     ``jobs`` and ``cache`` serve the project's other files (runner.ProjectPass)."""
     results = {path: lint_one(path, source, resolver(path)) for path, source in sources.items()}
     texts = {path: source.text for path, source in sources.items() if not isinstance(source, Finding)}
-    project_pass = ProjectPass(sources, resolver, jobs=jobs, cache=cache, buffers=texts)
+    project_pass = ProjectPass(sources, resolver, jobs=jobs, cache=cache, unsaved=Unsaved.of(texts))
     project_pass(list(results.values()))
     outcome = FixOutcome(RunResult(files=len(sources)))
     fixed: dict[str, Source] = {}
@@ -190,7 +191,7 @@ def _fix_file(
             )
             return current
         results[path] = fresh
-        project_pass.use_text(path, new.text)
+        project_pass.unsaved.put(path, new.text)
         project_pass(list(results.values()))
         outcome.applied.update((path, f.code, f.name) for f in chosen)
         current = new

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any, Iterator, Mapping
 
 from remat_lint.findings import Position, RelatedLocation
 from remat_lint.project.modules import Ref, absolute, import_ref, is_package, module_names
@@ -53,7 +53,7 @@ class Project:
         self.by_path: dict[str, ProjectModule] = {}
         self._loop_bodies: set[Symbol] | None = None  # computed once, for every file's project phase
         self._reached: dict[Symbol, list[Reach]] | None = None  # the same
-        self.buffers: dict[str, str] = {}  # real path -> text linted instead of the file's (stdin, flake8)
+        self.unsaved: Mapping[str, str] = {}  # real path -> text read instead of the file's (engine/unsaved.py)
 
     def add(self, path: str, summary: ModuleSummary, facts: dict[str, Any]) -> None:
         """Index a file; outside the root (or without one) it is named as a top-level module, the
@@ -72,10 +72,10 @@ class Project:
         return self.by_path.get(os.path.realpath(path))
 
     def text(self, module: ProjectModule) -> str:
-        """The text ``module`` was linted from: its buffer, or its file read again ("" when unreadable)."""
+        """The text ``module`` was linted from: its unsaved text, or its file read again ("" when unreadable)."""
         real = os.path.realpath(module.path)
-        if real in self.buffers:
-            return self.buffers[real]
+        if real in self.unsaved:
+            return self.unsaved[real]
         from remat_lint.engine.sources import SourceFile
 
         try:

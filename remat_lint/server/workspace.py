@@ -11,15 +11,15 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from remat_lint.cache.result_cache import Cache
 from remat_lint.config.resolver import Resolver
 from remat_lint.config.settings import ConfigError, RuleSelection, Settings
-from remat_lint.engine.results import FileResult, diagnostic
+from remat_lint.engine.results import FileResult
 from remat_lint.engine.runner import ProjectPass, lint_one, project_root
 from remat_lint.engine.sources import SUFFIX as NOTEBOOK
 from remat_lint.engine.sources import Notebook, SourceFile
+from remat_lint.engine.unsaved import Unsaved
 from remat_lint.findings import Finding
 
 CONFIG_NAMES = ("pyproject.toml", "remat-lint.toml")
@@ -65,6 +65,7 @@ class Workspace:
     overrides: RuleSelection | None = None  # initializationOptions' select / ignore
     open_files: dict[str, OpenFile] = field(default_factory=dict)
     cache: MemoryCache = field(default_factory=MemoryCache)
+    unsaved: Unsaved = field(default_factory=Unsaved)  # the open buffers' texts, read before the disk
     config_error: str | None = None
 
     def __post_init__(self) -> None:
@@ -101,19 +102,12 @@ class Workspace:
 
     def open(self, path: str, text: str) -> None:
         self.open_files.setdefault(path, OpenFile(text)).text = text
+        if not path.endswith(NOTEBOOK):  # an open notebook's cells are not kept as its file
+            self.unsaved.put(path, text)
 
     def close(self, path: str) -> None:
         self.open_files.pop(path, None)
-
-    def read(self, path: str) -> bytes | Finding:
-        """A file as the project pass sees it: its open buffer, else the disk."""
-        opened = self.open_files.get(path) or self.open_files.get(os.path.abspath(path))
-        if opened is not None and not path.endswith(NOTEBOOK):  # an open notebook's cells are not kept as its file
-            return opened.text.encode("utf-8")
-        try:
-            return Path(path).read_bytes()
-        except OSError as exc:  # deleted under us
-            return diagnostic(path, f"cannot read file: {exc.strerror or exc}")
+        self.unsaved.drop(path)
 
     def lint(self, path: str, source: SourceFile | Notebook | Finding | None = None) -> list[Finding]:
         """The findings of an open file (or of ``source``, a notebook's joined cells), project-wide
@@ -122,7 +116,7 @@ class Workspace:
         # A .py buffer is text already (its coding cookie does not apply).
         result = lint_one(path, SourceFile(opened.text) if source is None else source, self.settings(path))
         if opened.passes is None:
-            opened.passes = ProjectPass([path], self.resolver, cache=self.cache, read=self.read)
+            opened.passes = ProjectPass([path], self.resolver, cache=self.cache, unsaved=self.unsaved)
         else:
             for other in opened.stale:
                 opened.passes.refresh(other)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 # XLA:CPU merges a checkpoint's recomputation away without this flag: workers run with it (driver/dispatch.py),
 # and compiled costs measured without it are not reported (worker/session.py, worker/budget.py).
@@ -134,12 +134,57 @@ class BackendReply:
     xla_flags: str = ""
 
 
+Status = Literal["unconfirmed", "refuted", "confirmed"]
+# The stronger verdict wins where two targets or runs judge one finding.
+RANK: dict[Status, int] = {"unconfirmed": 1, "refuted": 2, "confirmed": 3}
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What --trace found about one finding (``Finding.trace``); the JSON and SARIF outputs show
+    ``to_json()``: ``status``, ``evidence``, ``reason``, and the keys below where they are set."""
+
+    status: Status
+    reason: str
+    # what the judge measured (target, stage, exception, shapes, costs...); None: nothing ran
+    evidence: dict[str, Any] | None = None
+    sites: tuple[dict[str, Any], ...] = ()  # the reports of the module's checkpoint sites (residuals.py)
+    budget: tuple[dict[str, Any], ...] = ()  # --memory-budget plans of the module's targets (budget.py)
+    found_by: str = ""  # "trace", or "static, confirmed by trace" (driver/dynamic_findings.py)
+
+    @property
+    def rank(self) -> int:
+        return RANK[self.status]
+
+    def to_json(self) -> dict[str, Any]:
+        extra = {"sites": list(self.sites), "budget": list(self.budget), "found_by": self.found_by}
+        return {
+            "status": self.status,
+            "evidence": self.evidence,
+            "reason": self.reason,
+            **{key: value for key, value in extra.items() if value},
+        }
+
+    @classmethod
+    def from_json(cls, raw: dict[str, Any]) -> Verdict:
+        if raw["status"] not in RANK:
+            raise ValueError(f"unknown verdict status {raw['status']!r}")
+        return cls(
+            raw["status"],
+            raw["reason"],
+            raw.get("evidence"),
+            tuple(raw.get("sites") or ()),
+            tuple(raw.get("budget") or ()),
+            raw.get("found_by") or "",
+        )
+
+
 @dataclass
 class VerdictReply:
-    """One finding's verdict (``Finding.trace``: ``status``, ``evidence``, ``reason``)."""
+    """One finding's verdict."""
 
     finding: int  # the ``Item.id`` of the request
-    trace: dict[str, Any]
+    trace: Verdict
 
 
 @dataclass
@@ -223,6 +268,8 @@ def decode(line: str) -> tuple[Reply, str] | None:
         raw = json.loads(line)
         kind = _KINDS[raw.pop("kind")]
         path = raw.pop("path", "")
+        if kind is VerdictReply:
+            raw["trace"] = Verdict.from_json(raw["trace"])
         return kind(**raw), path
     except (ValueError, KeyError, TypeError, AttributeError):
         return None

@@ -233,6 +233,23 @@ async def test_a_change_in_one_file_relints_the_open_files_that_depend_on_it(
     assert [d.code for d in await diagnostics(client, train)] == ["REM012"]
 
 
+async def test_unsaved_edits_place_a_finding_and_its_related_location(client: LanguageClient, project: Path) -> None:
+    # Lines added above the wrap and above the call, in buffers only: REM012's call and the
+    # definition it names are found in the buffers, not in the files on disk.
+    pkg = package(project)
+    layers = open_file(client, pkg / "layers.py", LAYERS)
+    await diagnostics(client, layers)
+    replace_all(client, layers, "# moved\n\n" + LAYERS, 2)
+    await diagnostics(client, layers)
+    train = open_file(client, pkg / "train.py", TRAIN_KEYWORD)
+    await diagnostics(client, train)
+    replace_all(client, train, "# moved\n" + TRAIN_KEYWORD, 2)
+    [diag] = await diagnostics(client, train)
+    assert diag.code == "REM012" and (diag.range.start.line, diag.range.start.character) == (5, 11)
+    [related] = diag.related_information or []
+    assert related.location.uri == layers and related.location.range.start.line == 7
+
+
 async def test_notebook_cells_get_their_own_diagnostics(client: LanguageClient, project: Path) -> None:
     notebook_uri = (project / "nb.ipynb").as_uri()
     cells = [

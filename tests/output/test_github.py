@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Literal
 
 import pytest
 
 from remat_lint.cli.command import main
 from remat_lint.findings import Finding, Position, Severity
 from remat_lint.output.reporters.github import github
+from remat_lint.trace.protocol import Verdict
 
 ANNOTATION = re.compile(
     r"^::(?P<level>error|warning|notice) "
@@ -92,9 +94,9 @@ def test_clean_code_prints_nothing(tmp_path, monkeypatch, capsys):
 
 
 def test_trace_verdicts_are_shown_and_refuted_findings_are_notices():
-    def finding(row: int, status: str) -> Finding:
+    def finding(row: int, status: Literal["refuted", "confirmed"]) -> Finding:
         f = Finding("REM001", "policy-not-callable", Severity.ERROR, "msg", "a.py", Position(row, 0), Position(row, 1))
-        f.trace = {"status": status, "evidence": None, "reason": f"{status} by tracing"}
+        f.trace = Verdict(status, f"{status} by tracing")
         return f
 
     lines = github([finding(1, "refuted"), finding(2, "confirmed")], {}).splitlines()

@@ -136,8 +136,10 @@ def test_no_findings_is_still_a_valid_log(tmp_path, monkeypatch, capsys):
 def test_trace_verdict_travels_with_the_result():
     from remat_lint.findings import Finding, Position, Severity
     from remat_lint.output.reporters.sarif import sarif_log
+    from remat_lint.trace.protocol import Verdict
 
     f = Finding("REM001", "policy-not-callable", Severity.ERROR, "msg", "a.py", Position(1, 0), Position(1, 1))
-    f.trace = {"status": "refuted", "evidence": {"error": None}, "reason": "grad ran"}
+    f.trace = Verdict("refuted", "grad ran", {"error": None})
     [result] = sarif_log([f], {"a.py": "x\n"})["runs"][0]["results"]
-    assert result["level"] == "note" and result["properties"]["trace"]["status"] == "refuted"
+    assert result["level"] == "note"
+    assert result["properties"]["trace"] == {"status": "refuted", "evidence": {"error": None}, "reason": "grad ran"}

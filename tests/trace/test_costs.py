@@ -150,7 +150,7 @@ out.update({
 dead = Program.trace(m.dead_loss, deep, {})
 out["dead_rows"] = [dead.costs(edits_for(dead.sites, edit)).to_json() for edit in residuals.VARIANTS.values()]
 out["dead_compiles"] = dead.compiles
-print(json.dumps(out))
+print(json.dumps(out, default=lambda verdict: verdict.to_json()))
 """
 
 

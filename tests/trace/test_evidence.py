@@ -134,7 +134,7 @@ def by_hand(**recorded: Any) -> ev.Run:
 
 def test_the_predicted_exception_from_the_flagged_checkpoint_confirms(traced):
     run = traced["bad_loss"]
-    assert ev.judge_error(item(LINE["bad"], RAISES_BOOM), run, SOURCE) == {
+    assert ev.judge_error(item(LINE["bad"], RAISES_BOOM), run, SOURCE).to_json() == {
         "status": "confirmed",
         "reason": "ValueError: boom (forward: bad_loss(f32[3]))",
         "evidence": {
@@ -145,11 +145,11 @@ def test_the_predicted_exception_from_the_flagged_checkpoint_confirms(traced):
         },
     }
     # the flagged line itself raised inside the checkpoint
-    assert ev.judge_error(item(LINE["raise"], RAISES_BOOM), run, SOURCE)["status"] == "confirmed"
+    assert ev.judge_error(item(LINE["raise"], RAISES_BOOM), run, SOURCE).status == "confirmed"
 
 
 def test_the_predicted_exception_from_another_checkpoint_leaves_it_unconfirmed(traced):
-    assert ev.judge_error(item(LINE["block"], RAISES_BOOM), traced["bad_loss"], SOURCE) == {
+    assert ev.judge_error(item(LINE["block"], RAISES_BOOM), traced["bad_loss"], SOURCE).to_json() == {
         "status": "unconfirmed",
         "reason": f"bad_loss(f32[3]) raises ValueError: boom, but not from the checkpoint at line {LINE['block']}",
         "evidence": {
@@ -163,7 +163,7 @@ def test_the_predicted_exception_from_another_checkpoint_leaves_it_unconfirmed(t
 
 def test_another_exception_first_leaves_it_unconfirmed(traced):
     check = TraceCheck("exception", raises=(("TypeError", "boom"), ("ValueError", "bang")), refutes=True)
-    assert ev.judge_error(item(LINE["bad"], check), traced["bad_loss"], SOURCE) == {
+    assert ev.judge_error(item(LINE["bad"], check), traced["bad_loss"], SOURCE).to_json() == {
         "status": "unconfirmed",
         "reason": "bad_loss(f32[3]) fails first with another error: ValueError: boom",
         "evidence": {
@@ -174,20 +174,20 @@ def test_another_exception_first_leaves_it_unconfirmed(traced):
         },
     }
     grad = by_hand(failure=ev.Failure("grad", ValueError("bang"), [3]))
-    assert ev.judge_error(item(9, RAISES_BOOM), grad, "")["reason"] == (
+    assert ev.judge_error(item(9, RAISES_BOOM), grad, "").reason == (
         "grad of loss(f32[8]) fails first with another error: ValueError: bang"
     )
 
 
 def test_a_trace_without_the_exception_refutes_only_rules_that_always_raise(traced):
     check = TraceCheck("exception", raises=(("TypeError", "a"), ("ValueError", "b"), ("TypeError", "c")), refutes=True)
-    assert ev.judge_error(item(LINE["block"], check, on_site=True), traced["loss"], SOURCE) == {
+    assert ev.judge_error(item(LINE["block"], check, on_site=True), traced["loss"], SOURCE).to_json() == {
         "status": "refuted",
         "reason": "grad of loss(f32[3]) traced without the predicted TypeError or ValueError",
         "evidence": {"target": "loss(f32[3])"},
     }
     forward_only = by_hand(prepared=Prepared("loss", print, (), {}, False, "test"), under=Counter({1: 1}))
-    assert ev.judge_error(item(1, check), forward_only, "")["reason"] == (
+    assert ev.judge_error(item(1, check), forward_only, "").reason == (
         "loss(f32[8]) traced without the predicted TypeError or ValueError"
     )
     assert ev.judge_error(item(1, TraceCheck("exception", raises=check.raises)), forward_only, "") is None
@@ -198,18 +198,18 @@ def test_no_refutation_unless_the_flagged_code_ran_inside_the_checkpoint():
     check = TraceCheck("exception", raises=(("TypeError", "a"),), refutes=True)
     flagged = item(7, check, data={"test": [7, 20, 7, 28]})  # `not training` in `y = a(not training) if c else b`
     never = by_hand(under=Counter({6: 1}))
-    assert ev.judge_error(flagged, never, "") == {
+    assert ev.judge_error(flagged, never, "").to_json() == {
         "status": "unconfirmed",
         "reason": "tracing loss(f32[8]) never reached line 7",
         "evidence": {"target": "loss(f32[8])"},
     }
     recorded = by_hand(under=Counter({7: 1}), under_positions={(7, 7, 8, 9), (7, 7, 40, 41)}, source="recorded")
-    assert ev.judge_error(flagged, recorded, "")["reason"] == (
+    assert ev.judge_error(flagged, recorded, "").reason == (
         "the recorded run ran line 7 but not the flagged expression at column 21"
     )
     ran = by_hand(under=Counter({7: 1}), under_positions={(7, 7, 24, 28)})
-    assert ev.judge_error(flagged, ran, "")["status"] == "refuted"
-    assert ev.judge_error(item(7, check), ran, "")["status"] == "refuted"  # no columns: the line is all there is
+    assert ev.judge_error(flagged, ran, "").status == "refuted"
+    assert ev.judge_error(item(7, check), ran, "").status == "refuted"  # no columns: the line is all there is
 
 
 def test_an_exception_raised_by_the_flagged_site_itself_confirms():
@@ -227,14 +227,14 @@ def test_an_import_error_confirms_only_from_the_flagged_lines():
     fail = ev.Failure("import", ValueError("boom here"), [4, 8, 12])
     assert fail.raised_at(item(12), "") and fail.raised_at(item(3, end_line=4), "")
     assert not fail.raised_at(item(5, end_line=7), "") and not fail.raised_at(item(9, end_line=11), "")
-    assert ev.judge_import(item(12, RAISES_BOOM), fail) == {
+    assert ev.judge_import(item(12, RAISES_BOOM), fail).to_json() == {
         "status": "confirmed",
         "reason": "ValueError: boom here (import, line 12)",
         "evidence": {"stage": "import", "exception": "ValueError: boom here", "lines": [4, 8, 12]},
     }
-    assert ev.judge_import(item(4, RAISES_BOOM), fail)["reason"] == "ValueError: boom here (import, line 12)"
+    assert ev.judge_import(item(4, RAISES_BOOM), fail).reason == "ValueError: boom here (import, line 12)"
     for unconfirmed in (item(13, RAISES_BOOM), item(12, TraceCheck("exception", raises=(("TypeError", "boom"),)))):
-        assert ev.judge_import(unconfirmed, fail) == {
+        assert ev.judge_import(unconfirmed, fail).to_json() == {
             "status": "unconfirmed",
             "reason": "importing the module fails: ValueError: boom here",
             "evidence": {"stage": "import", "exception": "ValueError: boom here", "lines": [4, 8, 12]},
@@ -298,7 +298,7 @@ def test_a_run_records_the_lines_traces_and_callbacks_of_its_target(traced):
     assert run.traces == 3  # the forward, and the gradient traced twice
     assert run.effects["forward"] == [("debug_print", (LINE["print"],))]
     assert [lines for _, lines in run.effects["grad"]] == [(LINE["print"],)] * 2
-    assert ev.judge_callback(item(LINE["print"]), run)["status"] == "confirmed"
+    assert ev.judge_callback(item(LINE["print"]), run).status == "confirmed"
     no_grad = ev.Run("f", run.filename, lambda: Prepared("f", run.prepared.fun, F32, {}, False, "test"))
     no_grad.execute()
     assert (no_grad.traces, "grad" in no_grad.effects) == (1, False)
@@ -309,7 +309,7 @@ def test_a_run_records_the_lines_traces_and_callbacks_of_its_target(traced):
 
 def test_a_statement_that_runs_at_trace_time_only_is_confirmed():
     run = by_hand(under=Counter({5: 1, 6: 2}), traces=3, compiled_executions=Counter({9: 4}))
-    assert ev.judge_side_effect(item(5, end_line=6), run) == {
+    assert ev.judge_side_effect(item(5, end_line=6), run).to_json() == {
         "status": "confirmed",
         "reason": "line 5 ran 3 times while JAX traced loss(f32[8]) 3 times, and never in 2 compiled calls of the step",
         "evidence": {
@@ -324,7 +324,7 @@ def test_a_statement_that_runs_at_trace_time_only_is_confirmed():
 
 def test_a_statement_that_also_runs_in_the_compiled_step_is_refuted():
     run = by_hand(under=Counter({5: 1}), traces=1, compiled_executions=Counter({5: 2}))
-    assert ev.judge_side_effect(item(5), run) == {
+    assert ev.judge_side_effect(item(5), run).to_json() == {
         "status": "refuted",
         "reason": "line 5 ran once while JAX traced loss(f32[8]) once, and twice in 2 compiled calls",
         "evidence": {
@@ -340,7 +340,7 @@ def test_a_statement_that_also_runs_in_the_compiled_step_is_refuted():
 def test_a_statement_whose_step_was_not_run_is_confirmed_from_the_trace():
     run = by_hand(under=Counter({5: 2}), traces=2, compiled_executions=None)
     verdict = ev.judge_side_effect(item(5), run)
-    assert verdict == {
+    assert verdict.to_json() == {
         "status": "confirmed",
         "reason": "line 5 ran twice while JAX traced loss(f32[8]) twice: it runs at trace time",
         "evidence": {
@@ -355,7 +355,7 @@ def test_a_statement_whose_step_was_not_run_is_confirmed_from_the_trace():
 
 def test_a_statement_that_never_ran_under_a_checkpoint_is_unconfirmed():
     run = by_hand(under=Counter({4: 1}), lines=Counter({5: 3}))
-    assert ev.judge_side_effect(item(5), run) == {
+    assert ev.judge_side_effect(item(5), run).to_json() == {
         "status": "unconfirmed",
         "reason": "line 5 did not run inside a checkpoint while tracing loss(f32[8])",
         "evidence": {"target": "loss(f32[8])"},
@@ -407,7 +407,7 @@ def test_a_callback_that_runs_more_often_under_grad_is_confirmed():
             "grad": [("debug_print", (5,)), ("debug_callback", (4, 5)), ("debug_print", (9,))],
         }
     )
-    assert ev.judge_callback(item(5), run) == {
+    assert ev.judge_callback(item(5), run).to_json() == {
         "status": "confirmed",
         "reason": "the callback runs twice per step under grad of loss(f32[8]) (once in the forward alone)",
         "evidence": {"target": "loss(f32[8])", "forward": 1, "grad": 2},
@@ -416,7 +416,7 @@ def test_a_callback_that_runs_more_often_under_grad_is_confirmed():
 
 def test_a_callback_that_runs_as_often_under_grad_is_refuted():
     run = by_hand(effects={"forward": [("debug_print", (5,))], "grad": [("debug_print", (5,))]})
-    assert ev.judge_callback(item(5), run) == {
+    assert ev.judge_callback(item(5), run).to_json() == {
         "status": "refuted",
         "reason": "the callback runs once under grad of loss(f32[8]), as often as in the forward",
         "evidence": {"target": "loss(f32[8])", "forward": 1, "grad": 1},
@@ -429,7 +429,7 @@ def test_a_callback_that_was_not_traced_is_unconfirmed():
         {"forward": [("debug_print", (5,))]},
     ):
         grad = len(effects.get("grad", []))
-        assert ev.judge_callback(item(5), by_hand(effects=effects)) == {
+        assert ev.judge_callback(item(5), by_hand(effects=effects)).to_json() == {
             "status": "unconfirmed",
             "reason": "no callback from line 5 in the traced loss(f32[8])",
             "evidence": {"target": "loss(f32[8])", "forward": 0 if grad else 1, "grad": grad},
@@ -463,7 +463,7 @@ def test_a_name_no_residual_carries_is_confirmed():
             ("f32[3]", "named 'alpha' from checkpoint_name"),
         ]
     )
-    assert ev.judge_name(item(5, data={"names": ["hiden", "other"]}), run) == {
+    assert ev.judge_name(item(5, data={"names": ["hiden", "other"]}), run).to_json() == {
         "status": "confirmed",
         "reason": "saved_residuals of grad of loss(f32[8]): no `named 'hiden'` among 3 residuals "
         "(saved names: alpha, kept)",
@@ -478,7 +478,7 @@ def test_a_name_no_residual_carries_is_confirmed():
             ],
         },
     }
-    assert ev.judge_name(item(5, data={"name": "hiden"}), by_hand(residuals=[]))["reason"] == (
+    assert ev.judge_name(item(5, data={"name": "hiden"}), by_hand(residuals=[])).reason == (
         "saved_residuals of grad of loss(f32[8]): no `named 'hiden'` among 0 residuals (saved names: none)"
     )
 
@@ -486,11 +486,11 @@ def test_a_name_no_residual_carries_is_confirmed():
 def test_a_saved_name_refutes_and_at_most_20_residuals_are_kept():
     residuals = [("f32[3]", f"named 'n{i}' from checkpoint_name") for i in range(25)]
     verdict = ev.judge_name(item(5, data={"name": "n24"}), by_hand(residuals=residuals))
-    assert (verdict["status"], verdict["reason"]) == (
+    assert (verdict.status, verdict.reason) == (
         "refuted",
         "saved_residuals of grad of loss(f32[8]) has `named 'n24'`",
     )
-    assert len(verdict["evidence"]["residuals"]) == 20
+    assert len(verdict.evidence["residuals"]) == 20
 
 
 def test_no_name_verdict_without_residuals_or_a_name():
@@ -504,7 +504,7 @@ def test_residuals_are_read_from_the_differentiated_target(traced):
     assert traced["named_loss"].residuals is not None
     assert any("named 'kept'" in src for _, src in traced["named_loss"].residuals)
     verdict = ev.judge_name(item(LINE["named"], data={"name": "kept"}), traced["named_loss"])
-    assert verdict["status"] == "refuted"
+    assert verdict.status == "refuted"
     assert traced["bad_loss"].residuals is None
     assert by_hand(prepared=Prepared("f", jnp.sum, F32, {}, False, "test")).residuals is None
 
@@ -543,14 +543,14 @@ def test_static_argnames_verdict_follows_jax_remat3():
     previous = jax.config.jax_remat3
     try:
         jax.config.update("jax_remat3", False)
-        assert ev.judge_static_argnames(item(5), run) == {
+        assert ev.judge_static_argnames(item(5), run).to_json() == {
             "status": "confirmed",
             "reason": "jax_remat3 is off, so static_argnames is ignored; loss(f32[8]) traced the "
             "argument (no error with these inputs)",
             "evidence": {"target": "loss(f32[8])", "jax_remat3": False},
         }
         jax.config.update("jax_remat3", True)
-        assert ev.judge_static_argnames(item(5), run) == {
+        assert ev.judge_static_argnames(item(5), run).to_json() == {
             "status": "refuted",
             "reason": "jax_remat3 is on: JAX honours static_argnames",
             "evidence": {"target": "loss(f32[8])"},

@@ -23,7 +23,7 @@ def fix_label(f: Finding, unsafe: str) -> str:
 
 def severity(f: Finding) -> Severity:
     """A finding --trace refuted counts as information only: it does not fail the run either."""
-    refuted = f.trace is not None and f.trace.get("status") == "refuted"
+    refuted = f.trace is not None and f.trace.status == "refuted"
     return Severity.INFO if refuted else f.severity
 
 

@@ -47,8 +47,8 @@ def annotation(f: Finding) -> str:
         unsafe = fix_label(f, " (unsafe fix)")
         message += f"\nhelp: {f.fix.message}{unsafe}"
     if f.trace is not None:
-        reason = f.trace.get("reason")
-        message += f"\ntrace: {f.trace.get('status')}" + (f": {reason}" if reason else "")
+        reason = f.trace.reason
+        message += f"\ntrace: {f.trace.status}" + (f": {reason}" if reason else "")
     return f"::{level(f)} {joined}::{escape_data(message)}"
 
 

@@ -41,7 +41,7 @@ def finding_to_dict(f: Finding) -> dict[str, Any]:
         },
         "related": [{"filename": r.path, "location": _loc(r.start), "message": r.message} for r in f.related],
         "url": rule.url if rule is not None else None,
-        "trace": f.trace,
+        "trace": f.trace.to_json() if f.trace is not None else None,
     }
 
 

@@ -131,8 +131,8 @@ def sarif_log(findings: list[Finding], sources: dict[str, str]) -> dict[str, Any
         if f.cell is not None:  # the region's rows count within this cell of the notebook
             result["properties"] = {"cell": f.cell}
         if f.trace is not None:  # --trace's verdict; a refuted finding does not fail the run
-            result.setdefault("properties", {})["trace"] = f.trace
-            if f.trace.get("status") == "refuted":
+            result.setdefault("properties", {})["trace"] = f.trace.to_json()
+            if f.trace.status == "refuted":
                 result["level"] = "note"
         results.append(result)
     driver = {

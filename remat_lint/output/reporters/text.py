@@ -22,7 +22,7 @@ def _head(f: Finding, colour: bool = False) -> str:
 
 def _trace(f: Finding) -> str:
     """The --trace verdict under a finding."""
-    return f"  = trace: {f.trace.get('status')}: {f.trace.get('reason') or ''}".rstrip() if f.trace is not None else ""
+    return f"  = trace: {f.trace.status}: {f.trace.reason}".rstrip() if f.trace is not None else ""
 
 
 def concise(findings: list[Finding], sources: dict[str, str], colour: bool = False) -> str:

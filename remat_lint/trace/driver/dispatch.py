@@ -47,6 +47,7 @@ from remat_lint.trace.protocol import (
     Reply,
     SiteReply,
     TraceCheck,
+    Verdict,
     VerdictReply,
     WorkerRequest,
     decode,
@@ -100,7 +101,6 @@ class TraceOutcome:
 
 RUN_TIMEOUT_FACTOR = 5  # --trace-run gets this many --trace-timeouts: the command, then judging every module
 RUN_OUTPUT_LINES = 8  # of a failing --trace-run command's output, shown in its warning
-RANK = {"unconfirmed": 1, "refuted": 2, "confirmed": 3}
 
 
 def options_from(
@@ -315,7 +315,7 @@ def trace_module(
     for reply in recorded:
         if isinstance(reply, VerdictReply) and 0 <= reply.finding < len(findings):
             own = next((x for x in replies if isinstance(x, VerdictReply) and x.finding == reply.finding), None)
-            if own is None or RANK.get(reply.trace["status"], 0) >= RANK.get(own.trace["status"], 0):
+            if own is None or reply.trace.rank >= own.trace.rank:
                 replies = [x for x in replies if x is not own] + [reply]
         elif isinstance(reply, SiteReply) and reply.site.get("line") not in reported:
             at = reply.site.get("line")
@@ -334,23 +334,19 @@ def trace_module(
             outcome.xla_flags = reply.xla_flags
         elif isinstance(reply, NoteReply):
             outcome.warnings.append(f"{path}: {reply.note}")
-    for f in findings:
-        if f.trace is None:
-            f.trace = {"status": "unconfirmed", "evidence": None, "reason": failure or "the worker gave no result"}
     # JSON output stays an array of findings: a site's report rides on the findings at its line, and
     # every finding of the module lists all of its sites' reports.
-    reports = [site.report for site in outcome.sites if site.path == path]
+    reports = tuple(site.report for site in outcome.sites if site.path == path)
+    budgets = tuple({"target": b.target, **b.report} for b in outcome.budgets if b.path == path)
     for f in findings:
-        if f.trace is None:
-            f.trace = {"status": "unconfirmed", "evidence": None, "reason": failure or "the worker gave no result"}
-        if reports:
-            f.trace["sites"] = reports
-        budgets = [{"target": b.target, **b.report} for b in outcome.budgets if b.path == path]
-        if budgets:
-            f.trace["budget"] = budgets
+        verdict = f.trace or Verdict("unconfirmed", failure or "the worker gave no result")
+        evidence = verdict.evidence
         for report in reports:
             if f.start.row == report.get("line"):
-                f.trace["evidence"] = {**(f.trace.get("evidence") or {}), "site": report}
+                evidence = {**(evidence or {}), "site": report}
+        f.trace = dataclasses.replace(
+            verdict, evidence=evidence, sites=reports or verdict.sites, budget=budgets or verdict.budget
+        )
 
 
 def run_recorded(
@@ -522,14 +518,13 @@ def describe_run(outcome: TraceOutcome, findings: list[Finding]) -> str:
     backends = ", ".join(sorted(outcome.backends)) or "no backend (no module was traced)"
     flags = f" with XLA_FLAGS={CPU_XLA_FLAGS}" if CPU_XLA_FLAGS in outcome.xla_flags else ""
     counts = {
-        s: sum(1 for f in findings if f.trace and f.trace.get("status") == s)
-        for s in ("confirmed", "refuted", "unconfirmed")
+        s: sum(1 for f in findings if f.trace and f.trace.status == s) for s in ("confirmed", "refuted", "unconfirmed")
     }
     tally = ", ".join(f"{n} {s}" for s, n in counts.items() if n) or "no findings traced"
     refuted = " (refuted findings do not count in the exit code)" if counts["refuted"] else ""
     line = f"--trace: traced on {backends}{flags}: {tally}{refuted}."
     if outcome.recorded:
-        reached = sum(1 for f in findings if f.trace and (f.trace.get("evidence") or {}).get("shapes") == "recorded")
+        reached = sum(1 for f in findings if f.trace and (f.trace.evidence or {}).get("shapes") == "recorded")
         calls = ", ".join(outcome.recorded[:5]) + (
             f" and {len(outcome.recorded) - 5} more" if len(outcome.recorded) > 5 else ""
         )

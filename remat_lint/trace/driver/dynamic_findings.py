@@ -10,11 +10,12 @@ that was built, and no checkpoint that ran code of the module is left unmatched 
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
 from remat_lint.findings import Finding, Position
-from remat_lint.trace.protocol import NO_SAVING, UNKNOWN_NAMES
+from remat_lint.trace.protocol import NO_SAVING, UNKNOWN_NAMES, Verdict
 
 NOT_APPLIED = "REM402"
 
@@ -52,16 +53,19 @@ def findings_for(
     for record in observed.found:
         code, line = record["code"], record["line"]
         where = _where(record, command)
-        trace = {
-            "status": "confirmed",
-            "found_by": "trace",
-            "evidence": {**record["evidence"], "program": record["program"], "observed": record["observed"] or command},
-            "reason": f"found by tracing {where}",
-        }
+        trace = Verdict(
+            "confirmed",
+            f"found by tracing {where}",
+            {**record["evidence"], "program": record["program"], "observed": record["observed"] or command},
+            found_by="trace",
+        )
         confirmed = [f for f in static if f.start.row == line and f.code in CONFIRMS.get(code, ())]
         for f in confirmed:
-            if not f.trace or f.trace.get("status") != "confirmed":
-                f.trace = {**(f.trace or {}), **trace, "found_by": "static, confirmed by trace"}
+            if not f.trace or f.trace.status != "confirmed":
+                earlier = f.trace or trace  # the sites and budgets --trace reported at the finding stay
+                f.trace = dataclasses.replace(
+                    trace, sites=earlier.sites, budget=earlier.budget, found_by="static, confirmed by trace"
+                )
         if not confirmed and (code, line) not in out:
             out[(code, line)] = _finding(rule_by_code(code), path, lines, line, record["message"], trace)
     if observed.programs and not observed.unattributed:
@@ -72,12 +76,12 @@ def findings_for(
                 f"This checkpoint was not applied in any differentiated program of `{command}` "
                 f"(a branch or a setting bypasses it; programs: {programs})"
             )
-            trace = {
-                "status": "confirmed",
-                "found_by": "trace",
-                "reason": f"found by tracing `{command}`",
-                "evidence": {"programs": list(dict.fromkeys(observed.programs)), "command": command},
-            }
+            trace = Verdict(
+                "confirmed",
+                f"found by tracing `{command}`",
+                {"programs": list(dict.fromkeys(observed.programs)), "command": command},
+                found_by="trace",
+            )
             out[(NOT_APPLIED, line)] = _finding(rule_by_code(NOT_APPLIED), path, lines, line, message, trace)
     suppressions = Suppressions.parse(text)
     kept = [f for f in out.values() if f.code in enabled and not suppressions.suppresses(f.code, f.start.row)]
@@ -89,7 +93,7 @@ def _where(record: dict[str, Any], command: str) -> str:
     return f"{test}, program {record['program']}"
 
 
-def _finding(rule: Any, path: str, lines: list[str], line: int, message: str, trace: dict[str, Any]) -> Finding:
+def _finding(rule: Any, path: str, lines: list[str], line: int, message: str, trace: Verdict) -> Finding:
     text = lines[line - 1] if 0 < line <= len(lines) else ""
     start = len(text) - len(text.lstrip())
     return Finding(

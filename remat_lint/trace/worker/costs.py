@@ -33,6 +33,7 @@ import jax
 from jax._src import core
 from jax._src.interpreters import partial_eval as pe
 
+from remat_lint.trace.protocol import Status, Verdict
 from remat_lint.trace.shapes import format_shape
 from remat_lint.trace.units import byte_size, flop_count
 from remat_lint.trace.worker.jaxpr_rewrite import Edit, Unsupported, rewrite, walk
@@ -327,7 +328,7 @@ def memory_evidence(
     argnums: int | Sequence[int] = 0,
     claim: str | None = None,
     span: tuple[int, int, int, int] | None = None,
-) -> dict[str, Any]:
+) -> Verdict:
     """Compile the differentiated target as written and with the finding's fix; see the module doc.
 
     ``claim`` (see the module doc) picks the fix; without it, it is read off the site (``prevent_cse=False``:
@@ -353,7 +354,7 @@ def memory_evidence(
         return _unconfirmed(f"no compiled-cost check for {claim}")
     edit, fix = FIXES[claim]
     if claim == "cse-lost" and all(s.prevent_cse for s in sites):
-        return _result("refuted", {"fix": fix}, f"the checkpoint at line {site_line} already has prevent_cse=True")
+        return Verdict("refuted", f"the checkpoint at line {site_line} already has prevent_cse=True", {"fix": fix})
     evidence: dict[str, Any] = {
         "fix": fix,
         "calls": sum(len(s.eqns) for s in sites),
@@ -387,7 +388,7 @@ def memory_evidence(
     )
     reason = f"{why} " + "; ".join(f"{mode}: {_compare(*pair)}" for mode, pair in pairs.items())
     reason += f".{loops}"
-    return _result(status, evidence, reason)
+    return Verdict(status, reason, evidence)
 
 
 def _locate(
@@ -420,7 +421,7 @@ def _less(a: float, b: float) -> bool:
     return a < b * (1 - TOLERANCE)
 
 
-def _verdict(claim: str, orig: Costs, fixed: Costs) -> tuple[str, str]:
+def _verdict(claim: str, orig: Costs, fixed: Costs) -> tuple[Status, str]:
     saves_memory = _less(orig.temp_bytes, fixed.temp_bytes)
     if claim == "cse-lost":
         if _less(fixed.temp_bytes, orig.temp_bytes):
@@ -453,9 +454,5 @@ def _pct(orig: float, fixed: float) -> str:
     return f"{(orig - fixed) / fixed * 100:+.1f}%" if fixed else "n/a"
 
 
-def _unconfirmed(reason: str) -> dict[str, Any]:
-    return _result("unconfirmed", None, reason)
-
-
-def _result(status: str, evidence: dict[str, Any] | None, reason: str) -> dict[str, Any]:
-    return {"status": status, "evidence": evidence, "reason": reason}
+def _unconfirmed(reason: str) -> Verdict:
+    return Verdict("unconfirmed", reason)

@@ -6,7 +6,7 @@ records which lines of the user's file ran and how often (apart: inside a checkp
 checkpoints of the forward jaxpr, the first exception with its stage and traceback, and the debug
 callbacks in the forward and the gradient jaxprs. ``Run.at_site`` says whether the trace went through
 a finding's checkpoint (reach.py); only then do the ``judge_*`` functions turn it into a finding's
-``{"status", "evidence", "reason"}``, from what the finding's rule declares (``TraceCheck``);
+``Verdict`` (protocol.py), from what the finding's rule declares (``TraceCheck``);
 ``reason`` is the one line users read.
 """
 
@@ -25,7 +25,7 @@ import jax
 import jax.numpy as jnp
 from jax._src import core, source_info_util
 
-from remat_lint.trace.protocol import Item
+from remat_lint.trace.protocol import Item, Status, Verdict
 from remat_lint.trace.worker.build import Prepared
 from remat_lint.trace.worker.jaxpr_rewrite import is_checkpoint
 from remat_lint.trace.worker.jaxpr_sites import Site, find_sites
@@ -285,7 +285,7 @@ def _effects(jaxpr: Any, filename: str, checkpointed_only: bool = False) -> list
 
 # The judge of each evidence kind (protocol.EVIDENCE), registered with @judges where it is defined:
 # (finding, traced target, the module's source) -> a verdict, or None when the trace shows nothing.
-Judge = Callable[[Item, Run, str], "dict[str, Any] | None"]
+Judge = Callable[[Item, Run, str], "Verdict | None"]
 JUDGES: dict[str, Judge] = {}
 
 
@@ -301,8 +301,8 @@ def times(n: int) -> str:
     return {1: "once", 2: "twice"}.get(n, f"{n} times")
 
 
-def verdict(status: str, reason: str, **evidence: Any) -> dict[str, Any]:
-    return {"status": status, "evidence": evidence, "reason": reason}
+def verdict(status: Status, reason: str, **evidence: Any) -> Verdict:
+    return Verdict(status, reason, evidence)
 
 
 def matches(exc: BaseException, predictions: Sequence[tuple[str, str]]) -> bool:
@@ -320,7 +320,7 @@ def expected_errors(item: Item) -> tuple[tuple[str, str], ...]:
 
 
 @judges("exception")
-def judge_error(item: Item, run: Run, code: str) -> dict[str, Any] | None:
+def judge_error(item: Item, run: Run, code: str) -> Verdict | None:
     """For findings that predict an exception: did tracing the target raise it, from the finding's
     checkpoint? (The caller has checked that the trace went through that checkpoint.)"""
     predictions = expected_errors(item)
@@ -347,7 +347,7 @@ def judge_error(item: Item, run: Run, code: str) -> dict[str, Any] | None:
     return verdict("refuted", f"{ran} traced without the predicted {names}", target=run.name)
 
 
-def judge_import(item: Item, fail: Failure) -> dict[str, Any]:
+def judge_import(item: Item, fail: Failure) -> Verdict:
     evidence = {"stage": "import", "exception": fail.summary, "lines": fail.lines}
     if set(fail.lines) & set(item.span) and matches(fail.exc, expected_errors(item)):
         return verdict("confirmed", f"{fail.summary} (import, line {fail.lines[-1]})", **evidence)
@@ -355,7 +355,7 @@ def judge_import(item: Item, fail: Failure) -> dict[str, Any]:
 
 
 @judges("static-argnames")
-def judge_static_argnames(item: Item, run: Run, code: str = "") -> dict[str, Any]:
+def judge_static_argnames(item: Item, run: Run, code: str = "") -> Verdict:
     """REM010 when nothing raised: the argument is traced because jax_remat3 is off."""
     if jax.config.jax_remat3:  # type: ignore[attr-defined]  # a flag: Config sets it as a dynamic attribute
         return verdict("refuted", "jax_remat3 is on: JAX honours static_argnames", target=run.name)
@@ -369,7 +369,7 @@ def judge_static_argnames(item: Item, run: Run, code: str = "") -> dict[str, Any
 
 
 @judges("cost")
-def judge_cost(item: Item, run: Run, code: str) -> dict[str, Any]:
+def judge_cost(item: Item, run: Run, code: str) -> Verdict:
     """REM101-REM106: the claim the rule's ``TraceCheck.cost`` names, checked on compiled costs (costs.py)."""
     try:
         from remat_lint.trace.worker import costs
@@ -389,7 +389,7 @@ def judge_cost(item: Item, run: Run, code: str) -> dict[str, Any]:
 
 
 @judges("trace-time-effect")
-def judge_side_effect(item: Item, run: Run, code: str = "") -> dict[str, Any]:
+def judge_side_effect(item: Item, run: Run, code: str = "") -> Verdict:
     """REM201: the statement runs while JAX traces, not when the compiled step runs."""
     hits = sum(run.under[n] for n in item.span)
     if not hits:
@@ -414,7 +414,7 @@ def judge_side_effect(item: Item, run: Run, code: str = "") -> dict[str, Any]:
 
 
 @judges("callback-count")
-def judge_callback(item: Item, run: Run, code: str = "") -> dict[str, Any]:
+def judge_callback(item: Item, run: Run, code: str = "") -> Verdict:
     """REM203: a debug callback appears once in the forward jaxpr and twice under grad."""
 
     def count(stage: str) -> int:
@@ -463,7 +463,7 @@ def name_policy_traced(item: Item, run: Run) -> bool:
 
 
 @judges("saved-name")
-def judge_name(item: Item, run: Run, code: str = "") -> dict[str, Any] | None:
+def judge_name(item: Item, run: Run, code: str = "") -> Verdict | None:
     """REM008: saved_residuals of the gradient shows no ``named '<name>'`` entry."""
     name = checkpoint_name_of(item)
     residuals = run.residuals

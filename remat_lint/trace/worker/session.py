@@ -6,7 +6,7 @@ Result: ``protocol.Reply`` objects, as JSON lines on stdout (``protocol.encode``
 so a timeout keeps what was done::
 
     {"kind": "backend", "backend": "cpu", "xla_flags": "..."}
-    {"kind": "verdict", "finding": 0, "trace": {"status": "confirmed", "evidence": {...}, "reason": "..."}}
+    {"kind": "verdict", "finding": 0, "trace": {"status": "confirmed", "reason": "...", "evidence": {...}, ...}}
     {"kind": "site", "site": {"line": 12, "residuals": [...], "policies": [...]}, "target": "loss(f32[8,8])"}
 
 User code writes to stdout as it likes: file descriptor 1 is redirected to stderr before any import.
@@ -18,6 +18,7 @@ verdict depends on their order.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 import os
@@ -34,6 +35,7 @@ from remat_lint.trace import devices, isolation
 from remat_lint.trace.inputs import inline_targets, parameter_examples, parse_targets, suggestion
 from remat_lint.trace.protocol import (
     CPU_XLA_FLAGS,
+    RANK,
     AppliedReply,
     BackendReply,
     BudgetReply,
@@ -42,6 +44,7 @@ from remat_lint.trace.protocol import (
     NoteReply,
     Reply,
     SiteReply,
+    Verdict,
     VerdictReply,
     WorkerRequest,
     encode,
@@ -54,7 +57,6 @@ from remat_lint.trace.worker.reach import matches_site
 from remat_lint.trace.worker.recorded import Recorded
 
 AUTO_TARGETS = 6  # functions tried by jaxtyping / shape search per module
-RANK = {"note": 0, "unconfirmed": 1, "refuted": 2, "confirmed": 3}
 # --memory-budget plans programs with declared or recorded shapes; not a checkpointed function the run
 # only called (a "recorded call": alone, it is not the program that trains) nor guessed shapes
 PLANNED_SOURCES = ("pyproject", "inline comment", "recorded")
@@ -111,8 +113,8 @@ class Session:
         self.items = request.findings
         self.sites = set(request.sites)
         self.pending = {item.id: item for item in self.items}
-        self.verdicts: dict[int, dict[str, Any]] = {}  # the strongest verdict drawn at the finding's site
-        self.notes: dict[int, dict[str, Any]] = {}  # why a target said nothing, per finding
+        self.verdicts: dict[int, Verdict] = {}  # the strongest verdict drawn at the finding's site
+        self.notes: dict[int, Verdict] = {}  # why a target said nothing, per finding
         self.missed: dict[int, list[str]] = {}  # the targets traced that did not go through the finding's site
         self.reported_sites: set[int] = set()
         self.observed: dict[int, str] = {}  # by id of a recorded program's Run: the test that differentiated it
@@ -286,9 +288,7 @@ class Session:
     def auto_candidates(self, tried: set[str]) -> list[Definition]:
         """Functions that own an undecided finding or a site, then the functions calling them."""
         owners: dict[str, Definition] = {}
-        open_items = [
-            i for i in self.pending.values() if RANK[(self.verdicts.get(i.id) or {"status": "note"})["status"]] < 2
-        ]
+        open_items = [i for i in self.pending.values() if self.drawn_rank(i) < RANK["refuted"]]
         for start, end in [(i.line, i.end_line) for i in open_items] + [
             (s, s) for s in self.sites - self.reported_sites
         ]:
@@ -344,7 +344,7 @@ class Session:
     def evidence(item: Item) -> str | None:
         return item.check.evidence if item.check is not None else None
 
-    def judge(self, item: Item, run: Run) -> dict[str, Any] | None:
+    def judge(self, item: Item, run: Run) -> Verdict | None:
         kind = self.evidence(item)
         if kind is None:
             return verdict("unconfirmed", f"this rule has no dynamic check ({item.code})", target=run.name)
@@ -448,18 +448,23 @@ class Session:
 
     # --- results ------------------------------------------------------------------------------------------
 
-    def decide(self, item: Item, result: dict[str, Any]) -> None:
+    def decide(self, item: Item, result: Verdict) -> None:
         self.pending.pop(item.id, None)
         self.emit(VerdictReply(item.id, result))
 
-    def consider(self, item: Item, result: dict[str, Any]) -> None:
+    def consider(self, item: Item, result: Verdict) -> None:
         """Keep the strongest verdict so far; a confirmation is final (emitted at once)."""
-        if result["status"] == "confirmed":
+        if result.status == "confirmed":
             self.decide(item, result)
-        elif RANK[result["status"]] > RANK[(self.verdicts.get(item.id) or {"status": "note"})["status"]]:
+        elif result.rank > self.drawn_rank(item):
             self.verdicts[item.id] = result
 
-    def note(self, item: Item, result: dict[str, Any]) -> None:
+    def drawn_rank(self, item: Item) -> int:
+        """The rank of the strongest verdict drawn so far for ``item``; 0 for none."""
+        drawn = self.verdicts.get(item.id)
+        return drawn.rank if drawn is not None else 0
+
+    def note(self, item: Item, result: Verdict) -> None:
         self.notes.setdefault(item.id, result)
 
     def note_all(self, name: str, reason: str) -> None:
@@ -468,7 +473,7 @@ class Session:
             if d and d.start <= item.line <= d.end:
                 self.note(item, verdict("unconfirmed", reason))
 
-    def no_inputs(self, item: Item) -> dict[str, Any]:
+    def no_inputs(self, item: Item) -> Verdict:
         missed = self.missed.get(item.id)
         if self.recorded or self.calls:  # --trace-run gave its programs: none ran the line
             programs = ", ".join(f"{r.transform} of {r.name}" for r in [*self.recorded, *self.calls])
@@ -503,28 +508,25 @@ SHAPE_WORDS = {
 }
 
 
-def with_shapes(result: dict[str, Any], run: Run, fallback_for: str = "") -> dict[str, Any]:
+def with_shapes(result: Verdict, run: Run, fallback_for: str = "") -> Verdict:
     """The verdict says where its shapes came from (and why a fallback ran); guessed shapes never
     refute (a refutation takes the finding out of the exit code)."""
     source = run.prepared.source if run.prepared is not None else run.source
     origin = build.SHAPE_ORIGINS.get(source, "guessed")
-    status, reason = result["status"], result["reason"]
+    status, reason = result.status, result.reason
     if status == "refuted" and origin == "guessed":
         status, reason = "unconfirmed", f"{reason}; not refuted: the shapes were guessed (declare the inputs to decide)"
     elif status == "refuted" and source in ("recorded call", fallback.SOURCE):
         status, reason = "unconfirmed", f"{reason}; not refuted: the checkpointed function was differentiated alone"
-    evidence = {**(result.get("evidence") or {}), "shapes": origin}
+    evidence = {**(result.evidence or {}), "shapes": origin}
     because = f" (fallback: {fallback_for})" if fallback_for else ""
     sharded = devices.device_count((run.prepared.args, run.prepared.kwargs)) if run.prepared is not None else 1
     if sharded > 1:
         because += f"; {devices.per_device_note(sharded)}"
         evidence["devices"] = sharded
-    return {
-        **result,
-        "status": status,
-        "evidence": evidence,
-        "reason": f"{reason} [shapes {SHAPE_WORDS[source]}]{because}",
-    }
+    return dataclasses.replace(
+        result, status=status, evidence=evidence, reason=f"{reason} [shapes {SHAPE_WORDS[source]}]{because}"
+    )
 
 
 def _reraise(exc: BaseException) -> build.Prepared:
