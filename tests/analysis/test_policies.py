@@ -116,9 +116,10 @@ g = jax.checkpoint(f, policy=jax.checkpoint_policies.save_only_these_names("laye
     assert [finding[:3] for finding in _found(code)] == found
 
 
-@pytest.mark.parametrize(("renames", "found"), [(8, [("REM105", 11, 4)]), (9, [])])
-def test_a_policy_is_followed_through_eight_renames_and_no_more(renames, found):
-    """``resolve_policy`` follows at most eight names bound once (P8 = P7 ... P1 = P0 = lambda)."""
+@pytest.mark.parametrize(("renames", "found"), [(7, [("REM105", 10, 4)]), (8, [])])
+def test_a_policy_is_followed_through_seven_renames_and_no_more(renames, found):
+    """The value layer's depth bound (``value.MAX_DEPTH``) follows at most seven names bound once
+    (P7 = P6 ... P1 = P0 = lambda)."""
     lines = ["import jax", "P0 = lambda *a, **k: False", *(f"P{i} = P{i - 1}" for i in range(1, renames + 1))]
     code = "\n".join([*lines, f"g = jax.checkpoint(f, policy=P{renames})", ""])
     assert [finding[:3] for finding in _found(code)] == found
