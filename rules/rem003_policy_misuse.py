@@ -413,7 +413,8 @@ class PolicyMisuse(Rule):
 
     def _check_names_argument(self, info: PolicyInfo, arg: cst.Arg) -> None:
         value = arg.value
-        literal = value if isinstance(value, (cst.List, cst.Tuple)) else self.ctx.model.assigned_value(value)
+        held = self.ctx.values.single(value)  # the list or tuple literal, where it is spelled
+        literal = held.node if held is not None and held.kind in ("list", "tuple") else None
         if not isinstance(literal, (cst.List, cst.Tuple)) or self._expected(value, "TypeError"):
             return
         if isinstance(literal, cst.List):
@@ -439,10 +440,8 @@ class PolicyMisuse(Rule):
         return FixSpec(f"Pass `{spelled}`", [(arg, spelled)], applicability)
 
     def _check_offload(self, value: cst.BaseExpression) -> None:
-        call = value if isinstance(value, cst.Call) else self.ctx.model.assigned_value(value)
-        if not isinstance(call, cst.Call):
-            return
-        info = policy_info(self.ctx.qualified_name(call.func))
+        held = self.ctx.values.single(value)  # a factory's call: a called policy
+        info = policy_info(held.qname) if held is not None and held.kind == "policy" else None
         if info is None or not info.offloads or self._expected(value, "ValueError"):
             return
         self.report(
