@@ -5,6 +5,7 @@ from remat_lint.analysis.control_flow import ControlUse, control_uses
 from remat_lint.analysis.guards import only_where_error_expected
 from remat_lint.analysis.static_args import index_of
 from remat_lint.analysis.tracing import literal_leaf_params, traced_params
+from remat_lint.analysis.values import Values
 from remat_lint.findings import Severity
 from remat_lint.rule import Invalid, Rule
 
@@ -149,7 +150,7 @@ class TracedPythonControlFlow(Rule):
             if fn.site.api.family == "equinox" or not fn.entry:
                 continue
             params = traced_params(model, fn)
-            ignored_names = _static_argnames(fn)
+            ignored_names = _static_argnames(self.ctx.values, fn)
             if params is None or ignored_names is None:
                 continue
             params = {name: p for name, p in params.items() if name not in ignored_names}
@@ -173,12 +174,13 @@ class TracedPythonControlFlow(Rule):
         )
 
 
-def _static_argnames(fn: CheckpointedFunction) -> frozenset[str] | None:
-    """Names in ``static_argnames`` (ignored by JAX: REM010 reports them); None when not literal."""
+def _static_argnames(values: Values, fn: CheckpointedFunction) -> frozenset[str] | None:
+    """Names in ``static_argnames`` (ignored by JAX: REM010 reports them): the string or strings
+    the argument certainly holds (``NAMES = ("mode",)`` too); None when they are not known."""
     arg = fn.site.keyword("static_argnames")
     if arg is None:
         return frozenset()
-    value = arg.value
-    items = [e.value for e in value.elements] if hasattr(value, "elements") else [value]
-    names = [i.evaluated_value for i in items if hasattr(i, "evaluated_value") and isinstance(i.evaluated_value, str)]
-    return frozenset(names) if len(names) == len(items) else None
+    held = values.single(arg.value)
+    items = held.items if held is not None and held.kind in ("tuple", "list") else (held,) if held is not None else None
+    names = [v.literal for v in items or () if v.kind == "str" and isinstance(v.literal, str)]
+    return frozenset(names) if items is not None and len(names) == len(items) else None

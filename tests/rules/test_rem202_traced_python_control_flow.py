@@ -18,3 +18,14 @@ def test_the_other_parameters_are_still_checked() -> None:
     (finding,) = lint(SOURCE, {"REM202"})
     assert finding.start.row == 7
     assert finding.message.startswith("Python `if` on `x > 0` fails: `jax.checkpoint` traces `x`.")
+
+
+def test_static_argnames_held_in_a_constant_are_read() -> None:
+    """``static_argnames=NAMES`` with ``NAMES = ("mode",)``: the value layer reads the names, so the
+    other parameters are checked as with the literal."""
+    source = SOURCE.replace('static_argnames=("mode",)', "static_argnames=NAMES").replace(
+        "import jax\n", 'import jax\nNAMES = ("mode",)\n'
+    )
+    (finding,) = lint(source, {"REM202"})
+    assert finding.start.row == 8
+    assert lint(source.replace('NAMES = ("mode",)', "NAMES = load()"), {"REM202"}) == []
