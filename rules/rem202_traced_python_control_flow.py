@@ -25,8 +25,8 @@ class TracedPythonControlFlow(Rule):
     Flags Python control flow (`if`, `while`, `assert`, `x if p else y`, `and`/`or`/`not`,
     `for ... in range(p)`) on a parameter of a checkpointed function that the checkpoint traces:
     one that is not in `static_argnums`. A parameter handed on as it is counts too, at the call:
-    to `deterministic` of a Flax `nn.Dropout` or attention layer with a nonzero literal rate
-    (Flax tests `if deterministic`), to `use_running_average` of `nn.BatchNorm`, to
+    to `deterministic` of a Flax `nn.Dropout` or attention layer with a nonzero rate (a literal
+    or a constant of the module; Flax tests `if deterministic`), to `use_running_average` of `nn.BatchNorm`, to
     `is_training` of Haiku's `hk.BatchNorm`, or to a same-module function or Module that tests it.
 
     ## Why is this bad?
