@@ -154,3 +154,24 @@ g = jax.checkpoint(f, policy=jax.checkpoint_policies.save_only_these_names("tyop
     assert (rule, row, column) == ("REM008", 7, 75)
     assert "did you mean 'typo'?" in message
     assert message.endswith(f"; unless one of the names that cannot be known here gives it: {unknown}")
+
+
+@pytest.mark.parametrize(
+    ("binding", "found"),
+    [
+        ("NAME = 'tyop'", [("REM008", 6, 75)]),  # one name bound to a string: reported at the argument
+        ("NAMES = {'tyop'}", [("REM008", 6, 76)]),  # a set literal spread
+        ("NAME = 'tyop' if a else 'typo'", []),  # either: not certain
+    ],
+)
+def test_rem008_reads_checkpoint_names_through_the_value_layer(binding, found):
+    argument = "*NAMES" if "NAMES" in binding else "NAME"
+    code = f"""\
+import jax
+from jax.ad_checkpoint import checkpoint_name
+def f(x):
+    return checkpoint_name(x, "typo")
+{binding}
+g = jax.checkpoint(f, policy=jax.checkpoint_policies.save_only_these_names({argument}))
+"""
+    assert [finding[:3] for finding in _found(code)] == found
