@@ -3,7 +3,7 @@ from __future__ import annotations
 from remat_lint.analysis.bodies import CheckpointedFunction
 from remat_lint.analysis.control_flow import ControlUse, control_uses
 from remat_lint.analysis.guards import only_where_error_expected
-from remat_lint.analysis.static_args import index_of
+from remat_lint.analysis.static_args import argument_names, index_of
 from remat_lint.analysis.tracing import literal_leaf_params, traced_params
 from remat_lint.analysis.values import Values
 from remat_lint.findings import Severity
@@ -175,12 +175,9 @@ class TracedPythonControlFlow(Rule):
 
 
 def _static_argnames(values: Values, fn: CheckpointedFunction) -> frozenset[str] | None:
-    """Names in ``static_argnames`` (ignored by JAX: REM010 reports them): the string or strings
-    the argument certainly holds (``NAMES = ("mode",)`` too); None when they are not known."""
+    """Names in ``static_argnames`` (ignored by JAX: REM010 reports them); None when not known."""
     arg = fn.site.keyword("static_argnames")
     if arg is None:
         return frozenset()
-    held = values.single(arg.value)
-    items = held.items if held is not None and held.kind in ("tuple", "list") else (held,) if held is not None else None
-    names = [v.literal for v in items or () if v.kind == "str" and isinstance(v.literal, str)]
-    return frozenset(names) if items is not None and len(names) == len(items) else None
+    names = argument_names(values, arg.value)
+    return frozenset(names) if names is not None else None
