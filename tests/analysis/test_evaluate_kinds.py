@@ -166,3 +166,10 @@ def test_a_custom_policy_held_in_a_table_or_returning_a_constant_name_is_read():
     assert codes(PRELUDE + constant, select={"REM105"}) == ["REM105"]
     varies = "def p(prim, *_, **__):\n    return prim.name == 'dot'\ng = jax.checkpoint(f, policy=P.get('n', p))"
     assert codes(PRELUDE + varies, select={"REM105"}) == []
+
+
+def test_an_einsum_spec_held_in_a_constant_is_a_linear_map():
+    """REM106 asks the value layer whether einsum's first argument is a string."""
+    code = "import jax.numpy as jnp\nSPEC = 'bi,io->bo'\ng = jax.checkpoint(lambda x, w: jnp.einsum(SPEC, x, w))"
+    assert codes(PRELUDE + code, select={"REM106"}) == ["REM106"]
+    assert codes(PRELUDE + code.replace("SPEC = 'bi,io->bo'", "SPEC = load()"), select={"REM106"}) == []
