@@ -14,6 +14,7 @@ if TYPE_CHECKING:
 
     from remat_lint.analysis import guards, policies
     from remat_lint.analysis.semantic import SemanticModel
+    from remat_lint.analysis.values import Values
     from remat_lint.engine.context import LintContext
     from remat_lint.project.model import Project, ProjectModule
 else:  # imported when a file is checked: the project phase (check_project) needs no parse
@@ -326,7 +327,7 @@ class PolicyMisuse(Rule):
 
     def _check_overlap(self, call: cst.Call) -> None:
         """A name both saved and offloaded: building the policy raises ``ValueError`` (jax 0.10.2)."""
-        lists = {a.keyword.value: _string_items(self.ctx.model, a.value) for a in call.args if a.keyword is not None}
+        lists = {a.keyword.value: _string_items(self.ctx.values, a.value) for a in call.args if a.keyword is not None}
         saved, offloaded = lists.get("names_which_can_be_saved"), lists.get("names_which_can_be_offloaded")
         both = sorted(set(saved or ()) & set(offloaded or ()))
         if not both or self._expected(call, "ValueError"):
@@ -412,7 +413,8 @@ class PolicyMisuse(Rule):
 
     def _check_names_argument(self, info: PolicyInfo, arg: cst.Arg) -> None:
         value = arg.value
-        literal = value if isinstance(value, (cst.List, cst.Tuple)) else self.ctx.model.assigned_value(value)
+        held = self.ctx.values.single(value)  # the list or tuple literal, where it is spelled
+        literal = held.node if held is not None and held.kind in ("list", "tuple") else None
         if not isinstance(literal, (cst.List, cst.Tuple)) or self._expected(value, "TypeError"):
             return
         if isinstance(literal, cst.List):
@@ -438,10 +440,8 @@ class PolicyMisuse(Rule):
         return FixSpec(f"Pass `{spelled}`", [(arg, spelled)], applicability)
 
     def _check_offload(self, value: cst.BaseExpression) -> None:
-        call = value if isinstance(value, cst.Call) else self.ctx.model.assigned_value(value)
-        if not isinstance(call, cst.Call):
-            return
-        info = policy_info(self.ctx.qualified_name(call.func))
+        held = self.ctx.values.single(value)  # a factory's call: a called policy
+        info = policy_info(held.qname) if held is not None and held.kind == "policy" else None
         if info is None or not info.offloads or self._expected(value, "ValueError"):
             return
         self.report(
@@ -504,12 +504,11 @@ def _requote(string: cst.CSTNode, text: str) -> str:
     return f"{string.prefix}{string.quote}{text}{string.quote}"
 
 
-def _string_items(model: SemanticModel, value: cst.BaseExpression) -> list[str] | None:
-    """The strings of a list, tuple or set literal of string literals, or of one a name is bound to
-    once and never mutated (``NAMES = ["q", "k"]``); None for anything else."""
-    elements = policies.sequence_elements(model, value)
-    values = [e.evaluated_value for e in elements or () if isinstance(e, cst.SimpleString)]
-    items = [v for v in values if isinstance(v, str)]
+def _string_items(values: Values, value: cst.BaseExpression) -> list[str] | None:
+    """The strings of the list, tuple or set literal ``value`` certainly holds (``NAMES = ["q",
+    "k"]``, never mutated) when each is a known string; None for anything else."""
+    elements = values.elements(value)
+    items = [v.literal for v in elements or () if v.kind == "str" and isinstance(v.literal, str)]
     return items if elements is not None and len(items) == len(elements) else None
 
 

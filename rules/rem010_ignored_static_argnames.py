@@ -4,7 +4,7 @@ import libcst as cst
 
 from remat_lint.analysis.flags import refers_to_remat3
 from remat_lint.analysis.sites import RematSite
-from remat_lint.analysis.static_args import static_params
+from remat_lint.analysis.static_args import argument_names, static_params
 from remat_lint.apis import jax
 from remat_lint.findings import Applicability, Severity
 from remat_lint.rule import FixAvailability, FixSpec, Invalid, Rule
@@ -110,7 +110,7 @@ class IgnoredStaticArgnames(Rule):
                 remat3 = refers_to_remat3(self.ctx.module)
             if remat3:
                 return  # the module may turn on the implementation that honours static_argnames
-            names = _string_literals(arg.value)
+            names = argument_names(self.ctx.values, arg.value)
             if names and set(names) <= self._static_by_index(site):
                 continue  # ``static_argnums`` already makes them static: the ignored keyword changes nothing
             traced = ", ".join(f"`{name}`" for name in names) if names else "the argument"
@@ -131,7 +131,7 @@ class IgnoredStaticArgnames(Rule):
         return frozenset()
 
     def _fix(self, site: RematSite, arg: cst.Arg) -> FixSpec | None:
-        names = _string_literals(arg.value)
+        names = argument_names(self.ctx.values, arg.value)
         if not names or "static_argnums" in site.keywords or site.has_star_args:
             return None
         target = site.target
@@ -159,10 +159,3 @@ def _is_empty(value: cst.BaseExpression) -> bool:
     if isinstance(value, (cst.Tuple, cst.List)):
         return not value.elements
     return isinstance(value, cst.SimpleString) and value.evaluated_value in ("", b"")
-
-
-def _string_literals(value: cst.BaseExpression) -> list[str] | None:
-    """The names a literal ``static_argnames`` value spells, or None when not literal."""
-    items = [e.value for e in value.elements] if isinstance(value, (cst.Tuple, cst.List)) else [value]
-    names = [item.evaluated_value for item in items if isinstance(item, cst.SimpleString)]
-    return names if len(names) == len(items) and all(isinstance(n, str) for n in names) else None  # type: ignore[return-value]  # every name is a str when the lengths match and all() holds

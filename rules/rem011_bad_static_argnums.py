@@ -50,7 +50,7 @@ class BadStaticArgnums(Rule):
       flag they leave out fails; the same off-by-one on a method checkpointed by `nnx.remat` or
       `jax.checkpoint` (`@nnx.remat(static_argnums=(1,))` on `__call__(self, x, train)`), where
       `self` is argument 0 too;
-    - a string literal passed, at a call in the module, to a parameter that `static_argnums`
+    - a string (a literal or a constant) passed, at a call in the module, to a parameter that `static_argnums`
       leaves traced (`jax.checkpoint(f)(x, "train")`; `nn.remat(Layer, static_argnums=(2,))`
       called as `layer(x, True, "train")`), with `jax.checkpoint`, `jax.remat`, Flax and `nnx.remat`;
     - a comment naming the parameters (`static_argnums=(2,)  # deterministic`) that the indices
@@ -194,13 +194,15 @@ class BadStaticArgnums(Rule):
                 self._traced_strings(fn)
 
     def _traced_strings(self, fn: CheckpointedFunction) -> None:
-        """A string literal that a call in this module passes to a traced parameter: JAX (and
-        ``nnx.remat``) rejects it at that call. Equinox makes non-arrays static; Haiku is not checked."""
+        """A string (a literal, or a name that certainly holds one) that a call in this module passes
+        to a traced parameter: JAX (and ``nnx.remat``) rejects it at that call. Equinox makes
+        non-arrays static; Haiku is not checked."""
         if fn.site.api.family not in ("jax", "flax", "nnx"):
             return
         traced = tracing.traced_params(self.ctx.model, fn) or {}
         for name, value in tracing.passed_arguments(self.ctx.model, fn):
-            if name in traced and isinstance(value, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
+            held = self.ctx.values.possible(value) if name in traced else None
+            if held and all(v.kind == "str" for v in held):
                 self.report(
                     value,
                     f"`{self.ctx.code(value)}` is passed to `{name}`, which `{fn.site.api.display}` traces (not in "

@@ -152,7 +152,7 @@ class NoopPolicy(Rule):
         return spelled and _policy_name(self.ctx.qualified_name(value)) == "everything_saveable"
 
     def _always_true(self, value: cst.BaseExpression) -> bool:
-        constant = constant_return(self.ctx.model, value)
+        constant = constant_return(self.ctx.values, value)
         return constant is not None and constant[0] is True
 
     def _both(self, value: cst.BaseExpression) -> list[cst.BaseExpression]:

@@ -80,7 +80,7 @@ class TrivialCustomPolicy(Rule):
     def check(self) -> None:
         for site in self.ctx.sites:
             value = site_policy(site)
-            constant = None if value is None else constant_return(self.ctx.model, value)
+            constant = None if value is None else constant_return(self.ctx.values, value)
             if constant is None or constant[0] is True:
                 continue
             problem = ALWAYS_FALSE if constant[0] is False else ALWAYS_NONE

@@ -161,7 +161,8 @@ class CheckpointLinearLayer(Rule):
         if not isinstance(expr, cst.Call) or any(a.keyword is not None or a.star for a in expr.args):
             return False
         qname = self.ctx.qualified_name(expr.func)
-        if qname in EINSUMS and len(expr.args) == 3 and isinstance(expr.args[0].value, cst.SimpleString):
+        spec = self.ctx.values.single(expr.args[0].value) if qname in EINSUMS and len(expr.args) == 3 else None
+        if spec is not None and spec.kind == "str":
             return all(_is_param(a.value, params) for a in expr.args[1:])  # einsum("bi,io->bo", x, w)
         return qname in MATMULS and len(expr.args) == 2 and all(_is_param(a.value, params) for a in expr.args)
 

@@ -1,11 +1,10 @@
 from __future__ import annotations
 
-import ast
-
 import libcst as cst
 
-from remat_lint.analysis.policies import resolve_policy, site_policy
+from remat_lint.analysis.policies import site_policy
 from remat_lint.analysis.semantic import SemanticModel
+from remat_lint.analysis.values import Values
 from remat_lint.findings import Severity
 from remat_lint.rule import Invalid, Rule
 
@@ -95,7 +94,7 @@ class FullRematSkippedByNoneGuard(Rule):
             if not isinstance(policy, cst.Name):
                 continue
             guard = _none_guard(model, site.node, policy)
-            lookup = _full_setting_mapped_to_none(model, policy) if guard is not None else None
+            lookup = _full_setting_mapped_to_none(self.ctx.values, policy) if guard is not None else None
             if guard is None or lookup is None:
                 continue
             setting, table = lookup
@@ -149,10 +148,10 @@ def _same_variable(model: SemanticModel, a: cst.Name, b: cst.Name) -> bool:
     return a.value == b.value and bool(first) and [id(x) for x in first] == [id(x) for x in second]
 
 
-def _full_setting_mapped_to_none(model: SemanticModel, policy: cst.Name) -> tuple[str, cst.BaseExpression] | None:
+def _full_setting_mapped_to_none(values: Values, policy: cst.Name) -> tuple[str, cst.BaseExpression] | None:
     """The setting ``"full"`` and the table ``policy`` is looked up in, when the table maps it to None
-    and the lookup may ask for it (a literal key asks for itself only)."""
-    value = model.assigned_value(policy)
+    and the lookup may ask for it (a key that certainly holds another setting does not)."""
+    value = values.model.assigned_value(policy)
     key: cst.BaseExpression | None
     if isinstance(value, cst.Subscript) and len(value.slice) == 1 and isinstance(value.slice[0].slice, cst.Index):
         table, key = value.value, value.slice[0].slice.value
@@ -160,29 +159,13 @@ def _full_setting_mapped_to_none(model: SemanticModel, policy: cst.Name) -> tupl
         table, key = value.func.value, value.args[0].value if value.args else None
     else:
         return None
-    for setting, entry in _entries(model, resolve_policy(model, table)):
+    asked = values.single(key) if key is not None else None
+    for setting, entry in values.entries(table) or ():
         if (
-            setting in _FULL_SETTINGS
-            and isinstance(entry, cst.Name)
-            and entry.value == "None"
-            and not (isinstance(key, cst.SimpleString) and _string(key) != setting)
+            setting is not None
+            and setting.literal in _FULL_SETTINGS
+            and getattr(values.single(entry), "kind", None) == "none"
+            and not (asked is not None and asked.literal != setting.literal)
         ):
-            return setting, table
+            return str(setting.literal), table
     return None
-
-
-def _entries(model: SemanticModel, table: cst.BaseExpression) -> list[tuple[str, cst.BaseExpression]]:
-    """The string keys and values of a dict literal or of a ``dict(key=value, ...)`` call."""
-    if isinstance(table, cst.Dict):
-        return [
-            (_string(e.key), e.value)
-            for e in table.elements
-            if isinstance(e, cst.DictElement) and isinstance(e.key, cst.SimpleString)
-        ]
-    if isinstance(table, cst.Call) and model.qualified_name(table.func) == "builtins.dict":
-        return [(arg.keyword.value, arg.value) for arg in table.args if arg.keyword is not None]
-    return []
-
-
-def _string(node: cst.SimpleString) -> str:
-    return str(ast.literal_eval(node.value))

@@ -3,8 +3,9 @@ from __future__ import annotations
 from remat_lint.analysis.bodies import CheckpointedFunction
 from remat_lint.analysis.control_flow import ControlUse, control_uses
 from remat_lint.analysis.guards import only_where_error_expected
-from remat_lint.analysis.static_args import index_of
+from remat_lint.analysis.static_args import argument_names, index_of
 from remat_lint.analysis.tracing import literal_leaf_params, traced_params
+from remat_lint.analysis.values import Values
 from remat_lint.findings import Severity
 from remat_lint.rule import Invalid, Rule
 
@@ -24,8 +25,8 @@ class TracedPythonControlFlow(Rule):
     Flags Python control flow (`if`, `while`, `assert`, `x if p else y`, `and`/`or`/`not`,
     `for ... in range(p)`) on a parameter of a checkpointed function that the checkpoint traces:
     one that is not in `static_argnums`. A parameter handed on as it is counts too, at the call:
-    to `deterministic` of a Flax `nn.Dropout` or attention layer with a nonzero literal rate
-    (Flax tests `if deterministic`), to `use_running_average` of `nn.BatchNorm`, to
+    to `deterministic` of a Flax `nn.Dropout` or attention layer with a nonzero rate (a literal
+    or a constant of the module; Flax tests `if deterministic`), to `use_running_average` of `nn.BatchNorm`, to
     `is_training` of Haiku's `hk.BatchNorm`, or to a same-module function or Module that tests it.
 
     ## Why is this bad?
@@ -149,7 +150,7 @@ class TracedPythonControlFlow(Rule):
             if fn.site.api.family == "equinox" or not fn.entry:
                 continue
             params = traced_params(model, fn)
-            ignored_names = _static_argnames(fn)
+            ignored_names = _static_argnames(self.ctx.values, fn)
             if params is None or ignored_names is None:
                 continue
             params = {name: p for name, p in params.items() if name not in ignored_names}
@@ -173,12 +174,10 @@ class TracedPythonControlFlow(Rule):
         )
 
 
-def _static_argnames(fn: CheckpointedFunction) -> frozenset[str] | None:
-    """Names in ``static_argnames`` (ignored by JAX: REM010 reports them); None when not literal."""
+def _static_argnames(values: Values, fn: CheckpointedFunction) -> frozenset[str] | None:
+    """Names in ``static_argnames`` (ignored by JAX: REM010 reports them); None when not known."""
     arg = fn.site.keyword("static_argnames")
     if arg is None:
         return frozenset()
-    value = arg.value
-    items = [e.value for e in value.elements] if hasattr(value, "elements") else [value]
-    names = [i.evaluated_value for i in items if hasattr(i, "evaluated_value") and isinstance(i.evaluated_value, str)]
-    return frozenset(names) if len(names) == len(items) else None
+    names = argument_names(values, arg.value)
+    return frozenset(names) if names is not None else None

@@ -16,8 +16,8 @@ stays traced; any other re-binding reaching the test makes it unknown.
 
 A parameter handed on as it is counts too, reported at the call: to the flag of a layer that
 tests it (``analysis/layers``: ``deterministic`` of a Flax linen or NNX ``Dropout`` or linen
-attention with a nonzero literal rate, ``inference`` of ``eqx.nn.Dropout``, ``use_running_average``
-of ``nn.BatchNorm``; built in the call, bound to a name or to ``self.<attr>``), or to a parameter of
+attention with a nonzero rate (a literal or module constant), ``inference`` of
+``eqx.nn.Dropout``, ``use_running_average`` of ``nn.BatchNorm``; built in the call, bound to a name or to ``self.<attr>``), or to a parameter of
 a same-module function or Module class (``MlpBlock(cfg)(x, deterministic)``) that fails there.
 """
 

@@ -23,6 +23,7 @@ import libcst as cst
 from remat_lint.analysis.bodies import receiver_class
 from remat_lint.analysis.callables import self_writes
 from remat_lint.analysis.semantic import SemanticModel
+from remat_lint.analysis.values import Values
 from remat_lint.apis import FLAG_LAYERS, FlagLayer
 
 
@@ -39,7 +40,7 @@ def layer_of(model: SemanticModel, call: cst.Call) -> AppliedLayer | None:
     construction = construction_of(model, call.func) or call
     qname = model.qualified_name(construction.func) or ""
     spec = FLAG_LAYERS.get(qname)
-    if spec is None or not _nonzero_rate(construction, spec):
+    if spec is None or not _nonzero_rate(model, construction, spec):
         return None
     return AppliedLayer(construction, qname.rsplit(".", 1)[-1], spec)
 
@@ -86,7 +87,9 @@ def flag_argument(call: cst.Call, layer: AppliedLayer) -> cst.BaseExpression | N
     return None
 
 
-def _nonzero_rate(construction: cst.Call, spec: FlagLayer) -> bool:
+def _nonzero_rate(model: SemanticModel, construction: cst.Call, spec: FlagLayer) -> bool:
+    """The layer's rate is certainly nonzero: every value the value layer finds for it (a literal,
+    a module constant ``DROPOUT = 0.1``) is a nonzero number, or it is left at a nonzero default."""
     if spec.rate is None:
         return True
     rate = next((a.value for a in construction.args if a.keyword is not None and a.keyword.value == spec.rate), None)
@@ -97,4 +100,6 @@ def _nonzero_rate(construction: cst.Call, spec: FlagLayer) -> bool:
         if any(a.star for a in construction.args):
             return False
         return spec.default_rate is not None and spec.default_rate != 0.0
-    return isinstance(rate, (cst.Float, cst.Integer)) and float(rate.evaluated_value) != 0.0
+    # Imported names stay unknown here (no project callback): only what this module certainly holds.
+    held = Values(model).possible(rate)
+    return bool(held) and all(v.kind in ("int", "float") and v.literal not in (None, 0) for v in held or ())

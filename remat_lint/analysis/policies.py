@@ -15,7 +15,7 @@ import libcst as cst
 from remat_lint.analysis.checkpoint_names import CheckpointNames
 from remat_lint.analysis.semantic import SemanticModel
 from remat_lint.analysis.sites import RematSite
-from remat_lint.analysis.values import Values, function_returns
+from remat_lint.analysis.values import Value, Values, function_returns
 from remat_lint.apis import CHECKPOINT_NAME, PARTIAL, PolicyInfo, policy_info
 
 # What a literal name does in each name-based factory (save_anything_except_these_names ignores
@@ -23,7 +23,6 @@ from remat_lint.apis import CHECKPOINT_NAME, PARTIAL, PolicyInfo, policy_info
 NameRole = Literal["saved", "excluded", "offloaded"]
 _VARARG_ROLES: dict[str, NameRole] = {"save_only_these_names": "saved", "save_any_names_but_these": "excluded"}
 _KEYWORD_ROLES: dict[str, NameRole] = {"names_which_can_be_saved": "saved", "names_which_can_be_offloaded": "offloaded"}
-_MUTATORS = frozenset({"append", "extend", "insert", "remove", "pop", "clear", "add", "update", "discard"})
 
 
 def site_policy(site: RematSite) -> cst.BaseExpression | None:
@@ -38,52 +37,35 @@ def site_policy(site: RematSite) -> cst.BaseExpression | None:
     return None
 
 
-def resolve_policy(model: SemanticModel, expr: cst.BaseExpression) -> cst.BaseExpression:
-    """``expr`` itself, or the value a name is bound to once (``POLICY = cp.dots_saveable``)."""
-    seen = 0
-    while isinstance(expr, cst.Name) and seen < 8:
-        value = model.assigned_value(expr)
-        if value is None:
-            break
-        expr, seen = value, seen + 1
-    return expr
-
-
-def factory_call(model: SemanticModel, expr: cst.BaseExpression) -> tuple[cst.Call, PolicyInfo] | None:
-    """The policy factory call ``expr`` is (or a name bound once to one is)."""
-    expr = resolve_policy(model, expr)
-    if isinstance(expr, cst.Call):
-        info = policy_info(model.qualified_name(expr.func))
-        if info is not None and info.kind == "factory":
-            return expr, info
-    return None
-
-
-def constant_return(model: SemanticModel, expr: cst.BaseExpression) -> tuple[bool | None, cst.CSTNode] | None:
-    """For a custom policy (a def or lambda ``expr`` certainly denotes) that returns the same
-    constant on every path: that constant (True, False or None) and the definition; else None."""
-    definition = model.definition(resolve_policy(model, expr))
+def constant_return(values: Values, expr: cst.BaseExpression) -> tuple[bool | None, cst.CSTNode] | None:
+    """For a custom policy (a def or lambda ``expr`` certainly holds, by the value layer) that
+    returns the same constant on every path: that constant (True, False or None) and the
+    definition; else None."""
+    policy = values.single(expr)
+    definition = policy.node if policy is not None and policy.kind == "callable" else None
+    returned: list[cst.BaseExpression | None] | None
     if isinstance(definition, cst.Lambda):
-        value = _constant(definition.body)
-        return (value[0], definition) if value else None
-    if not isinstance(definition, cst.FunctionDef) or definition.asynchronous is not None or definition.decorators:
-        return None  # a decorator may change what the function returns
-    returned = function_returns(definition)
+        returned = [definition.body]
+    elif isinstance(definition, cst.FunctionDef) and definition.asynchronous is None and not definition.decorators:
+        returned = function_returns(definition)  # a decorator may change what the function returns
+    else:
+        return None
     if returned is None:
         return None  # a generator
     # One entry per distinct returned constant (a bare or implicit ``return`` is None); None marks
     # a return of anything else.
-    values = {_constant(r) if r is not None else (None,) for r in returned}
-    if len(values) != 1 or None in values:
+    constants = {_constant(values, r) for r in returned}
+    if len(constants) != 1 or None in constants:
         return None
-    (value,) = values
-    return value[0], definition  # type: ignore[index]  # ``None in values`` returned above
+    (constant,) = constants
+    return constant[0], definition  # type: ignore[index]  # ``None in constants`` returned above
 
 
-def _constant(expr: cst.BaseExpression) -> tuple[bool | None] | None:
-    if isinstance(expr, cst.Name) and expr.value in ("True", "False", "None"):
-        return ({"True": True, "False": False, "None": None}[expr.value],)
-    return None
+def _constant(values: Values, expr: cst.BaseExpression | None) -> tuple[bool | None] | None:
+    value = Value("none") if expr is None else values.single(expr)
+    if value is not None and value.kind == "bool" and isinstance(value.literal, bool):
+        return (value.literal,)
+    return (None,) if value is not None and value.kind == "none" else None
 
 
 # --- checkpoint names ------------------------------------------------------------------------
@@ -125,20 +107,25 @@ def _name_arguments(call: cst.Call, info: PolicyInfo) -> list[tuple[cst.Arg, Nam
     return found
 
 
-def policy_names(model: SemanticModel, call: cst.Call, info: PolicyInfo) -> list[PolicyName]:
+def policy_names(values: Values, call: cst.Call, info: PolicyInfo) -> list[PolicyName]:
     """The literal checkpoint names a name-based factory call gets, resolving ``*NAMES`` and
-    ``names_which_can_be_saved=NAMES`` through module constants bound once. One list or tuple as a
-    positional argument is REM003's mistake (``save_only_these_names(("a", "b"))``): skipped."""
+    ``names_which_can_be_saved=NAMES`` by the value layer. One list or tuple as a positional
+    argument is REM003's mistake (``save_only_these_names(("a", "b"))``): skipped."""
     found: list[PolicyName] = []
     for arg, role in _name_arguments(call, info):
         spread = arg.keyword is not None or arg.star
         value = arg.value
-        elements = sequence_elements(model, value) if spread else [value]
+        single = None if spread else values.single(value)
+        elements = values.elements(value) if spread else (single,) if single is not None else None
         via = value.value if isinstance(value, cst.Name) else None
         for element in elements or ():
-            if isinstance(element, cst.SimpleString) and isinstance(element.evaluated_value, str):
-                node = arg.value if via else element
-                found.append(PolicyName(element.evaluated_value, element, node, via, info.name, role))
+            if (
+                element.kind == "str"
+                and isinstance(element.literal, str)
+                and isinstance(element.node, cst.SimpleString)
+            ):
+                node = arg.value if via else element.node
+                found.append(PolicyName(element.literal, element.node, node, via, info.name, role))
     return found
 
 
@@ -151,22 +138,6 @@ def imported_names(model: SemanticModel, call: cst.Call, info: PolicyInfo) -> li
         if binding is not None and binding.kind == "import" and binding.qname is not None:
             found.append(ImportedNames(arg.value, binding.qname, info.name, role))  # type: ignore[arg-type]  # a spread name-argument always has a role
     return found
-
-
-def sequence_elements(model: SemanticModel, expr: cst.BaseExpression) -> list[cst.BaseExpression] | None:
-    """The elements of a tuple/list/set literal, or of one a name is bound to once and that is never
-    mutated (``NAMES.append(...)``)."""
-    value = model.assigned_value(expr) if isinstance(expr, cst.Name) else expr
-    if not isinstance(value, (cst.Tuple, cst.List, cst.Set)):
-        return None
-    if (isinstance(expr, cst.Name) and not isinstance(value, cst.Tuple)) and any(
-        isinstance(a.value, cst.Name) and a.value.value == expr.value and a.attr.value in _MUTATORS
-        for a in model.attributes
-    ):
-        return None
-    if any(isinstance(e, cst.StarredElement) for e in value.elements):
-        return None
-    return [e.value for e in value.elements]
 
 
 @dataclass
@@ -253,10 +224,10 @@ def named_checkpoints(model: SemanticModel, values: Values, mentions_checkpoint_
     uses: list[PolicyName] = []
     imported: list[ImportedNames] = []
     for call in model.calls:
-        found = factory_call(model, call)
-        if found is not None and found[1].name in NAMED_FACTORIES:
-            uses.extend(policy_names(model, *found))
-            imported.extend(imported_names(model, *found))
+        info = policy_info(model.qualified_name(call.func))
+        if info is not None and info.kind == "factory" and info.name in NAMED_FACTORIES:
+            uses.extend(policy_names(values, call, info))
+            imported.extend(imported_names(model, call, info))
     declared = declared_names(
         model, CheckpointNames(model, values), {id(use.string) for use in uses}, mentions_checkpoint_name
     )

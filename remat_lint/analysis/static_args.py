@@ -66,6 +66,15 @@ def static_argnums(site: RematSite, values: Values | None = None) -> StaticArgnu
     return StaticArgnums(arg, "int" if single is not None else "other", (single,) if single is not None else None)
 
 
+def argument_names(values: Values, value: cst.BaseExpression) -> tuple[str, ...] | None:
+    """The parameter names a ``static_argnames`` value certainly holds: a string, or a tuple or
+    list of strings, spelled there or in a constant (``NAMES = ("mode",)``); None when not known."""
+    held = values.single(value)
+    items = held.items if held is not None and held.kind in ("tuple", "list") else (held,) if held is not None else None
+    names = tuple(v.literal for v in items or () if v.kind == "str" and isinstance(v.literal, str))
+    return names if items is not None and len(names) == len(items) else None
+
+
 def _held(arg: cst.Arg, held: Value | None) -> StaticArgnums:
     """``static_argnums`` from the one value its expression certainly holds."""
     if held is not None and held.kind == "int" and isinstance(held.literal, int):

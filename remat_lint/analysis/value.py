@@ -19,6 +19,7 @@ Kind = Literal[
     "none",
     "tuple",
     "list",
+    "set",
     "policy",
     "factory",
     "callable",
@@ -35,7 +36,7 @@ class Value:
 
     kind: Kind
     literal: str | bool | int | float | None = None  # str/bool/int/float: the value, when known
-    items: tuple[Value, ...] | None = None  # tuple/list: the elements, when each is known
+    items: tuple[Value, ...] | None = None  # tuple/list/set: the elements, when each is known
     qname: str | None = (
         None  # policy/factory: what it is (``jax.checkpoint_policies.dots_saveable``); imported: as imported
     )

@@ -90,6 +90,17 @@ class Values:
         self._cache[key] = found
         return found
 
+    def elements(self, expr: cst.BaseExpression) -> Possible | None:
+        """The items of the one tuple, list or set literal ``expr`` certainly holds (a name bound
+        to one that nothing mutates); None for anything else or an item that is unknown."""
+        sequences = self._sequences(expr, 0)
+        return sequences[0] if sequences is not None and len(sequences) == 1 else None
+
+    def entries(self, table: cst.BaseExpression) -> list[tuple[Value | None, cst.BaseExpression]] | None:
+        """The (key, value) pairs of the dict literal or ``dict(k=v)`` call ``table`` certainly
+        is, through names bound once that nothing mutates; None for anything else."""
+        return self._entries(table, 0)
+
     def single(self, expr: cst.CSTNode, depth: int = 0) -> Value | None:
         """The value ``expr`` certainly holds, when there is exactly one."""
         found = self.possible(expr, depth)
@@ -114,7 +125,7 @@ class Values:
             return self._string_operation(expr, depth)
         if isinstance(expr, cst.IfExp):
             return union(self.possible(expr.body, depth), self.possible(expr.orelse, depth))
-        if isinstance(expr, (cst.Tuple, cst.List)):
+        if isinstance(expr, (cst.Tuple, cst.List, cst.Set)):
             return (self._sequence(expr, depth),)
         if isinstance(expr, cst.Lambda):
             return (Value("callable", node=expr),)
@@ -175,8 +186,8 @@ class Values:
             return (Value("str", left[0].literal + right[0].literal, node=expr),)
         return (Value("str", node=expr),)
 
-    def _sequence(self, expr: cst.Tuple | cst.List, depth: int) -> Value:
-        kind: Kind = "tuple" if isinstance(expr, cst.Tuple) else "list"
+    def _sequence(self, expr: cst.Tuple | cst.List | cst.Set, depth: int) -> Value:
+        kind: Kind = "tuple" if isinstance(expr, cst.Tuple) else "set" if isinstance(expr, cst.Set) else "list"
         items = []
         for element in expr.elements:
             value = None if isinstance(element, cst.StarredElement) else self.single(element.value, depth)
@@ -304,7 +315,9 @@ class Values:
     def _entries(self, table: cst.BaseExpression, depth: int) -> list[tuple[Value | None, cst.BaseExpression]] | None:
         """The (key, value) pairs of a dict literal or ``dict(k=v)`` that ``table`` is, or that a
         name bound once and never mutated holds; None for anything else (``**other`` in it too)."""
-        if isinstance(table, cst.Name):
+        for _ in range(MAX_DEPTH):  # ``POLICIES = _TABLE``: a name bound once to another
+            if not isinstance(table, cst.Name):
+                break
             if self._mutated(table.value):
                 return None
             table = self.model.assigned_value(table)  # type: ignore[assignment]  # None falls through the isinstance tests below to ``return None``
@@ -362,14 +375,16 @@ class Values:
                 return False
         return True
 
-    def _sequences(self, expr: cst.BaseExpression, depth: int) -> list[tuple[Value, ...]] | None:
-        """The items of every tuple or list literal ``expr`` can hold (a name bound to one that
+    def _sequences(
+        self, expr: cst.BaseExpression, depth: int, kinds: tuple[Kind, ...] = ("tuple", "list", "set")
+    ) -> list[tuple[Value, ...]] | None:
+        """The items of every literal of ``kinds`` ``expr`` can hold (a name bound to one that
         nothing mutates); None when one of its values is anything else."""
         if isinstance(expr, cst.Name) and self._mutated(expr.value):
             return None
         found: list[tuple[Value, ...]] = []
         for value in self.possible(expr, depth) or (None,):
-            if value is None or value.kind not in ("tuple", "list") or value.items is None:
+            if value is None or value.kind not in kinds or value.items is None:
                 return None
             found.append(value.items)
         return found
@@ -389,7 +404,7 @@ class Values:
         index = self.single(key, depth)
         if index is None or index.kind != "int" or not isinstance(index.literal, int):
             return None
-        sequences = self._sequences(sequence, depth)
+        sequences = self._sequences(sequence, depth, kinds=("tuple", "list"))  # a set has no index
         if not sequences:
             return None
         found: Possible | None = ()

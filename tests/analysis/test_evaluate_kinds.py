@@ -122,3 +122,54 @@ def test_named_call_returns_its_arguments_behaviour():
     code = "def loss(x):\n    return (x ** 2).sum()\ndl = jax.grad(jax.named_call(jax.checkpoint(loss), name='l'))"
     assert codes(PRELUDE + code, select={"REM101"}) == ["REM101"]
     assert codes(PRELUDE + code.replace("jax.checkpoint(loss)", "loss"), select={"REM101"}) == []
+
+
+def _values(code: str) -> tuple[Values, cst.BaseExpression]:
+    """The value layer of a module and the value of its last assignment."""
+    model = SemanticModel(cst.parse_module(textwrap.dedent(PRELUDE + code)))
+    return Values(model), model.module.body[-1].body[0].value  # type: ignore[attr-defined]
+
+
+def test_set_literals_hold_their_items_but_have_no_index():
+    values, last = _values("S = {'q', 'k'}\nx = S")
+    assert {v.literal for v in values.elements(last) or ()} == {"q", "k"}
+    assert _last("S = {'q'}\nx = S[0]") is None  # TypeError: a set is not subscriptable
+    assert _strings("x = [n for n in {'q'}][0]") is None  # a comprehension is no literal
+    assert _strings("for n in {'q', 'k'}:\n    x = n\ny = x") == {"q", "k"}
+
+
+def test_elements_of_one_literal_a_name_certainly_holds():
+    values, last = _values("NAMES = ('q', 'k')\nx = NAMES")
+    assert [v.literal for v in values.elements(last) or ()] == ["q", "k"]
+    for code in (
+        "NAMES = ['q']\nNAMES.append('k')\nx = NAMES",  # mutated
+        "NAMES = ('q',) if c else ('k',)\nx = NAMES",  # two literals
+        "NAMES = ('q', g())\nx = NAMES",  # an unknown item
+    ):
+        values, last = _values(code)
+        assert values.elements(last) is None, code
+
+
+def test_entries_of_a_table_through_names_bound_once():
+    values, last = _values("_T = {'full': None}\nT = _T\nx = T")
+    [(key, _)] = values.entries(last) or []
+    assert key is not None and key.literal == "full"
+    values, last = _values("_T = {'full': None}\n_T['dots'] = cp.dots_saveable\nT = _T\nx = T")
+    assert values.entries(last) is None  # written through a subscript
+
+
+def test_a_custom_policy_held_in_a_table_or_returning_a_constant_name_is_read():
+    """REM105 asks the value layer what the policy is and what each ``return`` gives."""
+    table = "def never(*_, **__):\n    return False\nP = {'n': never}\ng = jax.checkpoint(f, policy=P['n'])"
+    assert codes(PRELUDE + table, select={"REM105"}) == ["REM105"]
+    constant = "SAVE = False\ndef never(*_, **__):\n    return SAVE\ng = jax.checkpoint(f, policy=never)"
+    assert codes(PRELUDE + constant, select={"REM105"}) == ["REM105"]
+    varies = "def p(prim, *_, **__):\n    return prim.name == 'dot'\ng = jax.checkpoint(f, policy=P.get('n', p))"
+    assert codes(PRELUDE + varies, select={"REM105"}) == []
+
+
+def test_an_einsum_spec_held_in_a_constant_is_a_linear_map():
+    """REM106 asks the value layer whether einsum's first argument is a string."""
+    code = "import jax.numpy as jnp\nSPEC = 'bi,io->bo'\ng = jax.checkpoint(lambda x, w: jnp.einsum(SPEC, x, w))"
+    assert codes(PRELUDE + code, select={"REM106"}) == ["REM106"]
+    assert codes(PRELUDE + code.replace("SPEC = 'bi,io->bo'", "SPEC = load()"), select={"REM106"}) == []

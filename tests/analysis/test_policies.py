@@ -116,9 +116,10 @@ g = jax.checkpoint(f, policy=jax.checkpoint_policies.save_only_these_names("laye
     assert [finding[:3] for finding in _found(code)] == found
 
 
-@pytest.mark.parametrize(("renames", "found"), [(8, [("REM105", 11, 4)]), (9, [])])
-def test_a_policy_is_followed_through_eight_renames_and_no_more(renames, found):
-    """``resolve_policy`` follows at most eight names bound once (P8 = P7 ... P1 = P0 = lambda)."""
+@pytest.mark.parametrize(("renames", "found"), [(7, [("REM105", 10, 4)]), (8, [])])
+def test_a_policy_is_followed_through_seven_renames_and_no_more(renames, found):
+    """The value layer's depth bound (``value.MAX_DEPTH``) follows at most seven names bound once
+    (P7 = P6 ... P1 = P0 = lambda)."""
     lines = ["import jax", "P0 = lambda *a, **k: False", *(f"P{i} = P{i - 1}" for i in range(1, renames + 1))]
     code = "\n".join([*lines, f"g = jax.checkpoint(f, policy=P{renames})", ""])
     assert [finding[:3] for finding in _found(code)] == found
@@ -153,3 +154,24 @@ g = jax.checkpoint(f, policy=jax.checkpoint_policies.save_only_these_names("tyop
     assert (rule, row, column) == ("REM008", 7, 75)
     assert "did you mean 'typo'?" in message
     assert message.endswith(f"; unless one of the names that cannot be known here gives it: {unknown}")
+
+
+@pytest.mark.parametrize(
+    ("binding", "found"),
+    [
+        ("NAME = 'tyop'", [("REM008", 6, 75)]),  # one name bound to a string: reported at the argument
+        ("NAMES = {'tyop'}", [("REM008", 6, 76)]),  # a set literal spread
+        ("NAME = 'tyop' if a else 'typo'", []),  # either: not certain
+    ],
+)
+def test_rem008_reads_checkpoint_names_through_the_value_layer(binding, found):
+    argument = "*NAMES" if "NAMES" in binding else "NAME"
+    code = f"""\
+import jax
+from jax.ad_checkpoint import checkpoint_name
+def f(x):
+    return checkpoint_name(x, "typo")
+{binding}
+g = jax.checkpoint(f, policy=jax.checkpoint_policies.save_only_these_names({argument}))
+"""
+    assert [finding[:3] for finding in _found(code)] == found

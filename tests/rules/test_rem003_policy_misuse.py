@@ -102,3 +102,28 @@ def test_an_attribute_probed_with_getattr_and_a_default_is_not_reported() -> Non
     assert lint(probed, {"REM003"}) == []
     without_default = probed.replace(", None)", ")")  # raises AttributeError itself: no detection
     assert [f.code for f in lint(without_default, {"REM003"})] == ["REM003", "REM003"]
+
+
+def _rem003_rows(code: str) -> list[int]:
+    return [f.start.row for f in lint("import jax\nfrom jax import checkpoint_policies as cp\n" + code, {"REM003"})]
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "OFF = {'o': cp.offload_dot_with_no_batch_dims('device', 'pinned_host')}\n"
+        "p = cp.save_from_both_policies(cp.dots_saveable, OFF['o'])",
+        "def off():\n    return cp.offload_dot_with_no_batch_dims('device', 'pinned_host')\n"
+        "p = cp.save_from_both_policies(cp.dots_saveable, off())",
+    ],
+    ids=["table-entry", "helper"],
+)
+def test_an_offloading_policy_is_found_through_the_value_layer(code: str) -> None:
+    """``save_from_both_policies`` of an offloading policy held in a table or returned by a helper."""
+    assert _rem003_rows(code) == [code.count("\n") + 3]
+
+
+def test_a_tuple_of_names_is_found_through_a_loop_variable() -> None:
+    code = "for names in (('q', 'k'),):\n    p = cp.save_only_these_names(names)"
+    assert _rem003_rows(code) == [4]
+    assert _rem003_rows(code.replace("(('q', 'k'),)", "(('q', 'k'), 'v')")) == []  # may be one name

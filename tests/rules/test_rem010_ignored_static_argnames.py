@@ -31,6 +31,15 @@ def test_static_argnums_is_read_against_the_function_of_its_own_wrap() -> None:
     assert finding.message.startswith("`jax.checkpoint` ignores `static_argnames=('n',)`.")
 
 
+def test_names_held_in_a_constant_are_read_by_the_value_layer() -> None:
+    """``static_argnames=NAMES`` with ``NAMES = ("n",)``: the message names ``n``, and a
+    ``static_argnums`` that already makes ``n`` static leaves nothing to report."""
+    source = "import jax\nNAMES = ('n',)\ndef f(x, n):\n    return x\na = jax.checkpoint(f, static_argnames=NAMES)\n"
+    [finding] = lint(source, {"REM010"})
+    assert "so `n` is traced" in finding.message
+    assert lint(source.replace("static_argnames=NAMES", "static_argnums=(1,), static_argnames=NAMES"), {"REM010"}) == []
+
+
 # REM010 stays quiet in a module that names the ``jax_remat3`` flag (which makes JAX honour
 # ``static_argnames``) in code, in any spelling, and reports a module that mentions it only in a
 # comment or names something else (analysis/flags.py).

@@ -247,3 +247,16 @@ def test_an_index_past_an_imported_class_names_the_valueerror_and_the_class_file
         "static_argnums argument ... can only take integer values ... less than len(args)` (`Block` is defined in "
         "layers.py)"
     )
+
+
+@pytest.mark.parametrize(
+    ("mode", "rows"),
+    [
+        ('MODE = "train"', [9]),  # a name that certainly holds a string: reported at the argument
+        ('MODE = "train" if a else 1', []),  # may be a number
+    ],
+)
+def test_a_string_held_in_a_constant_is_read_by_the_value_layer(mode: str, rows: list[int]) -> None:
+    code = CALLED_WITH_A_STRING.format(params="x, n", index="()").replace('"train")', "MODE)")
+    code = code.replace("import jax\n", f"import jax\n{mode}\n")
+    assert [f.start.row for f in lint(code, {"REM011"})] == rows

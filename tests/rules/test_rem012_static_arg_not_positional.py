@@ -57,3 +57,9 @@ def test_a_list_of_static_argnums_is_left_to_rem011():
     # A list makes every call raise TypeError before JAX looks at the arguments: REM011 says so.
     code = WRAP.replace("static_argnums=(1,)", "static_argnums=[1]") + "y = f(x, flag=True)\n"
     assert [(f.code, f.start.row) for f in lint(code, {"REM011", "REM012"})] == [("REM011", 2)]
+
+
+def test_static_argnums_held_in_a_constant_is_read_by_the_value_layer() -> None:
+    code = "import jax\nSTATIC = (1,)\ndef f(x, flag=False):\n    return x\ng = jax.checkpoint(f, static_argnums=STATIC)\ny = g(x, flag=True)\n"
+    assert [(f.code, f.start.row) for f in lint(code, {"REM012"})] == [("REM012", 6)]
+    assert lint(code.replace("STATIC = (1,)", "STATIC = load()"), {"REM012"}) == []

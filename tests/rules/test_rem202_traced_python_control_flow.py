@@ -1,5 +1,7 @@
 """REM202 on a checkpoint that also names `static_argnames` (ignored by `jax.checkpoint`: REM010)."""
 
+import pytest
+
 from tests.helpers import lint
 
 SOURCE = """
@@ -18,3 +20,41 @@ def test_the_other_parameters_are_still_checked() -> None:
     (finding,) = lint(SOURCE, {"REM202"})
     assert finding.start.row == 7
     assert finding.message.startswith("Python `if` on `x > 0` fails: `jax.checkpoint` traces `x`.")
+
+
+def test_static_argnames_held_in_a_constant_are_read() -> None:
+    """``static_argnames=NAMES`` with ``NAMES = ("mode",)``: the value layer reads the names, so the
+    other parameters are checked as with the literal."""
+    source = SOURCE.replace('static_argnames=("mode",)', "static_argnames=NAMES").replace(
+        "import jax\n", 'import jax\nNAMES = ("mode",)\n'
+    )
+    (finding,) = lint(source, {"REM202"})
+    assert finding.start.row == 8
+    assert lint(source.replace('NAMES = ("mode",)', "NAMES = load()"), {"REM202"}) == []
+
+
+DROPOUT_BLOCK = """\
+from flax import nnx
+RATE
+class Block(nnx.Module):
+    def __init__(self, rngs):
+        self.drop = nnx.Dropout(DROPOUT, rngs=rngs)
+
+    @nnx.remat
+    def __call__(self, x, deterministic):
+        return self.drop(x, deterministic=deterministic)
+"""
+
+
+@pytest.mark.parametrize(
+    ("rate", "rows"),
+    [
+        ("DROPOUT = 0.1", [9]),
+        ("DROPOUT = 0.0", []),  # Dropout returns early at rate 0: the flag is never tested
+        ("DROPOUT = 0.1 if big else 0", []),  # may be zero
+        ("from config import DROPOUT", []),  # not known in this module
+    ],
+)
+def test_a_dropout_rate_held_in_a_module_constant_is_read(rate: str, rows: list[int]) -> None:
+    findings = lint(DROPOUT_BLOCK.replace("RATE", rate), {"REM202"})
+    assert [f.start.row for f in findings] == rows
