@@ -13,6 +13,7 @@ for its facts, never a finding too many.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from typing import Callable, Iterator
@@ -35,7 +36,8 @@ class ProjectFiles:
         self._paths: dict[str, str | None] = {}  # dotted name -> path
         self._excluded: dict[str, Callable[[str], bool]] = {}  # folder -> whether an entry of it is excluded
         self._folders: dict[str, bool] = {}  # real folder -> whether a run on the root walks it
-        self._is_folders: dict[str, bool] = {}  # folder -> whether it exists
+        self._folders_below: dict[tuple[str, ...], str | None] = {}  # parts below the root -> the folder
+        self._listed: dict[str, dict[str, bool]] = {}  # folder -> its files and folders (True)
         self._chains: dict[str, tuple[str, ...]] = {}  # dotted name -> its files and its packages'
 
     def contains(self, path: str) -> bool:
@@ -64,32 +66,53 @@ class ProjectFiles:
     def path_of(self, name: str) -> str | None:
         """The project file imported as ``name`` (``pkg.layers``; also below ``src/``)."""
         if name not in self._paths:
-            parts = name.split(".")
-            candidates = [
-                os.path.join(folder, last)
-                for base in (self.root, os.path.join(self.root, "src"))
-                if self._is_folder(folder := os.path.join(base, *parts[:-1]))
-                for last in (
-                    os.path.join(parts[-1], "__init__.py"),
-                    parts[-1] + ".py",
-                    os.path.join(parts[-1], "__init__.pyi"),
-                    parts[-1] + ".pyi",
-                )
-            ]
-            self._paths[name] = next((p for p in candidates if os.path.isfile(p) and self.contains(p)), None)
+            *packages, last = name.split(".")
+            folders = (self._folder((*base, *packages)) for base in ((), ("src",)))
+            candidates = (path for folder in folders if folder is not None for path in self._candidates(folder, last))
+            self._paths[name] = next((path for path in candidates if self.contains(path)), None)
         return self._paths[name]
 
-    def _is_folder(self, path: str) -> bool:
-        """Once per folder (a path below the root), and only when its parent is one: most dotted
-        names imported are a module's attributes (``linears.Dense``), whose would-be folder
-        (``linears/``) does not exist, and so neither do their four files. Every probe costs
-        twice: a replay record lists it (``recording.py``), and a replay checks it again."""
-        if path not in self._is_folders:
-            parent = os.path.dirname(path)
-            self._is_folders[path] = path == self.root or (
-                parent != path and self._is_folder(parent) and os.path.isdir(path)
-            )
-        return self._is_folders[path]
+    def _candidates(self, folder: str, last: str) -> Iterator[str]:
+        """The files in ``folder`` that the module ``last`` may be, in the order they are tried (a
+        package before a module of its name)."""
+        entries = self._entries(folder)
+        package = os.path.join(folder, last)
+        inside = self._entries(package) if entries.get(last) else {}
+        for suffix in (".py", ".pyi"):
+            if inside.get("__init__" + suffix) is False:
+                yield os.path.join(package, "__init__" + suffix)
+            if entries.get(last + suffix) is False:
+                yield os.path.join(folder, last + suffix)
+
+    def _folder(self, parts: tuple[str, ...]) -> str | None:
+        """The folder ``parts`` below the root; None when it is not one (once per folder)."""
+        if parts not in self._folders_below:
+            if not parts:
+                found: str | None = self.root
+            else:
+                parent = self._folder(parts[:-1])
+                found = os.path.join(parent, parts[-1]) if parent and self._entries(parent).get(parts[-1]) else None
+            self._folders_below[parts] = found
+        return self._folders_below[parts]
+
+    def _entries(self, folder: str) -> dict[str, bool]:
+        """The files and folders in ``folder``, each with whether it is a folder; listed once per
+        folder: most dotted names imported are a module's attributes (``linears.Dense``), whose
+        would-be folder and four would-be files do not exist. A listing costs less than the
+        probes it replaces, and a replay record lists the folder once, not every probe
+        (``recording.py``): an entry added, removed or renamed changes the folder's signature."""
+        if folder not in self._listed:
+            listed: dict[str, bool] = {}
+            try:
+                with os.scandir(folder) as entries:
+                    for entry in entries:
+                        with contextlib.suppress(OSError):
+                            if entry.is_dir() or entry.is_file():
+                                listed[entry.name] = entry.is_dir()
+            except OSError:
+                pass
+            self._listed[folder] = listed
+        return self._listed[folder]
 
     def imported(self, path: str, data: bytes) -> set[str]:
         """The project's files that ``data`` (the file ``path``) imports: each module named and
