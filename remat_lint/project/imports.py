@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+from dataclasses import dataclass
 from typing import Callable, Iterator
 
 from remat_lint.config.resolver import Resolver
@@ -25,6 +26,16 @@ _IMPORT = re.compile(
     rb"^[ \t]*(?:from[ \t]+(?P<base>\.*[\w.]*)[ \t]+import[ \t]+(?P<names>\([^)]*\)|[^\n#;]*)|import[ \t]+(?P<modules>[^\n#;]+))",
     re.M,
 )
+
+
+@dataclass(frozen=True)
+class ImportFacts:
+    """What a file linted alone needs of a file it imports (kept by ``cache/import_index.py``):
+    the absolute dotted names it imports, and whether it may export a wrap whose calls a rule
+    judges (``exports.py``)."""
+
+    names: frozenset[str]
+    may_export: bool
 
 
 class ProjectFiles:
@@ -114,13 +125,16 @@ class ProjectFiles:
             self._listed[folder] = listed
         return self._listed[folder]
 
-    def imported(self, path: str, data: bytes) -> set[str]:
-        """The project's files that ``data`` (the file ``path``) imports: each module named and
+    def names(self, path: str, data: bytes) -> frozenset[str]:
+        """The absolute dotted names that ``data`` (the file ``path``) imports."""
+        return frozenset(_imported_names(data, self._module(path), is_package(path)))
+
+    def imported(self, path: str, names: frozenset[str]) -> set[str]:
+        """The project's files that the file ``path`` imports (``names``): each module named and
         the packages above it (their ``__init__`` may re-export a name)."""
-        names = module_names(os.path.relpath(path, self.root))
-        module = names[0] if names else None
+        module = self._module(path)
         found: set[str] = set()
-        for dotted in _imported_names(data, module, is_package(path)):
+        for dotted in names:
             if dotted.split(".", 1)[0] in LIBRARIES:
                 continue
             neighbour = f"{module.rsplit('.', 1)[0]}.{dotted}" if module and "." in module else None
@@ -129,6 +143,10 @@ class ProjectFiles:
             ):  # ``import layers`` in a script beside it, as Project.resolve reads it
                 found.update(self._with_packages(name))
         return found
+
+    def _module(self, path: str) -> str | None:
+        names = module_names(os.path.relpath(path, self.root))
+        return names[0] if names else None
 
     def _with_packages(self, name: str) -> tuple[str, ...]:
         """The files of ``name`` and of the packages above it, once per name (most files of a
@@ -142,25 +160,26 @@ class ProjectFiles:
     def closure(
         self,
         linted: dict[str, bytes],
-        read: Callable[[str], bytes | None],
+        facts_of: Callable[[str], ImportFacts | None],
         real: Callable[[str], str] = os.path.realpath,
-    ) -> list[tuple[str, bytes | None]]:
+    ) -> list[tuple[str, ImportFacts | None]]:
         """The files that ``linted`` (path -> bytes) import, transitively, within the project, with
-        their bytes as ``read`` gives them (None when it cannot read one); ``real``: a path's real path."""
+        their facts as ``facts_of`` gives them (None when it cannot read one); ``real``: a path's
+        real path."""
         seen = {real(path) for path in linted}
-        frontier: list[tuple[str, bytes]] = list(linted.items())
-        found: list[tuple[str, bytes | None]] = []
+        frontier = [(path, self.names(path, data)) for path, data in linted.items()]
+        found: list[tuple[str, ImportFacts | None]] = []
         while frontier:
             following = []
-            for path, data in frontier:
-                for imported in sorted(self.imported(path, data)):
+            for path, names in frontier:
+                for imported in sorted(self.imported(path, names)):
                     if real(imported) in seen:
                         continue
                     seen.add(real(imported))
-                    other = read(imported)
-                    found.append((imported, other))
-                    if other is not None:
-                        following.append((imported, other))
+                    facts = facts_of(imported)
+                    found.append((imported, facts))
+                    if facts is not None:
+                        following.append((imported, facts.names))
             frontier = following
         return found
 
