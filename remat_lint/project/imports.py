@@ -50,6 +50,7 @@ class ProjectFiles:
         self._folders_below: dict[tuple[str, ...], str | None] = {}  # parts below the root -> the folder
         self._listed: dict[str, dict[str, bool]] = {}  # folder -> its files and folders (True)
         self._chains: dict[str, tuple[str, ...]] = {}  # dotted name -> its files and its packages'
+        self._modules: dict[str, str | None] = {}  # path -> the dotted name it is imported as
 
     def contains(self, path: str) -> bool:
         """``path`` (a real path) is below the root and no folder on the way excludes it."""
@@ -145,16 +146,20 @@ class ProjectFiles:
         return found
 
     def _module(self, path: str) -> str | None:
-        names = module_names(os.path.relpath(path, self.root))
-        return names[0] if names else None
+        """The dotted name ``path`` is imported as (once per file: names, then imported)."""
+        if path not in self._modules:
+            names = module_names(os.path.relpath(path, self.root))
+            self._modules[path] = names[0] if names else None
+        return self._modules[path]
 
     def _with_packages(self, name: str) -> tuple[str, ...]:
         """The files of ``name`` and of the packages above it, once per name (most files of a
         project import the same names)."""
         if name not in self._chains:
-            parts = name.split(".")
-            paths = (self.path_of(".".join(parts[: i + 1])) for i in range(len(parts)))
-            self._chains[name] = tuple(p for p in paths if p is not None)
+            package, _, _ = name.rpartition(".")
+            above = self._with_packages(package) if package else ()
+            path = self.path_of(name)
+            self._chains[name] = above if path is None else (*above, path)
         return self._chains[name]
 
     def closure(
