@@ -267,6 +267,25 @@ def test_a_warm_run_sees_an_edit_of_what_an_imported_module_imports(project, cap
     assert warm() == [(*CALL, "REM012")] and warm() == [(*CALL, "REM012")]
 
 
+def test_a_warm_run_sees_a_module_added_where_an_import_found_none(project, capsys, monkeypatch, tmp_path_factory):
+    """Names resolve by listing the package's folder (project/imports.py): the replay record
+    holds the folder, and a module added to it stops the replay."""
+    code = tmp_path_factory.mktemp("code") / "code.py"
+    code.write_text("x = 1\n")
+    monkeypatch.setattr(cache, "code_paths", lambda: [(str(code.parent), str(code))])
+    monkeypatch.setattr(recording, "RACY_NS", 0)  # the files were just written: record them all the same
+    (project / "mypkg" / "layers.py").unlink()
+    args = ["--output-format", "json", "mypkg/stack.py"]
+
+    def warm() -> list[tuple[str, int, str]]:
+        launch.main(args)
+        return rows(json.loads(capsys.readouterr().out))
+
+    assert warm() == [] and warm() == []  # the second replays the first
+    write(project, {"mypkg/layers.py": LAYERS})
+    assert warm() == [(*CALL, "REM012")] and warm() == [(*CALL, "REM012")]
+
+
 def test_pre_commit_with_only_the_caller_staged_blocks_the_commit(tmp_path):
     if shutil.which("git") is None:
         pytest.skip("git is not installed")
