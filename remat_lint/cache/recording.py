@@ -214,3 +214,10 @@ def _audit(event: str, args: tuple[Any, ...]) -> None:
 
 def _is_ancestor(folders: tuple[str, ...], path: str) -> bool:
     return any(path == folder or path.startswith(folder.rstrip(os.sep) + os.sep) for folder in folders)
+
+
+def noted_read(path: str) -> None:
+    """``path``'s content was used without opening it (its facts kept by its signature): the
+    record holds it as read."""
+    if _current is not None:
+        _current.note(path)

@@ -84,6 +84,16 @@ class Cache:
         return self.directory / key[:2] / key
 
     def get(self, key: str, path: str) -> FileResult | None:
+        result = self.load(key)
+        if not isinstance(result, FileResult):
+            return None
+        result.path = path
+        for finding in [*result.findings, *(c.finding for c in [*result.candidates, *result.suppressed_candidates])]:
+            finding.path = path
+        return result
+
+    def load(self, key: str) -> object | None:
+        """The value stored under ``key``; None when there is none or it is not this user's."""
         if not self.enabled:
             return None
         try:
@@ -91,17 +101,12 @@ class Cache:
                 data = handle.read()
             if not replay.compare_digest(self._tag(key, data[replay.TAG_BYTES :]), data[: replay.TAG_BYTES]):
                 return None  # not written by this user's linter: never unpickled
-            result = pickle.loads(data[replay.TAG_BYTES :])
+            value: object = pickle.loads(data[replay.TAG_BYTES :])
+            return value
         except FileNotFoundError:
             return None
         except Exception:  # a corrupt or foreign entry is a miss
             return None
-        if not isinstance(result, FileResult):
-            return None
-        result.path = path
-        for finding in [*result.findings, *(c.finding for c in [*result.candidates, *result.suppressed_candidates])]:
-            finding.path = path
-        return result
 
     def _tag(self, key: str, payload: bytes) -> bytes:
         assert self.secret is not None  # an enabled cache has one
@@ -125,6 +130,10 @@ class Cache:
                 pass
 
     def put(self, key: str, result: FileResult) -> None:
+        self.store(key, result)
+
+    def store(self, key: str, value: object) -> None:
+        """Keep ``value`` under ``key`` (replacing what was there)."""
         if not self.enabled:
             return
         target = self._path(key)
@@ -141,7 +150,7 @@ class Cache:
 
             fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-")
             try:
-                payload = pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)
+                payload = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
                 with os.fdopen(fd, "wb") as handle:
                     handle.write(self._tag(key, payload) + payload)
                 os.replace(tmp, target)

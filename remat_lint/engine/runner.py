@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
+from remat_lint.cache.import_index import ImportIndex
 from remat_lint.cache.result_cache import Cache
 from remat_lint.config.discovery import discover
 from remat_lint.config.resolver import Resolver
@@ -29,7 +30,7 @@ from remat_lint.engine.sources import Notebook, SourceFile
 from remat_lint.engine.unsaved import Unsaved
 from remat_lint.findings import Finding
 from remat_lint.project.exports import may_export
-from remat_lint.project.imports import ProjectFiles
+from remat_lint.project.imports import ImportFacts, ProjectFiles
 from remat_lint.registry import rule_index
 
 if TYPE_CHECKING:
@@ -299,6 +300,7 @@ class ProjectPass:
         self.imported: set[str] = set()  # real paths of the imported files the last call read for facts
         self._noqa: dict[str, Suppressions] = {}  # real path -> its `# noqa` comments, during one call
         self._files: dict[str, ProjectFiles] = {}  # per project root
+        self._indexes: dict[str, ImportIndex[ImportFacts]] = {}  # per project root: imported files' facts
         self._reals: dict[str, str] = {}  # path -> real path (several lookups per linted file)
 
     def __call__(self, results: list[FileResult]) -> None:
@@ -372,9 +374,13 @@ class ProjectPass:
         if root is None or not self._in_project(root, group):
             return []
         texts = {r.path: self._data(r.path) for r in group}
-        imported = self._files[root].closure({p: t for p, t in texts.items() if t is not None}, self._data, self._real)
+        imported = self._files[root].closure(
+            {p: t for p, t in texts.items() if t is not None}, lambda path: self._import_facts(root, path), self._real
+        )
+        if root in self._indexes:
+            self._indexes[root].save()
         self.imported = {self._real(path) for path, _ in imported}
-        exporting = ((p, d) for p, d in imported if d is not None and self._may_export(d))
+        exporting = ((p, self._data(p) or b"") for p, facts in imported if facts is not None and facts.may_export)
         found = _lint(exporting, self.resolver, jobs=self.jobs, cache=self.cache)
         others = [_for_project(r) for r in found if r.summary is not None]
         symbols = self._symbols(others)
@@ -385,11 +391,24 @@ class ProjectPass:
         paths.update((real, r.path) for r in group if r.summary is None and (real := self._real(r.path)))
         return others + self._summaries(paths, group + others, symbols, named_only=True)
 
-    def _may_export(self, data: bytes) -> bool:
-        """An imported file may hold a candidate that reports at the linted files' calls (REM012's
-        wrap with ``static_argnums``): only those are parsed at first (``project/exports.py``); the
-        others, when they name a candidate's symbol (a re-export), in ``_summaries``."""
-        return may_export(data.decode("utf-8", "replace"), self.exports)
+    def _import_facts(self, root: str, path: str) -> ImportFacts | None:
+        """What a file linted alone needs of the file ``path`` that it imports: the names it
+        imports and whether it may hold a candidate that reports at the linted files' calls
+        (REM012's wrap with ``static_argnums``; ``project/exports.py``): only those are parsed at
+        first, the others, when they name a candidate's symbol (a re-export), in ``_summaries``.
+        Kept by the file's signature (``cache/import_index.py``) when it is read from the disk."""
+        files = self._files[root]
+
+        def compute(data: bytes) -> ImportFacts:
+            return ImportFacts(files.names(path, data), may_export(data.decode("utf-8", "replace"), self.exports))
+
+        # A buffer or the server's reader (its open buffers): no signature on the disk tells them.
+        if self.cache is None or self._real(path) in self.buffers or self.read is not _read:
+            data = self._data(path)
+            return compute(data) if data is not None else None
+        if root not in self._indexes:
+            self._indexes[root] = ImportIndex(self.cache, root, self.exports)
+        return self._indexes[root].facts(path, self._data, compute)
 
     def _summaries(
         self, paths: dict[str, str], known: list[FileResult], words: frozenset[str], *, named_only: bool = False

@@ -13,8 +13,10 @@ for its facts, never a finding too many.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+from dataclasses import dataclass
 from typing import Callable, Iterator
 
 from remat_lint.config.resolver import Resolver
@@ -26,6 +28,16 @@ _IMPORT = re.compile(
 )
 
 
+@dataclass(frozen=True)
+class ImportFacts:
+    """What a file linted alone needs of a file it imports (kept by ``cache/import_index.py``):
+    the absolute dotted names it imports, and whether it may export a wrap whose calls a rule
+    judges (``exports.py``)."""
+
+    names: frozenset[str]
+    may_export: bool
+
+
 class ProjectFiles:
     """The files of the project at ``root`` (those a run on ``root`` would lint) by the dotted
     names they are imported as, found on demand."""
@@ -35,8 +47,10 @@ class ProjectFiles:
         self._paths: dict[str, str | None] = {}  # dotted name -> path
         self._excluded: dict[str, Callable[[str], bool]] = {}  # folder -> whether an entry of it is excluded
         self._folders: dict[str, bool] = {}  # real folder -> whether a run on the root walks it
-        self._is_folders: dict[str, bool] = {}  # folder -> whether it exists
+        self._folders_below: dict[tuple[str, ...], str | None] = {}  # parts below the root -> the folder
+        self._listed: dict[str, dict[str, bool]] = {}  # folder -> its files and folders (True)
         self._chains: dict[str, tuple[str, ...]] = {}  # dotted name -> its files and its packages'
+        self._modules: dict[str, str | None] = {}  # path -> the dotted name it is imported as
 
     def contains(self, path: str) -> bool:
         """``path`` (a real path) is below the root and no folder on the way excludes it."""
@@ -64,40 +78,64 @@ class ProjectFiles:
     def path_of(self, name: str) -> str | None:
         """The project file imported as ``name`` (``pkg.layers``; also below ``src/``)."""
         if name not in self._paths:
-            parts = name.split(".")
-            candidates = [
-                os.path.join(folder, last)
-                for base in (self.root, os.path.join(self.root, "src"))
-                if self._is_folder(folder := os.path.join(base, *parts[:-1]))
-                for last in (
-                    os.path.join(parts[-1], "__init__.py"),
-                    parts[-1] + ".py",
-                    os.path.join(parts[-1], "__init__.pyi"),
-                    parts[-1] + ".pyi",
-                )
-            ]
-            self._paths[name] = next((p for p in candidates if os.path.isfile(p) and self.contains(p)), None)
+            *packages, last = name.split(".")
+            folders = (self._folder((*base, *packages)) for base in ((), ("src",)))
+            candidates = (path for folder in folders if folder is not None for path in self._candidates(folder, last))
+            self._paths[name] = next((path for path in candidates if self.contains(path)), None)
         return self._paths[name]
 
-    def _is_folder(self, path: str) -> bool:
-        """Once per folder (a path below the root), and only when its parent is one: most dotted
-        names imported are a module's attributes (``linears.Dense``), whose would-be folder
-        (``linears/``) does not exist, and so neither do their four files. Every probe costs
-        twice: a replay record lists it (``recording.py``), and a replay checks it again."""
-        if path not in self._is_folders:
-            parent = os.path.dirname(path)
-            self._is_folders[path] = path == self.root or (
-                parent != path and self._is_folder(parent) and os.path.isdir(path)
-            )
-        return self._is_folders[path]
+    def _candidates(self, folder: str, last: str) -> Iterator[str]:
+        """The files in ``folder`` that the module ``last`` may be, in the order they are tried (a
+        package before a module of its name)."""
+        entries = self._entries(folder)
+        package = os.path.join(folder, last)
+        inside = self._entries(package) if entries.get(last) else {}
+        for suffix in (".py", ".pyi"):
+            if inside.get("__init__" + suffix) is False:
+                yield os.path.join(package, "__init__" + suffix)
+            if entries.get(last + suffix) is False:
+                yield os.path.join(folder, last + suffix)
 
-    def imported(self, path: str, data: bytes) -> set[str]:
-        """The project's files that ``data`` (the file ``path``) imports: each module named and
+    def _folder(self, parts: tuple[str, ...]) -> str | None:
+        """The folder ``parts`` below the root; None when it is not one (once per folder)."""
+        if parts not in self._folders_below:
+            if not parts:
+                found: str | None = self.root
+            else:
+                parent = self._folder(parts[:-1])
+                found = os.path.join(parent, parts[-1]) if parent and self._entries(parent).get(parts[-1]) else None
+            self._folders_below[parts] = found
+        return self._folders_below[parts]
+
+    def _entries(self, folder: str) -> dict[str, bool]:
+        """The files and folders in ``folder``, each with whether it is a folder; listed once per
+        folder: most dotted names imported are a module's attributes (``linears.Dense``), whose
+        would-be folder and four would-be files do not exist. A listing costs less than the
+        probes it replaces, and a replay record lists the folder once, not every probe
+        (``recording.py``): an entry added, removed or renamed changes the folder's signature."""
+        if folder not in self._listed:
+            listed: dict[str, bool] = {}
+            try:
+                with os.scandir(folder) as entries:
+                    for entry in entries:
+                        with contextlib.suppress(OSError):
+                            if entry.is_dir() or entry.is_file():
+                                listed[entry.name] = entry.is_dir()
+            except OSError:
+                pass
+            self._listed[folder] = listed
+        return self._listed[folder]
+
+    def names(self, path: str, data: bytes) -> frozenset[str]:
+        """The absolute dotted names that ``data`` (the file ``path``) imports."""
+        return frozenset(_imported_names(data, self._module(path), is_package(path)))
+
+    def imported(self, path: str, names: frozenset[str]) -> set[str]:
+        """The project's files that the file ``path`` imports (``names``): each module named and
         the packages above it (their ``__init__`` may re-export a name)."""
-        names = module_names(os.path.relpath(path, self.root))
-        module = names[0] if names else None
+        module = self._module(path)
         found: set[str] = set()
-        for dotted in _imported_names(data, module, is_package(path)):
+        for dotted in names:
             if dotted.split(".", 1)[0] in LIBRARIES:
                 continue
             neighbour = f"{module.rsplit('.', 1)[0]}.{dotted}" if module and "." in module else None
@@ -107,37 +145,46 @@ class ProjectFiles:
                 found.update(self._with_packages(name))
         return found
 
+    def _module(self, path: str) -> str | None:
+        """The dotted name ``path`` is imported as (once per file: names, then imported)."""
+        if path not in self._modules:
+            names = module_names(os.path.relpath(path, self.root))
+            self._modules[path] = names[0] if names else None
+        return self._modules[path]
+
     def _with_packages(self, name: str) -> tuple[str, ...]:
         """The files of ``name`` and of the packages above it, once per name (most files of a
         project import the same names)."""
         if name not in self._chains:
-            parts = name.split(".")
-            paths = (self.path_of(".".join(parts[: i + 1])) for i in range(len(parts)))
-            self._chains[name] = tuple(p for p in paths if p is not None)
+            package, _, _ = name.rpartition(".")
+            above = self._with_packages(package) if package else ()
+            path = self.path_of(name)
+            self._chains[name] = above if path is None else (*above, path)
         return self._chains[name]
 
     def closure(
         self,
         linted: dict[str, bytes],
-        read: Callable[[str], bytes | None],
+        facts_of: Callable[[str], ImportFacts | None],
         real: Callable[[str], str] = os.path.realpath,
-    ) -> list[tuple[str, bytes | None]]:
+    ) -> list[tuple[str, ImportFacts | None]]:
         """The files that ``linted`` (path -> bytes) import, transitively, within the project, with
-        their bytes as ``read`` gives them (None when it cannot read one); ``real``: a path's real path."""
+        their facts as ``facts_of`` gives them (None when it cannot read one); ``real``: a path's
+        real path."""
         seen = {real(path) for path in linted}
-        frontier: list[tuple[str, bytes]] = list(linted.items())
-        found: list[tuple[str, bytes | None]] = []
+        frontier = [(path, self.names(path, data)) for path, data in linted.items()]
+        found: list[tuple[str, ImportFacts | None]] = []
         while frontier:
             following = []
-            for path, data in frontier:
-                for imported in sorted(self.imported(path, data)):
+            for path, names in frontier:
+                for imported in sorted(self.imported(path, names)):
                     if real(imported) in seen:
                         continue
                     seen.add(real(imported))
-                    other = read(imported)
-                    found.append((imported, other))
-                    if other is not None:
-                        following.append((imported, other))
+                    facts = facts_of(imported)
+                    found.append((imported, facts))
+                    if facts is not None:
+                        following.append((imported, facts.names))
             frontier = following
         return found
 

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from remat_lint.cache import recording
 from remat_lint.cache import result_cache as cache
 from remat_lint.cli import command as cli
 from remat_lint.cli import launch
@@ -243,6 +244,46 @@ def test_a_warm_run_after_an_edit_of_the_other_module_agrees_with_no_cache(
     cold = rows(json_findings(capsys, "--no-cache", *args[2:]))
     assert cold == after
     assert warm() == cold and warm() == cold
+
+
+def test_a_warm_run_sees_an_edit_of_what_an_imported_module_imports(project, capsys, monkeypatch, tmp_path_factory):
+    """``mid.py``'s imports are kept by its signature (cache/import_index.py) and the replay record
+    holds it as read: once it imports the wrap, the warm runs find the call."""
+    code = tmp_path_factory.mktemp("code") / "code.py"
+    code.write_text("x = 1\n")
+    monkeypatch.setattr(cache, "code_paths", lambda: [(str(code.parent), str(code))])
+    monkeypatch.setattr(recording, "RACY_NS", 0)  # the files were just written: keep and record them all the same
+    plain = "def rotary_attention(q, k, v, num_heads):\n    return q\n"
+    write(project, {"mypkg/mid.py": plain, "mypkg/stack.py": STACK.replace("import layers", "import mid")})
+    args = ["--output-format", "json", "mypkg/stack.py"]
+
+    def warm() -> list[tuple[str, int, str]]:
+        launch.main(args)
+        return rows(json.loads(capsys.readouterr().out))
+
+    assert warm() == [] and warm() == []  # the second replays the first
+    write(project, {"mypkg/mid.py": "from .layers import rotary_attention\n"})
+    assert rows(json_findings(capsys, "--no-cache", *args[2:])) == [(*CALL, "REM012")]
+    assert warm() == [(*CALL, "REM012")] and warm() == [(*CALL, "REM012")]
+
+
+def test_a_warm_run_sees_a_module_added_where_an_import_found_none(project, capsys, monkeypatch, tmp_path_factory):
+    """Names resolve by listing the package's folder (project/imports.py): the replay record
+    holds the folder, and a module added to it stops the replay."""
+    code = tmp_path_factory.mktemp("code") / "code.py"
+    code.write_text("x = 1\n")
+    monkeypatch.setattr(cache, "code_paths", lambda: [(str(code.parent), str(code))])
+    monkeypatch.setattr(recording, "RACY_NS", 0)  # the files were just written: record them all the same
+    (project / "mypkg" / "layers.py").unlink()
+    args = ["--output-format", "json", "mypkg/stack.py"]
+
+    def warm() -> list[tuple[str, int, str]]:
+        launch.main(args)
+        return rows(json.loads(capsys.readouterr().out))
+
+    assert warm() == [] and warm() == []  # the second replays the first
+    write(project, {"mypkg/layers.py": LAYERS})
+    assert warm() == [(*CALL, "REM012")] and warm() == [(*CALL, "REM012")]
 
 
 def test_pre_commit_with_only_the_caller_staged_blocks_the_commit(tmp_path):
