@@ -402,8 +402,8 @@ class ProjectPass:
         def compute(data: bytes) -> ImportFacts:
             return ImportFacts(files.names(path, data), may_export(data.decode("utf-8", "replace"), self.exports))
 
-        # A buffer or the server's reader (its open buffers): no signature on the disk tells them.
-        if self.cache is None or self._real(path) in self.buffers or self.read is not _read:
+        # Text that is not on disk (stdin, flake8's, an editor's buffer): no signature on the disk tells it.
+        if self.cache is None or self.unsaved.get(self._real(path)) is not None:
             data = self._data(path)
             return compute(data) if data is not None else None
         if root not in self._indexes:
