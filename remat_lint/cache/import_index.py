@@ -32,7 +32,7 @@ class ImportIndex(Generic[T]):
         stored = cache.load(self.key)
         self.entries: dict[str, tuple[replay.Signature, T]] = stored if isinstance(stored, dict) else {}
         self.changed = False
-        self.racy_after = time.time_ns() - recording.RACY_NS
+        self.start_ns = time.time_ns()
 
     def facts(self, path: str, read: Callable[[str], bytes | None], compute: Callable[[bytes], T]) -> T | None:
         """The facts of the file ``path``: the kept ones when its signature did not change, else
@@ -47,7 +47,7 @@ class ImportIndex(Generic[T]):
         if data is None:
             return None
         facts = compute(data)
-        if signature is not None and signature != replay.UNKNOWN and max(signature[4:]) < self.racy_after:
+        if signature is not None and signature != replay.UNKNOWN and not recording.racy(signature, self.start_ns):
             self.entries[path] = (signature, facts)
             self.changed = True
         return facts

@@ -116,7 +116,13 @@ class Recording:
             return first != now
         if now[:3] != first[:3] or (now[3:] != (0, 0, 0) and now[3:] != first[3:]):
             return True
-        return max(now[4], now[5]) >= self.start_ns - RACY_NS
+        return racy(now, self.start_ns)
+
+
+def racy(signature: replay.Signature, since_ns: int) -> bool:
+    """The file was modified or changed within ``RACY_NS`` of ``since_ns`` (or after): a change to
+    come could keep this signature."""
+    return max(signature[4], signature[5]) >= since_ns - RACY_NS
 
 
 _current: Recording | None = None
