@@ -112,10 +112,6 @@ def is_leaf(param: cst.Param) -> bool:
     return is_bool_like(param) or annotation_name(param) in _LEAF_ANNOTATIONS | _ARRAY_ANNOTATIONS | _JAXTYPING
 
 
-def is_array_annotated(param: cst.Param) -> bool:
-    return annotation_name(param) in _ARRAY_ANNOTATIONS | _JAXTYPING
-
-
 def is_array_like(param: cst.Param) -> bool:
     """An array argument: annotated as an array, or a required, unannotated, non-flag parameter."""
     if is_bool_like(param):
