@@ -374,13 +374,20 @@ class ProjectPass:
         if root is None or not self._in_project(root, group):
             return []
         texts = {r.path: self._data(r.path) for r in group}
+        read: dict[str, bytes] = {}  # the exporting files the closure read: linted from that one read
         imported = self._files[root].closure(
-            {p: t for p, t in texts.items() if t is not None}, lambda path: self._import_facts(root, path), self._real
+            {p: t for p, t in texts.items() if t is not None},
+            lambda path: self._import_facts(root, path, read),
+            self._real,
         )
         if root in self._indexes:
             self._indexes[root].save()
         self.imported = {self._real(path) for path, _ in imported}
-        exporting = ((p, self._data(p) or b"") for p, facts in imported if facts is not None and facts.may_export)
+        exporting = (
+            (p, read[p] if p in read else self._data(p) or b"")
+            for p, facts in imported
+            if facts is not None and facts.may_export
+        )
         found = _lint(exporting, self.resolver, jobs=self.jobs, cache=self.cache)
         others = [_for_project(r) for r in found if r.summary is not None]
         symbols = self._symbols(others)
@@ -391,16 +398,20 @@ class ProjectPass:
         paths.update((real, r.path) for r in group if r.summary is None and (real := self._real(r.path)))
         return others + self._summaries(paths, group + others, symbols, named_only=True)
 
-    def _import_facts(self, root: str, path: str) -> ImportFacts | None:
+    def _import_facts(self, root: str, path: str, read: dict[str, bytes]) -> ImportFacts | None:
         """What a file linted alone needs of the file ``path`` that it imports: the names it
         imports and whether it may hold a candidate that reports at the linted files' calls
         (REM012's wrap with ``static_argnums``; ``project/exports.py``): only those are parsed at
         first, the others, when they name a candidate's symbol (a re-export), in ``_summaries``.
-        Kept by the file's signature (``cache/import_index.py``) when it is read from the disk."""
+        Kept by the file's signature (``cache/import_index.py``) when it is read from the disk;
+        ``read`` receives the bytes of a file read here that may export, which is linted next."""
         files = self._files[root]
 
         def compute(data: bytes) -> ImportFacts:
-            return ImportFacts(files.names(path, data), may_export(data.decode("utf-8", "replace"), self.exports))
+            facts = ImportFacts(files.names(path, data), may_export(data.decode("utf-8", "replace"), self.exports))
+            if facts.may_export:
+                read[path] = data
+            return facts
 
         # Text that is not on disk (stdin, flake8's, an editor's buffer): no signature on the disk tells it.
         if self.cache is None or self.unsaved.get(self._real(path)) is not None:

@@ -5,10 +5,14 @@ on a file without remat imports neither libcst nor a rule module (0.3 s of a pre
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from remat_lint.cache.result_cache import Cache
 from remat_lint.config.resolver import Resolver
 from remat_lint.config.settings import Settings
 from remat_lint.engine import runner
@@ -32,6 +36,28 @@ def test_files_are_read_one_at_a_time(tmp_path, monkeypatch):
     assert events == ["read", "decode"] * 4
     assert {f.path for f in result.findings} == {paths[0], paths[2]}
     assert set(result.sources) == {paths[0], paths[2]}  # the texts kept: those of files with findings
+
+
+@pytest.mark.parametrize("cache", [False, True], ids=["no-cache", "cache"])
+def test_a_file_linted_alone_reads_each_imported_file_once(tmp_path, monkeypatch, cache):
+    """The imported module that exports the wrap is read for its import facts and linted from that
+    one read; the finding at the call is still there."""
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "layers.py").write_text(
+        "import functools, jax\n@functools.partial(jax.checkpoint, static_argnums=(1,))\ndef double(x, n):\n"
+        "    return x * n\n"
+    )
+    (tmp_path / "pkg" / "model.py").write_text("from pkg.layers import double\ny = double(1.0, n=3)\n")
+    reads: list[str] = []
+    read = runner._read
+    monkeypatch.setattr(runner, "_read", lambda path: reads.append(os.path.basename(path)) or read(path))
+    monkeypatch.chdir(tmp_path)
+    store = Cache(str(tmp_path / ".cache")) if cache else None
+    result = runner.run([os.path.join("pkg", "model.py")], Resolver.of(Settings(root=tmp_path)), cache=store)
+    assert [(f.code, f.start.row) for f in result.findings] == [("REM012", 2)]
+    assert reads.count("layers.py") == 1
 
 
 def _modules_after(args: list[str], cwd: Path) -> tuple[str, list[str]]:
