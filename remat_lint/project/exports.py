@@ -19,23 +19,25 @@ from bisect import bisect_right
 from typing import Iterable
 
 # A statement at module level starts on such a line (a closing bracket continues one: ``):``).
-_UNINDENTED = re.compile(r"^[^\s#)\]}]", re.M)
-_DEF_OR_CLASS = re.compile(r"(?:async\s+)?(?:def|class)\b")
+_UNINDENTED = re.compile(rb"^[^\s#)\]}]", re.M)
+_DEF_OR_CLASS = re.compile(rb"(?:async\s+)?(?:def|class)\b")
 
 
-def may_export(source: str, needs: Iterable[tuple[str, ...]]) -> bool:
-    """Whether ``source`` names outside def and class bodies every word of one of ``needs`` (each
-    rule's ``export_words``; an empty one: always)."""
+def may_export(source: bytes, needs: Iterable[tuple[str, ...]]) -> bool:
+    """Whether ``source`` (a file's bytes, searched without decoding them) names outside def and
+    class bodies every word of one of ``needs`` (each rule's ``export_words``, ASCII; an empty
+    one: always)."""
     starts: list[int] = []  # of the unindented lines, found at the first word
     for words in needs:
-        if all(word in source for word in words):
+        encoded = [word.encode() for word in words]
+        if all(word in source for word in encoded):
             starts = starts or [m.start() for m in _UNINDENTED.finditer(source)]
-            if all(_at_top_level(source, word, starts) for word in words):
+            if all(_at_top_level(source, word, starts) for word in encoded):
                 return True
     return False
 
 
-def _at_top_level(source: str, word: str, starts: list[int]) -> bool:
+def _at_top_level(source: bytes, word: bytes, starts: list[int]) -> bool:
     index = source.find(word)
     while index != -1:
         line = bisect_right(starts, index) - 1

@@ -134,15 +134,18 @@ class ProjectFiles:
         """The project's files that the file ``path`` imports (``names``): each module named and
         the packages above it (their ``__init__`` may re-export a name)."""
         module = self._module(path)
+        package = module.rsplit(".", 1)[0] if module and "." in module else None
+        # ``import layers`` in a script beside it, as Project.resolve reads it: only where there is
+        # one (most names a MaxText trainer's closure probed were such would-be neighbours).
+        beside = self._entries(os.path.dirname(path)) if package else {}
         found: set[str] = set()
         for dotted in names:
-            if dotted.split(".", 1)[0] in LIBRARIES:
+            first = dotted.split(".", 1)[0]
+            if first in LIBRARIES:
                 continue
-            neighbour = f"{module.rsplit('.', 1)[0]}.{dotted}" if module and "." in module else None
-            for name in filter(
-                None, (dotted, neighbour)
-            ):  # ``import layers`` in a script beside it, as Project.resolve reads it
-                found.update(self._with_packages(name))
+            found.update(self._with_packages(dotted))
+            if beside.get(first) or beside.get(first + ".py") is False or beside.get(first + ".pyi") is False:
+                found.update(self._with_packages(f"{package}.{dotted}"))
         return found
 
     def _module(self, path: str) -> str | None:
@@ -194,18 +197,18 @@ def _imported_names(data: bytes, module: str | None, package: bool) -> set[str]:
     (in ``pkg.m``) -> pkg.c and pkg.c.d (``d`` may be a module)."""
     names = set()
     for match in _import_statements(data):
-        text = {key: value.decode("utf-8", "replace") for key, value in match.groupdict().items() if value is not None}
-        if "modules" in text:
-            names.update(_words(text["modules"]))
+        written, listed, modules = match.group("base", "names", "modules")
+        if modules is not None:
+            names.update(_words(modules))
             continue
-        dotted = text["base"].lstrip(".")
-        level = len(text["base"]) - len(dotted)
+        stripped = written.lstrip(b".")
+        level, dotted = len(written) - len(stripped), stripped.decode("utf-8", "replace")
         if level and module is None:
             continue
         base = absolute((level, dotted), module, package) if level and module else dotted
         if base:
             names.add(base)
-            names.update(f"{base}.{name}" for name in _words(text["names"].strip("()")) if name != "*")
+            names.update(f"{base}.{name}" for name in _words(listed.strip(b"()")) if name != "*")
     return names
 
 
@@ -225,6 +228,10 @@ def _import_statements(data: bytes) -> Iterator[re.Match[bytes]]:
         at = data.find(b"import", at + 6)
 
 
-def _words(listed: str) -> list[str]:
+def _words(listed: bytes) -> list[str]:
     """The dotted names of ``a.b as c, d`` (each item's first word)."""
-    return [item.split()[0] for item in listed.replace("\\", " ").split(",") if item.split()]
+    return [
+        words[0].decode("utf-8", "replace")
+        for item in listed.replace(b"\\", b" ").split(b",")
+        if (words := item.split())
+    ]

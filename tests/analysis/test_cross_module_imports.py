@@ -81,3 +81,15 @@ def test_a_relative_import_beyond_the_projects_top_is_left_alone(tmp_path, capsy
     (tmp_path / "pkg" / "model.py").write_text("from ...layers import double\ny = double(1.0, n=3)\n")
     monkeypatch.chdir(tmp_path)
     assert cli(capsys, "--select", "REM012", "--no-cache", os.path.join("pkg", "model.py")) == []
+
+
+def test_a_script_reaches_the_wrap_of_the_module_beside_it(tmp_path, capsys, monkeypatch):
+    # tools/ is a folder of scripts (no __init__.py): `import layers` there is tools/layers.py.
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    (tmp_path / "tools").mkdir()
+    (tmp_path / "tools" / "layers.py").write_text(textwrap.dedent(LAYERS))
+    (tmp_path / "tools" / "train.py").write_text("import layers\ny = layers.double(1.0, n=3)\n")
+    monkeypatch.chdir(tmp_path)
+    [(path, row, message)] = cli(capsys, "--select", "REM012", "--no-cache", os.path.join("tools", "train.py"))
+    assert (path, row) == (os.path.join("tools", "train.py"), 2)
+    assert message.startswith("REM012 `n` is in `static_argnums` of `double` (layers.py:16) but passed by keyword")
