@@ -24,9 +24,9 @@ _DEF_OR_CLASS = re.compile(rb"(?:async\s+)?(?:def|class)\b")
 
 
 def may_export(source: bytes, needs: Iterable[tuple[str, ...]]) -> bool:
-    """Whether ``source`` (a file's bytes, searched without decoding them) names outside def and
-    class bodies every word of one of ``needs`` (each rule's ``export_words``, ASCII; an empty
-    one: always)."""
+    """Whether ``source`` (a file's bytes, searched for each word's UTF-8 without decoding them)
+    names outside def and class bodies every word of one of ``needs`` (each rule's
+    ``export_words``; an empty one: always)."""
     starts: list[int] = []  # of the unindented lines, found at the first word
     for words in needs:
         encoded = [word.encode() for word in words]
