@@ -330,7 +330,7 @@ class ProjectPass:
             project_phase(group, project, self.codes, context, self._admit)
 
     def _real(self, path: str) -> str:
-        """``os.path.realpath(path)``, its folders' kept: a closure's 180 files share 40 folders
+        """``os.path.realpath(path)``, its folders' kept: a closure's files share few folders (MaxText's trainer: 178 in 27)
         (``realpath`` alone probes each part of every path: 1,400 ``lstat``s on a MaxText trainer)."""
         if path not in self._reals:
             folder, name = os.path.split(path)
