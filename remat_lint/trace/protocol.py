@@ -208,7 +208,7 @@ class AppliedReply:
     """--trace-run discovery: the static site lines a recorded program applied (discovery.py)."""
 
     applied: list[int]
-    unattributed: bool  # a checkpoint that ran this module's code matched no static site
+    unattributed: bool  # which sites it applied is unknown (a checkpoint matched no static site, or no build)
     target: str
 
 
