@@ -65,3 +65,56 @@ def test_a_site_in_a_program_that_failed_to_build_is_not_called_unapplied(tmp_pa
     found = [(f["code"], f["location"]["row"]) for f in json.loads(proc.stdout)]
     assert found == [("REM201", 8)], found  # the append, seen statically; no REM402 at line 14
     assert "no discovery in flaky_loss(f32[4]): the program failed at " in proc.stderr
+
+
+# flax's tests/linen/linen_transforms_test.py -k remat: every selected test runs its remat forward
+# only, and the findings said "take one from a run of the project (--trace-run ...)" of that run.
+FORWARD_ONLY = """\
+    import flax.linen as nn
+    import jax.numpy as jnp
+
+    SEEN = []
+
+
+    class Counter(nn.Module):
+        @nn.remat
+        @nn.compact
+        def __call__(self, x):
+            SEEN.append(x)  # line 12: REM201
+            return nn.Dense(2)(x)
+
+
+    def predict(x):
+        return jnp.cos(x)
+    """
+FORWARD_TESTS = """\
+    import jax.numpy as jnp
+
+    from pkg.model import predict
+
+
+    def test_predict():
+        assert predict(jnp.ones(4)).shape == (4,)
+    """
+
+
+def test_a_run_that_differentiated_nothing_is_not_offered_as_the_remedy(tmp_path: Path):
+    pytest.importorskip("flax")
+    root = project(tmp_path, {"pkg/model.py": FORWARD_ONLY, "tests/test_model.py": FORWARD_TESTS})
+    command = f"{sys.executable} -m pytest -q -p no:cacheprovider tests"
+    proc = lint("--trace", "--trace-run", command, "--output-format", "json", "pkg", cwd=root)
+    (finding,) = json.loads(proc.stdout)
+    reason = finding["trace"]["reason"]
+    assert (finding["code"], finding["trace"]["status"]) == ("REM201", "unconfirmed")
+    assert "--trace-run" not in reason, reason
+    assert f"`{command}` differentiated no program through it; configure one" in reason, reason
+    assert "[[tool.remat-lint.trace.targets]]" in reason, reason  # a declared target is still offered
+
+
+def test_the_declaration_offered_after_a_run_names_what_the_run_missed():
+    from remat_lint.trace.inputs import parameter_examples, suggestion
+
+    examples = parameter_examples("def loss(params, x):\n    ...\n", "loss")
+    text = suggestion("pkg.model", "loss", examples, ran="pytest tests/test_model.py")
+    assert text.startswith("`pytest tests/test_model.py` differentiated no program that reaches `loss`. "), text
+    assert "--trace-run" not in text

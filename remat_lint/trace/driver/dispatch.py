@@ -150,6 +150,7 @@ def _trace(findings: list[Finding], files: list[str], settings: Settings, option
         path: dataclasses.replace(
             module_request(path, by_path.get(path, []), sites.get(path) or [], settings),
             memory_budget=options.memory_budget,
+            run=options.run or "",
         )
         for path in modules
     }

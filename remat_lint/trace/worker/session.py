@@ -489,17 +489,21 @@ class Session:
         functions = [d for d in [*owners, *self.plan.callers({d.name for d in owners})] if d.kind == "function"]
         if not functions:
             where = owners[0].name if owners else f"line {item.line}"
+            run = (
+                f"`{self.request.run}` differentiated no program through it; configure one"
+                if self.request.run
+                else 'take one from a run of the project (--trace-run "python -m pytest -q tests"), or configure one'
+            )
             return verdict(
                 "unconfirmed",
-                f"{traced}no target reaches {where}: take one from a run of the project "
-                '(--trace-run "python -m pytest -q tests"), or configure one in [[tool.remat-lint.trace.targets]] '
+                f"{traced}no target reaches {where}: {run} in [[tool.remat-lint.trace.targets]] "
                 '(for a Flax Module: module = "pkg.mod:Class", module_args, init_args)',
             )
         d = functions[0]
         return verdict(
             "unconfirmed",
             f"{traced}no abstract inputs: "
-            + suggestion(self.module_ref, d.name, parameter_examples(self.source, d.name)),
+            + suggestion(self.module_ref, d.name, parameter_examples(self.source, d.name), self.request.run),
         )
 
 
