@@ -118,3 +118,24 @@ def test_the_declaration_offered_after_a_run_names_what_the_run_missed():
     text = suggestion("pkg.model", "loss", examples, ran="pytest tests/test_model.py")
     assert text.startswith("`pytest tests/test_model.py` differentiated no program that reaches `loss`. "), text
     assert "--trace-run" not in text
+
+
+# flax's tests/nnx/transforms_test.py and examples/nnx_toy_examples/10_fsdp_and_optimizer.py set
+# XLA_FLAGS at import to get host devices: the barrier flag the compiled costs need was dropped.
+SETS_XLA_FLAGS = """\
+    import os
+
+    os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=2"
+    """
+
+
+def test_a_command_that_sets_xla_flags_in_python_keeps_the_barrier_flag(tmp_path: Path):
+    pytest.importorskip("flax")
+    from tests.trace.test_discovery import MODEL, TESTS
+
+    files = {"pkg/model.py": MODEL, "tests/test_model.py": TESTS, "tests/conftest.py": SETS_XLA_FLAGS}
+    root = project(tmp_path, files)
+    command = f"{sys.executable} -m pytest -q -p no:cacheprovider tests/test_model.py::test_nnx"
+    proc = lint("--trace", "--trace-run", command, "--output-format", "json", "pkg", cwd=root)
+    assert "XLA:CPU ran without" not in proc.stderr, proc.stderr
+    assert ("REM401", 23) in [(f["code"], f["location"]["row"]) for f in json.loads(proc.stdout)]

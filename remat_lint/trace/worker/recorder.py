@@ -32,7 +32,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from remat_lint.trace.protocol import OUT_ENV, REQUESTS_ENV
+from remat_lint.trace.protocol import CPU_XLA_FLAGS, OUT_ENV, REQUESTS_ENV
 from remat_lint.trace.worker.recorded import Recorded
 
 MAX_RECORDS = 8  # distinct (function, signature) pairs kept
@@ -151,6 +151,7 @@ def install() -> None:
         import jax
     except ImportError:
         return
+    keep_barrier_flag()
     jax.config.update("jax_traceback_filtering", "off")  # the recorded exceptions keep JAX's checkpoint frames
     grad, value_and_grad, vjp, checkpoint, remat = jax.grad, jax.value_and_grad, jax.vjp, jax.checkpoint, jax.remat
 
@@ -184,6 +185,22 @@ def install() -> None:
             _nnx_transform(nnx.value_and_grad, "value_and_grad"),
         )
     atexit.register(judge)
+
+
+class _KeepsBarrierFlag(os._Environ[str]):
+    def __setitem__(self, key: str, value: str) -> None:
+        if key == "XLA_FLAGS" and CPU_XLA_FLAGS not in value:
+            value = f"{value} {CPU_XLA_FLAGS}".strip()
+        super().__setitem__(key, value)
+
+
+def keep_barrier_flag() -> None:
+    """Tests often set ``XLA_FLAGS`` at import (``--xla_force_host_platform_device_count=8``), before
+    JAX starts its backend: the barrier flag the run started with (driver.worker_env) stays in what
+    they set, or every program of the run would compile without it and no cost could be measured.
+    A command that starts without it (``XLA_FLAGS= CMD``) is left as it is."""
+    if CPU_XLA_FLAGS in os.environ.get("XLA_FLAGS", ""):
+        os.environ.__class__ = _KeepsBarrierFlag
 
 
 def _nnx_transform(original: Callable[..., Any], transform: str) -> Callable[..., Any]:
