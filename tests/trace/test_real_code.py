@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -139,3 +140,57 @@ def test_a_command_that_sets_xla_flags_in_python_keeps_the_barrier_flag(tmp_path
     proc = lint("--trace", "--trace-run", command, "--output-format", "json", "pkg", cwd=root)
     assert "XLA:CPU ran without" not in proc.stderr, proc.stderr
     assert ("REM401", 23) in [(f["code"], f["location"]["row"]) for f in json.loads(proc.stdout)]
+
+
+# flax's tests/nnx/transforms_test.py: two tests each define `@nnx.custom_vjp @nnx.remat def f`; the
+# site at the later line got the table of the earlier test's program (traced as its loss_fn).
+SAME_NAME = """\
+    import jax
+    import jax.numpy as jnp
+
+
+    def first(x):
+        @jax.custom_vjp
+        @jax.checkpoint  # line 7
+        def f(x):
+            return jnp.sin(x)
+
+        f.defvjp(lambda x: (f(x), x), lambda x, g: (g * jnp.cos(x),))
+        return jnp.sum(f(x))
+
+
+    def second(x):
+        @jax.custom_vjp
+        @jax.checkpoint  # line 17
+        def f(x):
+            return jnp.sin(x)
+
+        f.defvjp(lambda x: (f(x), x), lambda x, g: (g * jnp.cos(x),))
+        return jnp.sum(f(x))
+    """
+SAME_NAME_TESTS = """\
+    import jax
+    import jax.numpy as jnp
+
+    from pkg.model import first
+
+
+    def test_first():
+        assert jax.grad(first)(jnp.ones(4)).shape == (4,)
+    """
+
+
+def test_a_decorated_function_is_not_matched_to_another_of_the_same_name():
+    from remat_lint.trace.worker.jaxpr_sites import target_at
+
+    code = textwrap.dedent(SAME_NAME)
+    assert target_at(code, 7).spans == ((6, 9),)
+    assert target_at(code, 17).spans == ((16, 19),)
+
+
+def test_a_site_table_names_the_program_that_applied_it(tmp_path: Path):
+    root = project(tmp_path, {"pkg/model.py": SAME_NAME, "tests/test_model.py": SAME_NAME_TESTS})
+    command = f"{sys.executable} -m pytest -q -p no:cacheprovider tests"
+    proc = lint("--trace", "--trace-run", command, "pkg", cwd=root)
+    tables = [line for line in proc.stdout.splitlines() if "checkpoint site (traced as first" in line]
+    assert tables == ["pkg/model.py:7: checkpoint site (traced as first(f32[4]))"], proc.stdout
