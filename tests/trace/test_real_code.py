@@ -194,3 +194,13 @@ def test_a_site_table_names_the_program_that_applied_it(tmp_path: Path):
     proc = lint("--trace", "--trace-run", command, "pkg", cwd=root)
     tables = [line for line in proc.stdout.splitlines() if "checkpoint site (traced as first" in line]
     assert tables == ["pkg/model.py:7: checkpoint site (traced as first(f32[4]))"], proc.stdout
+
+
+def test_findings_made_by_tracing_count_as_judged_on_the_recorded_programs(tmp_path: Path):
+    """flax's tests/nnx/transforms_test.py: "5 confirmed" beside "0 of 5 findings judged on them", all
+    five found by tracing those programs."""
+    root = project(tmp_path, {"pkg/model.py": SAME_NAME, "tests/test_model.py": SAME_NAME_TESTS})
+    command = f"{sys.executable} -m pytest -q -p no:cacheprovider tests"
+    proc = lint("--trace", "--trace-run", command, "pkg", cwd=root)
+    assert "pkg/model.py:17:5: REM402 " in proc.stdout  # second() is never differentiated
+    assert "1 of 1 finding judged on them." in proc.stderr, proc.stderr

@@ -525,7 +525,9 @@ def describe_run(outcome: TraceOutcome, findings: list[Finding]) -> str:
     refuted = " (refuted findings do not count in the exit code)" if counts["refuted"] else ""
     line = f"--trace: traced on {backends}{flags}: {tally}{refuted}."
     if outcome.recorded:
-        reached = sum(1 for f in findings if f.trace and (f.trace.evidence or {}).get("shapes") == "recorded")
+        reached = sum(
+            1 for f in findings if f.trace and (f.trace.found_by or (f.trace.evidence or {}).get("shapes") == "recorded")
+        )  # found_by: made or confirmed by discovery, which judges the recorded programs only
         calls = ", ".join(outcome.recorded[:5]) + (
             f" and {len(outcome.recorded) - 5} more" if len(outcome.recorded) > 5 else ""
         )
