@@ -204,3 +204,57 @@ def test_findings_made_by_tracing_count_as_judged_on_the_recorded_programs(tmp_p
     proc = lint("--trace", "--trace-run", command, "pkg", cwd=root)
     assert "pkg/model.py:17:5: REM402 " in proc.stdout  # second() is never differentiated
     assert "1 of 1 finding judged on them." in proc.stderr, proc.stderr
+
+
+# big_vision's ViT Encoder: `nn.remat(Encoder1DBlock, policy=...)` only under `if self.scan:`, so with
+# scan=False (its default) no checkpoint is applied and `remat_policy` decides nothing. Our own model
+# in that shape:
+SCAN_ONLY_REMAT = """\
+    import flax.linen as nn
+    import jax.numpy as jnp
+
+
+    class Block(nn.Module):
+        @nn.compact
+        def __call__(self, x, _):
+            return x + nn.Dense(x.shape[-1])(jnp.tanh(x)), None
+
+
+    class Encoder(nn.Module):
+        depth: int
+        scan: bool = False
+
+        @nn.compact
+        def __call__(self, x):
+            if self.scan:
+                block = nn.remat(Block, prevent_cse=False)  # line 18
+                scanned = nn.scan(block, variable_axes={"params": 0}, split_rngs={"params": True}, length=self.depth)
+                return scanned()(x, None)[0]
+            for _ in range(self.depth):
+                x = Block()(x, None)[0]
+            return x
+    """
+SCAN_ONLY_TESTS = """\
+    import jax
+    import jax.numpy as jnp
+
+    from pkg.model import Encoder
+
+
+    def test_step():
+        model = Encoder(depth=2)
+        x = jnp.ones((8, 16))
+        params = model.init(jax.random.key(0), x)
+        loss = lambda p: jnp.mean(model.apply(p, x) ** 2)
+        assert jax.value_and_grad(loss)(params)[0] > 0
+    """
+
+
+def test_a_checkpoint_only_a_scan_setting_applies_is_not_applied_without_it(tmp_path: Path):
+    pytest.importorskip("flax")
+    root = project(tmp_path, {"pkg/model.py": SCAN_ONLY_REMAT, "tests/test_model.py": SCAN_ONLY_TESTS})
+    command = f"{sys.executable} -m pytest -q -p no:cacheprovider tests"
+    proc = lint("--trace", "--trace-run", command, "--output-format", "json", "pkg", cwd=root)
+    (found,) = json.loads(proc.stdout)
+    assert (found["code"], found["location"]["row"]) == ("REM402", 18), proc.stderr
+    assert found["trace"]["evidence"]["programs"] == ["test_step.<locals>.<lambda>(<4 arrays>)"]
