@@ -4,16 +4,26 @@ each as our own minimal project: what a user sees must be true of the code it na
 from __future__ import annotations
 
 import json
-import sys
+import subprocess
 import textwrap
 from pathlib import Path
 
 import pytest
 
-from tests.trace.test_discovery import project
+from tests.trace.test_discovery import PYTEST, project
 from tests.trace_cases import lint
 
 pytest.importorskip("jax")
+JSON = ("--output-format", "json")
+
+
+def trace_run(
+    root: Path, files: dict[str, str], *options: str, command: str = PYTEST
+) -> subprocess.CompletedProcess[str]:
+    """``remat-lint --trace --trace-run COMMAND OPTIONS pkg`` over a project of ``files``."""
+    project(root, files)
+    return lint("--trace", "--trace-run", command, *options, "pkg", cwd=root)
+
 
 # flax's tests/nnx/transforms_test.py: a checkpointed function that mutates a BatchStat passed to it
 # could not be rebuilt alone (TraceContextError); its checkpoint ran in the test, which passed.
@@ -60,9 +70,7 @@ REPLAY_TESTS = """\
 def test_a_site_in_a_program_that_failed_to_build_is_not_called_unapplied(tmp_path: Path):
     """One program of the module was rebuilt (plain), the one that applied the checkpoint was not:
     which sites it applied is unknown, so no site of the module is "not applied" (REM402)."""
-    root = project(tmp_path, {"pkg/model.py": REPLAY_FAILS, "tests/test_model.py": REPLAY_TESTS})
-    command = f"{sys.executable} -m pytest -q -p no:cacheprovider tests"
-    proc = lint("--trace", "--trace-run", command, "--output-format", "json", "pkg", cwd=root)
+    proc = trace_run(tmp_path, {"pkg/model.py": REPLAY_FAILS, "tests/test_model.py": REPLAY_TESTS}, *JSON)
     found = [(f["code"], f["location"]["row"]) for f in json.loads(proc.stdout)]
     assert found == [("REM201", 8)], found  # the append, seen statically; no REM402 at line 14
     assert "no discovery in flaky_loss(f32[4]): the program failed at " in proc.stderr
@@ -101,14 +109,12 @@ FORWARD_TESTS = """\
 
 def test_a_run_that_differentiated_nothing_is_not_offered_as_the_remedy(tmp_path: Path):
     pytest.importorskip("flax")
-    root = project(tmp_path, {"pkg/model.py": FORWARD_ONLY, "tests/test_model.py": FORWARD_TESTS})
-    command = f"{sys.executable} -m pytest -q -p no:cacheprovider tests"
-    proc = lint("--trace", "--trace-run", command, "--output-format", "json", "pkg", cwd=root)
+    proc = trace_run(tmp_path, {"pkg/model.py": FORWARD_ONLY, "tests/test_model.py": FORWARD_TESTS}, *JSON)
     (finding,) = json.loads(proc.stdout)
     reason = finding["trace"]["reason"]
     assert (finding["code"], finding["trace"]["status"]) == ("REM201", "unconfirmed")
     assert "--trace-run" not in reason, reason
-    assert f"`{command}` differentiated no program through it; configure one" in reason, reason
+    assert f"`{PYTEST}` differentiated no program through it; configure one" in reason, reason
     assert "[[tool.remat-lint.trace.targets]]" in reason, reason  # a declared target is still offered
 
 
@@ -135,9 +141,7 @@ def test_a_command_that_sets_xla_flags_in_python_keeps_the_barrier_flag(tmp_path
     from tests.trace.test_discovery import MODEL, TESTS
 
     files = {"pkg/model.py": MODEL, "tests/test_model.py": TESTS, "tests/conftest.py": SETS_XLA_FLAGS}
-    root = project(tmp_path, files)
-    command = f"{sys.executable} -m pytest -q -p no:cacheprovider tests/test_model.py::test_nnx"
-    proc = lint("--trace", "--trace-run", command, "--output-format", "json", "pkg", cwd=root)
+    proc = trace_run(tmp_path, files, *JSON, command=f"{PYTEST}/test_model.py::test_nnx")
     assert "XLA:CPU ran without" not in proc.stderr, proc.stderr
     assert ("REM401", 23) in [(f["code"], f["location"]["row"]) for f in json.loads(proc.stdout)]
 
@@ -188,20 +192,24 @@ def test_a_decorated_function_is_not_matched_to_another_of_the_same_name():
     assert target_at(code, 17).spans == ((16, 19),)
 
 
-def test_a_site_table_names_the_program_that_applied_it(tmp_path: Path):
-    root = project(tmp_path, {"pkg/model.py": SAME_NAME, "tests/test_model.py": SAME_NAME_TESTS})
-    command = f"{sys.executable} -m pytest -q -p no:cacheprovider tests"
-    proc = lint("--trace", "--trace-run", command, "pkg", cwd=root)
+@pytest.fixture(scope="module")
+def same_name(tmp_path_factory: pytest.TempPathFactory) -> subprocess.CompletedProcess[str]:
+    files = {"pkg/model.py": SAME_NAME, "tests/test_model.py": SAME_NAME_TESTS}
+    return trace_run(tmp_path_factory.mktemp("same_name"), files)
+
+
+def test_a_site_table_names_the_program_that_applied_it(same_name: subprocess.CompletedProcess[str]):
+    proc = same_name
     tables = [line for line in proc.stdout.splitlines() if "checkpoint site (traced as first" in line]
     assert tables == ["pkg/model.py:7: checkpoint site (traced as first(f32[4]))"], proc.stdout
 
 
-def test_findings_made_by_tracing_count_as_judged_on_the_recorded_programs(tmp_path: Path):
+def test_findings_made_by_tracing_count_as_judged_on_the_recorded_programs(
+    same_name: subprocess.CompletedProcess[str],
+):
     """flax's tests/nnx/transforms_test.py: "5 confirmed" beside "0 of 5 findings judged on them", all
     five found by tracing those programs."""
-    root = project(tmp_path, {"pkg/model.py": SAME_NAME, "tests/test_model.py": SAME_NAME_TESTS})
-    command = f"{sys.executable} -m pytest -q -p no:cacheprovider tests"
-    proc = lint("--trace", "--trace-run", command, "pkg", cwd=root)
+    proc = same_name
     assert "pkg/model.py:17:5: REM402 " in proc.stdout  # second() is never differentiated
     assert "1 of 1 finding judged on them." in proc.stderr, proc.stderr
 
@@ -252,9 +260,7 @@ SCAN_ONLY_TESTS = """\
 
 def test_a_checkpoint_only_a_scan_setting_applies_is_not_applied_without_it(tmp_path: Path):
     pytest.importorskip("flax")
-    root = project(tmp_path, {"pkg/model.py": SCAN_ONLY_REMAT, "tests/test_model.py": SCAN_ONLY_TESTS})
-    command = f"{sys.executable} -m pytest -q -p no:cacheprovider tests"
-    proc = lint("--trace", "--trace-run", command, "--output-format", "json", "pkg", cwd=root)
+    proc = trace_run(tmp_path, {"pkg/model.py": SCAN_ONLY_REMAT, "tests/test_model.py": SCAN_ONLY_TESTS}, *JSON)
     (found,) = json.loads(proc.stdout)
     assert (found["code"], found["location"]["row"]) == ("REM402", 18), proc.stderr
     assert found["trace"]["evidence"]["programs"] == ["test_step.<locals>.<lambda>(<4 arrays>)"]
