@@ -264,3 +264,39 @@ def test_a_checkpoint_only_a_scan_setting_applies_is_not_applied_without_it(tmp_
     (found,) = json.loads(proc.stdout)
     assert (found["code"], found["location"]["row"]) == ("REM402", 18), proc.stderr
     assert found["trace"]["evidence"]["programs"] == ["test_step.<locals>.<lambda>(<4 arrays>)"]
+
+
+# equinox: `eqx.filter_value_and_grad` differentiates a closure of its own over the user's function;
+# the program was named `_ValueAndGradWrapper.__call__.<locals>.fun_value_and_grad(...)`.
+EQX_MODEL = """\
+    import equinox as eqx
+    import jax
+    import jax.numpy as jnp
+
+    forward = eqx.filter_checkpoint(lambda model, x: jax.vmap(model)(x))  # line 5
+
+
+    @eqx.filter_value_and_grad
+    def loss(model, x, y):
+        return jnp.mean((forward(model, x) - y) ** 2)
+    """
+EQX_TESTS = """\
+    import equinox as eqx
+    import jax
+    import jax.numpy as jnp
+
+    from pkg.model import loss
+
+
+    def test_loss():
+        model = eqx.nn.MLP(16, 4, 64, 2, key=jax.random.key(0))
+        assert loss(model, jnp.ones((32, 16)), jnp.ones((32, 4)))[0] > 0
+    """
+
+
+def test_a_program_a_framework_differentiates_is_named_by_the_users_function(tmp_path: Path):
+    pytest.importorskip("equinox")
+    proc = trace_run(tmp_path, {"pkg/model.py": EQX_MODEL, "tests/test_model.py": EQX_TESTS}, *JSON)
+    (found,) = [f for f in json.loads(proc.stdout) if f["code"] == "REM401"]
+    assert found["trace"]["reason"].startswith("found by tracing in tests/test_model.py::test_loss, program loss via ")
+    assert found["trace"]["evidence"]["program"].startswith("loss via "), found["trace"]["evidence"]["program"]
