@@ -300,3 +300,12 @@ def test_a_program_a_framework_differentiates_is_named_by_the_users_function(tmp
     (found,) = [f for f in json.loads(proc.stdout) if f["code"] == "REM401"]
     assert found["trace"]["reason"].startswith("found by tracing in tests/test_model.py::test_loss, program loss via ")
     assert found["trace"]["evidence"]["program"].startswith("loss via "), found["trace"]["evidence"]["program"]
+
+
+def test_a_name_recorded_at_several_signatures_is_listed_once_with_its_count():
+    """flax's parameterised tests: "grad of loss_fn, grad of loss_fn, ..." read as duplicates."""
+    from remat_lint.trace.driver.dispatch import TraceOutcome, describe_run
+
+    outcome = TraceOutcome(backends={"cpu"}, recorded=["grad of loss_fn", "grad of step", "grad of loss_fn"])
+    text = describe_run(outcome, [])
+    assert "recorded 3 differentiated calls (2x grad of loss_fn, grad of step); " in text, text

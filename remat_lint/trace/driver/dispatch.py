@@ -11,6 +11,7 @@ instead this process polls the worker's resident set size and kills it above the
 
 from __future__ import annotations
 
+import collections
 import concurrent.futures
 import dataclasses
 import importlib.util
@@ -528,9 +529,10 @@ def describe_run(outcome: TraceOutcome, findings: list[Finding]) -> str:
         reached = sum(
             1 for f in findings if f.trace and (f.trace.found_by or (f.trace.evidence or {}).get("shapes") == "recorded")
         )  # found_by: made or confirmed by discovery, which judges the recorded programs only
-        calls = ", ".join(outcome.recorded[:5]) + (
-            f" and {len(outcome.recorded) - 5} more" if len(outcome.recorded) > 5 else ""
-        )
+        # one name recorded at several signatures (a parameterised test) is one entry, with its count
+        counts = collections.Counter(outcome.recorded)
+        names = [f"{n}x {name}" if n > 1 else name for name, n in counts.items()]
+        calls = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
         line += (
             f"\n--trace-run: recorded {len(outcome.recorded)} differentiated call{'s' if len(outcome.recorded) != 1 else ''}"
             f" ({calls}); {reached} of {len(findings)} finding{'s' if len(findings) != 1 else ''} judged on them."
