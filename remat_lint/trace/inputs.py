@@ -350,12 +350,14 @@ def _annotated(annotation: ast.expr, sizes: dict[str, int]) -> str | None:
     return f"{JAXTYPING_DTYPES[kind]}[{','.join(dims)}]"
 
 
-def suggestion(module_ref: str, function: str, examples: list[Example]) -> str:
+def suggestion(module_ref: str, function: str, examples: list[Example], ran: str = "") -> str:
     """What to add: the project's own run first (it needs no shapes, and works for parameter dicts,
-    optimizer state and Flax variables); a declaration only when every parameter's example could be
-    inferred, so that pasting it traces."""
+    optimizer state and Flax variables), or what that run (``ran``, --trace-run) missed; a declaration
+    only when every parameter's example could be inferred, so that pasting it traces."""
     run = (
-        'take the shapes from a run of the project: --trace-run "python -m pytest -q tests" (or a one-step '
+        f"`{ran}` differentiated no program that reaches `{function}`"
+        if ran
+        else 'take the shapes from a run of the project: --trace-run "python -m pytest -q tests" (or a one-step '
         "training script)"
     )
     names = ", ".join(e.name for e in examples)

@@ -97,6 +97,7 @@ class WorkerRequest:
     findings: list[Item]
     sites: list[int]  # lines of the module's checkpoint sites
     memory_budget: str = ""  # --memory-budget (budget.py): plan each differentiated target's policies
+    run: str = ""  # --trace-run CMD: what to say when it recorded nothing that reaches a finding
 
     def to_json(self) -> str:
         import json  # only --trace sends requests: a lint run (rule.py imports TraceCheck) needs no json
@@ -120,6 +121,7 @@ class WorkerRequest:
             items,
             list(raw.get("sites", [])),
             raw.get("memory_budget", ""),
+            raw.get("run", ""),
         )
 
 
@@ -208,7 +210,7 @@ class AppliedReply:
     """--trace-run discovery: the static site lines a recorded program applied (discovery.py)."""
 
     applied: list[int]
-    unattributed: bool  # a checkpoint that ran this module's code matched no static site
+    unattributed: bool  # which sites it applied is unknown (a checkpoint matched no static site, or no build)
     target: str
 
 

@@ -11,6 +11,7 @@ instead this process polls the worker's resident set size and kills it above the
 
 from __future__ import annotations
 
+import collections
 import concurrent.futures
 import dataclasses
 import importlib.util
@@ -150,6 +151,7 @@ def _trace(findings: list[Finding], files: list[str], settings: Settings, option
         path: dataclasses.replace(
             module_request(path, by_path.get(path, []), sites.get(path) or [], settings),
             memory_budget=options.memory_budget,
+            run=options.run or "",
         )
         for path in modules
     }
@@ -524,10 +526,13 @@ def describe_run(outcome: TraceOutcome, findings: list[Finding]) -> str:
     refuted = " (refuted findings do not count in the exit code)" if counts["refuted"] else ""
     line = f"--trace: traced on {backends}{flags}: {tally}{refuted}."
     if outcome.recorded:
-        reached = sum(1 for f in findings if f.trace and (f.trace.evidence or {}).get("shapes") == "recorded")
-        calls = ", ".join(outcome.recorded[:5]) + (
-            f" and {len(outcome.recorded) - 5} more" if len(outcome.recorded) > 5 else ""
-        )
+        reached = sum(
+            1 for f in findings if f.trace and (f.trace.found_by or (f.trace.evidence or {}).get("shapes") == "recorded")
+        )  # found_by: made or confirmed by discovery, which judges the recorded programs only
+        # one name recorded at several signatures (a parameterised test) is one entry, with its count
+        counts = collections.Counter(outcome.recorded)
+        names = [f"{n}x {name}" if n > 1 else name for name, n in counts.items()]
+        calls = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
         line += (
             f"\n--trace-run: recorded {len(outcome.recorded)} differentiated call{'s' if len(outcome.recorded) != 1 else ''}"
             f" ({calls}); {reached} of {len(findings)} finding{'s' if len(findings) != 1 else ''} judged on them."

@@ -5,7 +5,8 @@ A discovered finding on a line where the static pass reported a finding it confi
 confirms that finding instead of repeating it; otherwise it is a new finding of its rule (REM401,
 REM403), its ``trace`` marked ``"found_by": "trace"``. A checkpoint site of the static pass that no
 recorded program applied is REM402, reported only when the run recorded a differentiated program
-that was built, and no checkpoint that ran code of the module is left unmatched to a static site.
+that was built, no program of the module failed to build, and no checkpoint that ran code of the
+module is left unmatched to a static site.
 """
 
 from __future__ import annotations

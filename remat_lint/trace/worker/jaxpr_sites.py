@@ -161,7 +161,8 @@ def target_at(code: str, line: int) -> Target:
     tree = ast.parse(code)
     defs: dict[str, list[tuple[int, int]]] = {}
     spans: list[tuple[int, int]] = []
-    names: list[str] = []
+    decorated: list[str] = []  # their span is the one decorated, not another definition of the name
+    named: list[str] = []  # passed by name (``jax.checkpoint(layer)``): any definition of it may be the one
     keywords: list[tuple[str, Any]] = []
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
@@ -169,7 +170,7 @@ def target_at(code: str, line: int) -> Target:
             defs.setdefault(node.name, []).append((start, node.end_lineno or node.lineno))
             if start <= line <= node.lineno:  # the finding is on its decorator or def line
                 spans.append((start, node.end_lineno or node.lineno))
-                names.append(node.name)
+                decorated.append(node.name)
         elif isinstance(node, ast.Call) and node.lineno == line:
             keywords += _remat_keywords(node)
             if not node.args:
@@ -178,10 +179,10 @@ def target_at(code: str, line: int) -> Target:
             if isinstance(first, ast.Lambda):
                 spans.append((first.lineno, first.end_lineno or first.lineno))
             elif isinstance(first, (ast.Name, ast.Attribute)):
-                names.append(first.id if isinstance(first, ast.Name) else first.attr)
-    for name in names:
+                named.append(first.id if isinstance(first, ast.Name) else first.attr)
+    for name in named:
         spans.extend(defs.get(name, []))
-    return Target(line, tuple(spans), tuple(names), tuple(keywords))
+    return Target(line, tuple(spans), tuple(decorated + named), tuple(keywords))
 
 
 def _remat_keywords(call: ast.Call) -> list[tuple[str, Any]]:

@@ -19,7 +19,12 @@ class Recorded:
     has_aux: bool
     transform: str  # grad, value_and_grad, vjp, checkpoint call
     observed: str = ""  # the pytest test that made the call (PYTEST_CURRENT_TEST), "" outside pytest
+    label: str = ""  # the name to show when ``fun`` is a framework's closure over the project's function
 
     @property
     def name(self) -> str:
-        return getattr(self.fun, "__qualname__", None) or getattr(self.fun, "__name__", None) or type(self.fun).__name__
+        return self.label or qualified_name(self.fun)
+
+
+def qualified_name(fun: Any) -> str:
+    return getattr(fun, "__qualname__", None) or getattr(fun, "__name__", None) or type(fun).__name__

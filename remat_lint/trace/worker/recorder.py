@@ -27,13 +27,14 @@ from __future__ import annotations
 import atexit
 import functools
 import importlib.util
+import inspect
 import json
 import os
 from collections.abc import Callable
 from typing import Any
 
-from remat_lint.trace.protocol import OUT_ENV, REQUESTS_ENV
-from remat_lint.trace.worker.recorded import Recorded
+from remat_lint.trace.protocol import CPU_XLA_FLAGS, OUT_ENV, REQUESTS_ENV
+from remat_lint.trace.worker.recorded import Recorded, qualified_name
 
 MAX_RECORDS = 8  # distinct (function, signature) pairs kept
 MAX_CALLS = 4  # and of calls of checkpointed user functions (for sites the run never differentiates)
@@ -124,9 +125,37 @@ class Recorder:
         else:
             nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
         observed = os.environ.get("PYTEST_CURRENT_TEST", "").removesuffix(" (call)")
+        try:
+            label = _label(fun)
+        except Exception:  # an odd object in a closure: a name is never worth failing the project's run
+            label = ""
         (self.records if into is None else into).append(
-            Recorded(fun, abstract_args, abstract_kwargs, nums, has_aux, transform, observed)
+            Recorded(fun, abstract_args, abstract_kwargs, nums, has_aux, transform, observed, label)
         )
+
+
+def _label(fun: Callable[..., Any]) -> str:
+    """``loss via fun_value_and_grad`` when ``fun`` is a framework's closure (``eqx.filter_value_and_grad``
+    differentiates one of its own) over exactly one function of the project: held by the closure, or
+    as an attribute of an object it holds; "" when ``fun`` is the project's own, or no such function."""
+    from remat_lint.trace.worker.reach import _definition
+
+    if _definition(fun) is not None:
+        return ""
+    held = []
+    for cell in getattr(fun, "__closure__", None) or ():
+        try:
+            value = cell.cell_contents
+        except ValueError:  # a cell not yet filled
+            continue
+        held += [value, *getattr(value, "__dict__", {}).values()]
+    # by where each is defined: a wrapper of the function (``__wrapped__``) is that function; objects
+    # are never hashed (an Equinox Module with a dict field cannot be)
+    users = {where: v for v in held if callable(v) and (where := _definition(v)) is not None}
+    if len(users) != 1:
+        return ""
+    (user,) = users.values()
+    return f"{qualified_name(inspect.unwrap(user))} via {qualified_name(fun).rsplit('.<locals>.', 1)[-1]}"
 
 
 def _abstract(x: Any) -> Any:
@@ -151,6 +180,7 @@ def install() -> None:
         import jax
     except ImportError:
         return
+    keep_barrier_flag()
     jax.config.update("jax_traceback_filtering", "off")  # the recorded exceptions keep JAX's checkpoint frames
     grad, value_and_grad, vjp, checkpoint, remat = jax.grad, jax.value_and_grad, jax.vjp, jax.checkpoint, jax.remat
 
@@ -184,6 +214,22 @@ def install() -> None:
             _nnx_transform(nnx.value_and_grad, "value_and_grad"),
         )
     atexit.register(judge)
+
+
+class _KeepsBarrierFlag(os._Environ[str]):
+    def __setitem__(self, key: str, value: str) -> None:
+        if key == "XLA_FLAGS" and CPU_XLA_FLAGS not in value:
+            value = f"{value} {CPU_XLA_FLAGS}".strip()
+        super().__setitem__(key, value)
+
+
+def keep_barrier_flag() -> None:
+    """Tests often set ``XLA_FLAGS`` at import (``--xla_force_host_platform_device_count=8``), before
+    JAX starts its backend: the barrier flag the run started with (driver.worker_env) stays in what
+    they set, or every program of the run would compile without it and no cost could be measured.
+    A command that starts without it (``XLA_FLAGS= CMD``) is left as it is."""
+    if CPU_XLA_FLAGS in os.environ.get("XLA_FLAGS", ""):
+        os.environ.__class__ = _KeepsBarrierFlag
 
 
 def _nnx_transform(original: Callable[..., Any], transform: str) -> Callable[..., Any]:

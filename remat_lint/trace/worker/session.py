@@ -405,7 +405,7 @@ class Session:
             return
         if run.failure is not None or run.prepared is None:  # say what failed; no finding from it
             stage, why = (run.failure.stage, run.failure.summary) if run.failure else ("build", "nothing was built")
-            self.emit(NoteReply(f"no discovery in {run.name}: the program failed at {stage}: {why}"))
+            self.no_discovery(run, f"the program failed at {stage}: {why}")
             return
         from remat_lint.trace.worker import costs, discovery, scaling
 
@@ -426,11 +426,17 @@ class Session:
                 scaled=lambda: scaling.scaled_program(p.fun, p.args, p.kwargs, argnums),
             )
         except Exception as exc:
-            self.emit(NoteReply(f"no discovery in {run.name}: {type(exc).__name__}: {exc}"))
+            self.no_discovery(run, f"{type(exc).__name__}: {exc}")
             return
         self.emit(AppliedReply(seen.applied, seen.unattributed, run.name))
         for found in seen.found:
             self.emit(DiscoveredReply(found.to_json(), run.name))
+
+    def no_discovery(self, run: Run, why: str) -> None:
+        """Say why ``run`` gives no discovery. The run applied its checkpoints, which ones is unknown:
+        unattributed, so that no site of this module is called unapplied (REM402) for want of it."""
+        self.emit(NoteReply(f"no discovery in {run.name}: {why}"))
+        self.emit(AppliedReply([], True, run.name))
 
     def budget_plan(self, run: Run, lines: list[int | None]) -> None:
         """--memory-budget: the policies of this target's program that fit (budget.py)."""
@@ -483,17 +489,21 @@ class Session:
         functions = [d for d in [*owners, *self.plan.callers({d.name for d in owners})] if d.kind == "function"]
         if not functions:
             where = owners[0].name if owners else f"line {item.line}"
+            run = (
+                f"`{self.request.run}` differentiated no program through it; configure one"
+                if self.request.run
+                else 'take one from a run of the project (--trace-run "python -m pytest -q tests"), or configure one'
+            )
             return verdict(
                 "unconfirmed",
-                f"{traced}no target reaches {where}: take one from a run of the project "
-                '(--trace-run "python -m pytest -q tests"), or configure one in [[tool.remat-lint.trace.targets]] '
+                f"{traced}no target reaches {where}: {run} in [[tool.remat-lint.trace.targets]] "
                 '(for a Flax Module: module = "pkg.mod:Class", module_args, init_args)',
             )
         d = functions[0]
         return verdict(
             "unconfirmed",
             f"{traced}no abstract inputs: "
-            + suggestion(self.module_ref, d.name, parameter_examples(self.source, d.name)),
+            + suggestion(self.module_ref, d.name, parameter_examples(self.source, d.name), self.request.run),
         )
 
 
