@@ -65,6 +65,7 @@ class FrameSite:
     calls: tuple[Loc, ...]  # the user frames that called the wrapper
     policy: str
     prevent_cse: bool
+    wrap: None = None  # a stack has no call positions to name the wrap by (``jaxpr_sites.Site.wrap``)
 
 
 def frame_sites(frames: Sequence[tuple[FrameType, int]]) -> list[FrameSite]:

@@ -424,6 +424,7 @@ class Session:
                 self.observed.get(id(run), ""),
                 measure=measured,
                 scaled=lambda: scaling.scaled_program(p.fun, p.args, p.kwargs, argnums),
+                items=self.items,
             )
         except Exception as exc:
             self.emit(NoteReply(f"no discovery in {run.name}: {type(exc).__name__}: {exc}"))
