@@ -40,6 +40,28 @@ WRAPS = """\
         return jnp.mean(x**2)
     """
 
+UNUSED = """\
+    import jax
+    import jax.numpy as jnp
+
+    SAVE_NOTHING = jax.checkpoint_policies.nothing_saveable
+    SAVE_ALL = jax.checkpoint_policies.everything_saveable
+
+
+    def dense(w, x):
+        return jnp.tanh(jnp.tanh(x @ w) @ w)
+
+
+    lean = jax.checkpoint(dense, policy=SAVE_NOTHING)  # line 12: the one called
+    fat = jax.checkpoint(dense, policy=SAVE_ALL)  # line 13: REM104, never called
+
+
+    def loss(ws, x):
+        for w in ws:
+            x = lean(w, x)
+        return jnp.mean(x**2)
+    """
+
 LINEN = """\
     import flax.linen as nn
     import jax
@@ -124,11 +146,15 @@ TESTS = """\
     import jax
     import jax.numpy as jnp
 
-    from pkg import helper, join, linen, wraps
+    from pkg import helper, join, linen, unused, wraps
 
 
     def test_wraps():
         assert jax.grad(wraps.loss)([jnp.ones((64, 64))] * 5, jnp.ones((32, 64)))[0].shape == (64, 64)
+
+
+    def test_unused():
+        assert jax.grad(unused.loss)([jnp.ones((64, 64))] * 4, jnp.ones((32, 64)))[0].shape == (64, 64)
 
 
     def test_linen():
@@ -150,7 +176,7 @@ TESTS = """\
 @pytest.fixture(scope="module")
 def run(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[dict], list[dict], str]:
     """The JSON findings, the SARIF results and the ``full`` text of one --trace-run over the project."""
-    files = {f"pkg/{name.lower()}.py": text for name, text in [("WRAPS", WRAPS), ("LINEN", LINEN)]}
+    files = {f"pkg/{name.lower()}.py": text for name, text in [("WRAPS", WRAPS), ("UNUSED", UNUSED), ("LINEN", LINEN)]}
     files |= {"pkg/helper.py": HELPER, "pkg/join.py": JOIN, "tests/test_model.py": TESTS}
     root = project(tmp_path_factory.mktemp("sites"), files)
     extra = ["--extra-output", f"sarif={root / 'out.sarif'}", "--extra-output", f"full={root / 'out.txt'}"]
@@ -172,6 +198,14 @@ def test_a_verdict_and_its_site_table_measure_only_the_checkpoint_at_the_flagged
     evidence = rem104["trace"]["evidence"]
     assert evidence["calls"] == 1
     assert (evidence["site"]["calls"], evidence["site"]["policy"]) == (1, "everything_saveable")
+
+
+def test_a_wrap_never_called_is_not_confirmed_by_the_calls_of_its_twin(run):
+    """The run records the calls of ``lean`` (a checkpointed function called in the project's code) and
+    replays them: that program is ``lean``'s checkpoint, no evidence about ``fat``, which no program applied."""
+    assert found(run[0], "unused.py") == [("REM104", 13), ("REM402", 13)]
+    [rem104] = [f for f in run[0] if f["filename"].endswith("unused.py") and f["code"] == "REM104"]
+    assert rem104["trace"]["status"] == "unconfirmed", rem104["trace"]
 
 
 def test_two_nn_remat_wraps_of_one_block_with_one_policy_are_judged_apart(run):

@@ -16,7 +16,11 @@ from __future__ import annotations
 
 import ast
 import functools
+import inspect
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any
 
 Span = tuple[int, int, int, int]  # line, column, end line, end column (UTF-8 bytes, as CPython and ast count)
 Scope = ast.FunctionDef | ast.AsyncFunctionDef | None  # None: the module
@@ -44,6 +48,33 @@ def bound_calls(code: str, span: Span) -> list[int]:
     enclosing = [(f, c) for f, c in index.functions if _contains(f, span[0])]
     enclosing.sort(key=lambda fc: fc[0].lineno, reverse=True)  # innermost first
     return sorted({value.lineno for value in _values(index, call.func, enclosing, FOLLOW)})
+
+
+def module_bindings(code: str, name: str) -> list[int]:
+    """The lines of the call expressions ``name`` is bound to at module level (``lean = jax.checkpoint(f)``)."""
+    index = _index(code)
+    bound = index.names.get((None, name), []) if index is not None else []
+    return [value.lineno for value in bound if isinstance(value, ast.Call)]
+
+
+def wrap_line(module: ModuleType, code: str, checkpointed: Callable[..., Any]) -> int | None:
+    """The line of the module-level wrap whose name holds ``checkpointed`` (what ``jax.checkpoint``
+    returned, under the --trace-run recorder's wrapper): the wrap a recorded call of it went through;
+    None when no one line says."""
+    lines = {
+        line
+        for name, value in vars(module).items()
+        if _holds(value, checkpointed)
+        for line in module_bindings(code, name)
+    }
+    return lines.pop() if len(lines) == 1 else None
+
+
+def _holds(value: Any, checkpointed: Callable[..., Any]) -> bool:
+    try:
+        return inspect.unwrap(value, stop=lambda f: f is checkpointed) is checkpointed
+    except Exception:  # a user object whose attributes raise, or a cycle of __wrapped__
+        return False
 
 
 def called_spans(code: str, line: int) -> list[tuple[int, int]]:
@@ -82,12 +113,11 @@ def _values(
 
 @functools.lru_cache(maxsize=16)
 def _index(code: str) -> Bindings | None:
-    try:
-        tree = ast.parse(code)
-    except (SyntaxError, ValueError, RecursionError):
-        return None
     index = Bindings()
-    _visit(tree, index, None, None)
+    try:
+        _visit(ast.parse(code), index, None, None)
+    except (SyntaxError, ValueError, RecursionError):  # ``a + a + ...`` deeper than the stack: no bindings
+        return None
     return index
 
 
