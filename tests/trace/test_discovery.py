@@ -350,56 +350,6 @@ def test_a_checkpoint_of_another_modules_function_is_not_called_unapplied(tmp_pa
     assert json.loads(proc.stdout) == [], proc.stdout
 
 
-def test_an_equinox_whole_forward_checkpoint_under_filter_grad_is_reported(tmp_path: Path):
-    pytest.importorskip("equinox")
-    project(
-        tmp_path,
-        {
-            "pkg/model.py": """\
-            import equinox as eqx
-            import jax
-            import jax.numpy as jnp
-
-
-            class MLP(eqx.Module):
-                mlp: eqx.nn.MLP
-
-                def __init__(self, key):
-                    self.mlp = eqx.nn.MLP(16, 4, 64, 2, key=key)
-
-                def __call__(self, x):
-                    return jax.vmap(self.mlp)(x)
-
-
-            forward = eqx.filter_checkpoint(lambda model, x: model(x))
-
-
-            @eqx.filter_grad
-            def grads(model, x, y):
-                return jnp.mean((forward(model, x) - y) ** 2)
-            """,
-            "tests/test_model.py": """\
-            import jax
-            import jax.numpy as jnp
-
-            from pkg.model import MLP, grads
-
-
-            def test_grads():
-                assert grads(MLP(jax.random.key(0)), jnp.ones((8, 16)), jnp.ones((8, 4))) is not None
-            """,
-        },
-    )
-    proc = lint("--trace", "--trace-run", PYTEST, "--output-format", "json", "pkg", cwd=tmp_path)
-    # The static pass sees this spelling too (REM102 at the call in the loss): discovery's REM401 at the
-    # wrap, about the same checkpoint, confirms it and is its related location, not a second finding.
-    [found] = json.loads(proc.stdout)
-    assert (found["code"], found["location"]["row"]) == ("REM102", 21)
-    assert [r["location"]["row"] for r in found["related"]] == [16]
-    assert found["trace"]["status"] == "confirmed"
-    assert found["trace"]["evidence"]["as_written"]["flops"] > found["trace"]["evidence"]["with_fix"]["flops"] * 1.2
-
-
 def test_a_linen_model_wrapped_whole_by_nn_remat_is_reported_at_the_wrap(tmp_path: Path):
     project(
         tmp_path,

@@ -225,6 +225,8 @@ def test_a_wrap_made_by_a_helper_is_reported_at_the_line_that_chose_its_policy(r
 
 
 def test_one_misuse_found_at_a_call_and_at_its_wrap_is_one_finding_in_json(run):
+    """``eqx.filter_checkpoint`` of a whole forward under ``eqx.filter_grad``: the static pass flags the
+    call (REM102), discovery measures the wrap (REM401)."""
     [finding] = [f for f in run[0] if f["filename"].endswith("join.py")]
     assert (finding["code"], finding["location"]["row"]) == ("REM102", 21)
     assert finding["trace"]["status"] == "confirmed"
