@@ -5,7 +5,9 @@ misuse the static pass and discovery both find (at a call and at its wrap) is on
 from __future__ import annotations
 
 import json
+import re
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -249,3 +251,22 @@ def test_one_misuse_found_at_a_call_and_at_its_wrap_is_one_finding_in_text(run):
     assert len(shown) == 2, shown  # no REM401 at pkg/join.py:16 beside the note
     assert shown[0].startswith("pkg/join.py:21:22: REM102 ")
     assert shown[1].startswith("  = note: pkg/join.py:16:1: ") and shown[1].endswith("(REM401)")
+
+
+def test_a_memory_budget_plans_each_wrap_of_one_block_apart(tmp_path: Path):
+    """``Lean`` and ``Pinned`` are two checkpoints to set a policy on, not one at ``Lean``'s line."""
+    tests = """\
+        import jax
+        import jax.numpy as jnp
+
+        from pkg import linen
+
+
+        def test_linen():
+            params = linen.Net().init(jax.random.key(0), jnp.ones((32, 64)))
+            assert jax.tree_util.tree_leaves(jax.grad(linen.loss)(params, jnp.ones((32, 64))))
+        """
+    root = project(tmp_path, {"pkg/linen.py": LINEN, "tests/test_model.py": tests})
+    proc = lint("--trace", "--trace-run", PYTEST, "--memory-budget", "0.5", "pkg", cwd=root)
+    rows = re.findall(r"^ +(\d+) +Block\.__call__ +nothing_saveable ", proc.stdout, re.MULTILINE)
+    assert rows == ["13", "14"], proc.stdout

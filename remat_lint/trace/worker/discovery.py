@@ -116,11 +116,12 @@ def _naming(program: costs.Program, site: Site, code: str, items: Sequence[Item]
     """The ids of the ``items`` whose checkpoint (at their line, narrowed to the call they flag, as
     their cost checks find it: costs.memory_evidence) shares an equation with ``site``."""
     eqns = {id(eqn) for eqn in site.eqns}
-    return [
-        item.id
-        for item in items
-        if any(id(e) in eqns for s in calls_at(sites_at(program.sites, code, item.line), code, item.position) for e in s.eqns)
-    ]
+
+    def names(item: Item) -> bool:
+        flagged = calls_at(sites_at(program.sites, code, item.line), code, item.position)
+        return any(id(eqn) in eqns for s in flagged for eqn in s.eqns)
+
+    return [item.id for item in items if names(item)]
 
 
 def _anchors(site: Site) -> list[Any]:
@@ -134,7 +135,7 @@ def _lines_of(site: Site, code: str, targets: Sequence[Any]) -> list[int]:
     best = best_lines(site, code, targets)
     if best:
         return best
-    if site.wrap is not None:  # ``lean = checkpointed(dense, P)``: the helper's own line serves every wrap
+    if site.wrap is not None:  # ``lean = checkpointed(dense, P)``, the site in the helper: the line that chose P
         return [site.wrap]
     location = site.location
     return [location[1]] if location is not None and _in_file(location, code) else []

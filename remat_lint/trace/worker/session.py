@@ -55,6 +55,7 @@ from remat_lint.trace.worker.evidence import Run, failure, judge_import, verdict
 from remat_lint.trace.worker.plan import Definition, plan_module
 from remat_lint.trace.worker.reach import matches_site
 from remat_lint.trace.worker.recorded import Recorded
+from remat_lint.trace.worker.jaxpr_sites import attribute
 from remat_lint.trace.worker.wrap_bindings import wrap_line
 
 AUTO_TARGETS = 6  # functions tried by jaxtyping / shape search per module
@@ -444,6 +445,7 @@ class Session:
         assert p is not None  # site_reports plans only a prepared target
         try:
             program = costs.traced(p.fun, p.args, p.kwargs, tuple(range(len(p.args))))  # site_report's program
+            program = dataclasses.replace(program, sites=attribute(program.sites, self.source))  # and its sites
             plan = budget.Search(program, lines).choose(budget.parse_budget(self.request.memory_budget))
         except Exception as exc:
             self.emit(NoteReply(f"--memory-budget for {run.name} failed: {type(exc).__name__}: {exc}"))
