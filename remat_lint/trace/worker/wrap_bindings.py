@@ -10,6 +10,10 @@ lines of those expressions; jaxpr_sites.py keeps the one that wraps the equation
 Names are looked up in the call's enclosing functions, then the module; an attribute in the methods
 of the call's class, through the method's first parameter (whatever its name). A name bound several
 times gives every binding: the caller decides only when one of them wraps the body.
+
+Two more questions of the same kind: ``wrap_line``, the wrap a --trace-run replay of a recorded
+checkpointed function goes through (the module-level name that holds it), and ``called_spans``, the
+helper a wrap's line calls (``lean = checkpointed(dense, P)``), whose own checkpoint it applies.
 """
 
 from __future__ import annotations
@@ -50,7 +54,7 @@ def bound_calls(code: str, span: Span) -> list[int]:
     return sorted({value.lineno for value in _values(index, call.func, enclosing, FOLLOW)})
 
 
-def module_bindings(code: str, name: str) -> list[int]:
+def _module_bindings(code: str, name: str) -> list[int]:
     """The lines of the call expressions ``name`` is bound to at module level (``lean = jax.checkpoint(f)``)."""
     index = _index(code)
     bound = index.names.get((None, name), []) if index is not None else []
@@ -65,7 +69,7 @@ def wrap_line(module: ModuleType, code: str, checkpointed: Callable[..., Any]) -
         line
         for name, value in vars(module).items()
         if _holds(value, checkpointed)
-        for line in module_bindings(code, name)
+        for line in _module_bindings(code, name)
     }
     return lines.pop() if len(lines) == 1 else None
 
