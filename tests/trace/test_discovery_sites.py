@@ -64,6 +64,28 @@ UNUSED = """\
         return jnp.mean(x**2)
     """
 
+OUTER = """\
+    import functools
+
+    import jax
+    import jax.numpy as jnp
+
+
+    def train_step(w, x):
+        @jax.checkpoint  # line 8: the whole loss, REM401
+        def body(w, x):
+            return jnp.tanh(jnp.tanh(x @ w) @ w)
+
+        return jnp.mean(body(w, x) ** 2)
+
+
+    step = functools.partial(train_step)  # line 15: binds what contains the checkpoint, no wrap
+
+
+    def loss(w, x):
+        return step(w, x)
+    """
+
 LINEN = """\
     import flax.linen as nn
     import jax
@@ -148,7 +170,7 @@ TESTS = """\
     import jax
     import jax.numpy as jnp
 
-    from pkg import helper, join, linen, unused, wraps
+    from pkg import helper, join, linen, outer, unused, wraps
 
 
     def test_wraps():
@@ -157,6 +179,10 @@ TESTS = """\
 
     def test_unused():
         assert jax.grad(unused.loss)([jnp.ones((64, 64))] * 4, jnp.ones((32, 64)))[0].shape == (64, 64)
+
+
+    def test_outer():
+        assert jax.grad(outer.loss)(jnp.ones((64, 64)), jnp.ones((32, 64))).shape == (64, 64)
 
 
     def test_linen():
@@ -178,8 +204,8 @@ TESTS = """\
 @pytest.fixture(scope="module")
 def run(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[dict], list[dict], str]:
     """The JSON findings, the SARIF results and the ``full`` text of one --trace-run over the project."""
-    files = {f"pkg/{name.lower()}.py": text for name, text in [("WRAPS", WRAPS), ("UNUSED", UNUSED), ("LINEN", LINEN)]}
-    files |= {"pkg/helper.py": HELPER, "pkg/join.py": JOIN, "tests/test_model.py": TESTS}
+    modules = {"wraps": WRAPS, "unused": UNUSED, "outer": OUTER, "linen": LINEN, "helper": HELPER, "join": JOIN}
+    files = {f"pkg/{name}.py": text for name, text in modules.items()} | {"tests/test_model.py": TESTS}
     root = project(tmp_path_factory.mktemp("sites"), files)
     extra = ["--extra-output", f"sarif={root / 'out.sarif'}", "--extra-output", f"full={root / 'out.txt'}"]
     proc = lint("--trace", "--trace-run", PYTEST, "--output-format", "json", *extra, "pkg", cwd=root)
@@ -208,6 +234,12 @@ def test_a_wrap_never_called_is_not_confirmed_by_the_calls_of_its_twin(run):
     assert found(run[0], "unused.py") == [("REM104", 13), ("REM402", 13)]
     [rem104] = [f for f in run[0] if f["filename"].endswith("unused.py") and f["code"] == "REM104"]
     assert rem104["trace"]["status"] == "unconfirmed", rem104["trace"]
+
+
+def test_only_the_call_of_the_checkpointed_function_names_its_wrap(run):
+    """``body(w, x)`` names no wrap (a decorated ``def``); ``step(w, x)`` further out calls a name bound
+    to a call of the function that contains the checkpoint, which is no wrap of it."""
+    assert found(run[0], "outer.py") == [("REM401", 8)]
 
 
 def test_two_nn_remat_wraps_of_one_block_with_one_policy_are_judged_apart(run):

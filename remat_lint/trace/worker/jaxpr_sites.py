@@ -260,13 +260,12 @@ def attribute(sites: Sequence[Site], code: str) -> list[Site]:
 
 def _wrap_of(site: Site, eqn: core.JaxprEqn, code: str) -> int | None:
     """The line of the one wrap of ``site``'s function or body that the innermost call of ``eqn`` in
-    ``code`` is bound to; None when no call says, or a call's name is bound to two such wraps."""
-    for frame in source_info_util.user_frames(eqn.source_info.traceback):
-        if not _in_file((frame.file_name, frame.start_line), code):
-            continue
-        span = (frame.start_line, frame.start_column, frame.end_line, frame.end_column)
-        wraps = [line for line in bound_calls(code, span) if _anchor_score(site, code, target_at(code, line))]
-        if wraps:
+    ``code`` (the call of the checkpointed function; outer ones call what contains it, ``step =
+    jax.jit(train_step)``) is bound to; None when that call does not say, or says two."""
+    for frame in source_info_util.user_frames(eqn.source_info.traceback):  # innermost first
+        if _in_file((frame.file_name, frame.start_line), code):
+            span = (frame.start_line, frame.start_column, frame.end_line, frame.end_column)
+            wraps = [line for line in bound_calls(code, span) if _anchor_score(site, code, target_at(code, line))]
             return wraps[0] if len(wraps) == 1 else None
     return None
 
