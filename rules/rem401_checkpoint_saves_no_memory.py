@@ -25,6 +25,14 @@ class CheckpointSavesNoMemory(DynamicRule):
     compiled temp bytes and FLOPs as written and without the checkpoint, at the recorded shapes and
     at 16 times their batch.
 
+    A static finding about the same checkpoint (REM102 at a call of the wrap, REM101, REM104…, found
+    through the equations both name) is confirmed instead, with the wrap's line as its related
+    location: one misuse, one finding. Two wraps of one function (`jax.checkpoint(f)` and
+    `jax.checkpoint(f, policy=...)`, `nn.remat(Block)` applied twice) are told apart by the name each
+    call goes through (`lean(w, x)` calls what `lean = ...` bound; where no call says, as with
+    `layers[i](x)`, neither is judged); a wrap made by a helper (`lean = checkpointed(dense, policy)`)
+    is reported at the line that called the helper.
+
     Tests run models at tiny shapes, where fixed-size buffers rather than activations decide peak
     memory, so a verdict there is confirmed on the same program re-traced with the leading dimension
     of its non-differentiated arrays (the inputs, not the parameters; dimensions of size 1 kept) 16

@@ -1,8 +1,10 @@
 """Driver side of discovery (discovery.py): what the recorded programs showed, as Findings every
 reporter prints (no JAX imported here).
 
-A discovered finding on a line where the static pass reported a finding it confirms (``CONFIRMS``)
-confirms that finding instead of repeating it; otherwise it is a new finding of its rule (REM401,
+A discovered finding confirms the static findings it measures (``CONFIRMS``) on its line or about the
+same checkpoint equations (the worker names them: REM102 at a call of the wrap where REM401 is found),
+instead of repeating them: one finding, the static one, with the discovery's place as a related location
+when it is another line; otherwise it is a new finding of its rule (REM401,
 REM403), its ``trace`` marked ``"found_by": "trace"``. A checkpoint site of the static pass that no
 recorded program applied is REM402, reported only when the run recorded a differentiated program
 that was built, no program of the module failed to build, and no checkpoint that ran code of the
@@ -15,7 +17,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-from remat_lint.findings import Finding, Position
+from remat_lint.findings import Finding, Position, RelatedLocation
 from remat_lint.trace.protocol import NO_SAVING, UNKNOWN_NAMES, Verdict
 
 NOT_APPLIED = "REM402"
@@ -60,13 +62,24 @@ def findings_for(
             {**record["evidence"], "program": record["program"], "observed": record["observed"] or command},
             found_by="trace",
         )
-        confirmed = [f for f in static if f.start.row == line and f.code in CONFIRMS.get(code, ())]
+        named = set(record.get("names", ()))
+        confirmed = [
+            f
+            for i, f in enumerate(static)
+            if (f.start.row == line or i in named) and f.code in CONFIRMS.get(code, ())
+        ]
         for f in confirmed:
             if not f.trace or f.trace.status != "confirmed":
                 earlier = f.trace or trace  # the sites and budgets --trace reported at the finding stay
                 f.trace = dataclasses.replace(
-                    trace, sites=earlier.sites, budget=earlier.budget, found_by="static, confirmed by trace"
+                    trace,
+                    reason=f"{trace.reason}: {record['message']}",
+                    sites=earlier.sites,
+                    budget=earlier.budget,
+                    found_by="static, confirmed by trace",
                 )
+            if f.start.row != line and all(r.start.row != line or r.path != path for r in f.related):
+                f.related += (_discovered_at(path, lines, line, code),)
         if not confirmed and (code, line) not in out:
             out[(code, line)] = _finding(rule_by_code(code), path, lines, line, record["message"], trace)
     if observed.programs and not observed.unattributed:
@@ -92,6 +105,13 @@ def findings_for(
 def _where(record: dict[str, Any], command: str) -> str:
     test = f"in {record['observed']}" if record["observed"] else f"in `{command}`"
     return f"{test}, program {record['program']}"
+
+
+def _discovered_at(path: str, lines: list[str], line: int, code: str) -> RelatedLocation:
+    """The checkpoint's own line, where tracing found the same misuse (as ``code``)."""
+    text = lines[line - 1] if 0 < line <= len(lines) else ""
+    where = Position(line, len(text) - len(text.lstrip()))
+    return RelatedLocation(path, where, f"the checkpoint this finding is about; tracing measured it here ({code})")
 
 
 def _finding(rule: Any, path: str, lines: list[str], line: int, message: str, trace: Verdict) -> Finding:

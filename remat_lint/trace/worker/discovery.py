@@ -23,18 +23,27 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import jax
 
-from remat_lint.trace.protocol import NO_SAVING, UNKNOWN_NAMES
+from remat_lint.trace.protocol import NO_SAVING, UNKNOWN_NAMES, Item
 from remat_lint.trace.shapes import format_shape
 from remat_lint.trace.worker import costs, scaling
 from remat_lint.trace.worker.budget import declared_names
 from remat_lint.trace.worker.evidence import policy_names
 from remat_lint.trace.worker.jaxpr_rewrite import Edit, walk
-from remat_lint.trace.worker.jaxpr_sites import Site, _in_file, match_score, target_at
+from remat_lint.trace.worker.jaxpr_sites import (
+    Site,
+    _in_file,
+    attribute,
+    best_lines,
+    calls_at,
+    sites_at,
+    target_at,
+)
+from remat_lint.trace.worker.wrap_bindings import called_spans
 
 # REM401 judges a program only from this much peak temp without the checkpoint: below it, a test's
 # configuration of a model (two tiny layers, dropout off) is too small to stand for the model it tests;
@@ -53,6 +62,9 @@ class Discovered:
     program: str  # the differentiated program and its shapes: ``loss({w: f32[8,16]}, f32[4,8])``
     observed: str  # the test (pytest's id) or "" when the run was no pytest run
     evidence: dict[str, Any] = field(default_factory=dict)  # plain data and costs.Costs (``to_json`` writes dicts)
+    # the ids of the request's static findings about the same checkpoint equations (REM102 at a call of
+    # the wrap this record is at): the driver reports one finding for both
+    names: list[int] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -77,6 +89,7 @@ def observe(
     observed: str,
     scaled: Scaled,
     measure: bool = True,
+    items: Sequence[Item] = (),
 ) -> Observation:
     """The module's checkpoint sites in ``program`` (the recorded, differentiated one), judged; compiled
     costs (REM401) only when ``measure`` (on XLA:CPU, with ``driver.CPU_XLA_FLAGS``), and confirmed
@@ -86,13 +99,29 @@ def observe(
     applied: set[int] = set()
     found: list[Discovered] = []
     unattributed = False
-    for site in program.sites:
+    sites = attribute(program.sites, code)
+    for site in sites:
         lines = _lines_of(site, code, targets)
-        applied.update(lines)
-        unattributed |= not set(lines) & set(site_lines) and any(_in_file(loc, code) for loc in _anchors(site))
+        reached = {*lines, *_through_helper(site, code, site_lines)}
+        applied.update(reached)
+        unattributed |= not reached & set(site_lines) and any(_in_file(loc, code) for loc in _anchors(site))
         if len(lines) == 1:  # none: a checkpoint of another file (its module's session judges it); more: ambiguous
-            found += _judge(program, site, lines[0], name, observed, measure, scaled)
+            judged = _judge(program, (sites, code), site, lines[0], name, observed, measure, scaled)
+            named = _naming(program, site, code, items) if judged else []
+            found += [replace(record, names=named) for record in judged]
     return Observation(sorted(applied & set(site_lines)), found, unattributed)
+
+
+def _naming(program: costs.Program, site: Site, code: str, items: Sequence[Item]) -> list[int]:
+    """The ids of the ``items`` whose checkpoint (at their line, narrowed to the call they flag, as
+    their cost checks find it: costs.memory_evidence) shares an equation with ``site``."""
+    eqns = {id(eqn) for eqn in site.eqns}
+
+    def names(item: Item) -> bool:
+        flagged = calls_at(sites_at(program.sites, code, item.line), code, item.position)
+        return any(id(eqn) in eqns for s in flagged for eqn in s.eqns)
+
+    return [item.id for item in items if names(item)]
 
 
 def _anchors(site: Site) -> list[Any]:
@@ -101,19 +130,36 @@ def _anchors(site: Site) -> list[Any]:
 
 
 def _lines_of(site: Site, code: str, targets: Sequence[Any]) -> list[int]:
-    """The static site lines ``site`` matches best (two sites that wrap one function tie), else the
-    line of the checkpoint in this file, else none."""
-    scored = [(match_score(site, code, t), t.line) for t in targets if t.agrees(site)]
-    best = max((score for score, _ in scored), default=0)
+    """The static site lines ``site`` matches best (two sites that wrap one function tie when their
+    calls do not say which), else the line of the checkpoint in this file, else none."""
+    best = best_lines(site, code, targets)
     if best:
-        return [line for score, line in scored if score == best]
+        return best
+    if site.wrap is not None:  # ``lean = checkpointed(dense, P)``, the site in the helper: the line that chose P
+        return [site.wrap]
     location = site.location
     return [location[1]] if location is not None and _in_file(location, code) else []
 
 
+def _through_helper(site: Site, code: str, site_lines: Sequence[int]) -> list[int]:
+    """The static sites inside the helper that ``site``'s wrap calls (``checkpointed(dense, P)``)."""
+    if site.wrap is None:
+        return []
+    spans = called_spans(code, site.wrap)
+    return [line for line in site_lines if any(a <= line <= b for a, b in spans)]
+
+
 def _judge(
-    program: costs.Program, site: Site, line: int, name: str, observed: str, measure: bool, scaled: Scaled
+    program: costs.Program,
+    attributed: tuple[list[Site], str],
+    site: Site,
+    line: int,
+    name: str,
+    observed: str,
+    measure: bool,
+    scaled: Scaled,
 ) -> list[Discovered]:
+    """``site``'s findings; ``attributed``: the program's sites as ``attribute`` cut them, and the source."""
     found = []
     missing = _unknown_names(site, program)
     if missing:
@@ -140,7 +186,7 @@ def _judge(
         return found
     if without.temp_bytes < MIN_TEMP_BYTES or not _no_saving(as_written, without):
         return found
-    at_scale = _at_scale(program, site, scaled())
+    at_scale = _at_scale(attributed, site, scaled())
     if at_scale is None:  # no saving at the test's shapes only: fixed-size buffers may hide the saving
         return found
     found.append(
@@ -170,12 +216,13 @@ def _compared(as_written: costs.Costs, without: costs.Costs) -> str:
     return costs._compare(as_written, without).replace("with the fix", "without it")
 
 
-def _at_scale(program: costs.Program, site: Site, scaled: costs.Program | None) -> dict[str, Any] | None:
+def _at_scale(attributed: tuple[list[Site], str], site: Site, scaled: costs.Program | None) -> dict[str, Any] | None:
     """The costs of ``site`` in ``scaled`` as written and without it, when it saves no memory there too;
     None when it does, or when the scaled program cannot be built, matched, rewritten or compiled."""
     if scaled is None:
         return None
-    twin = scaling.same_site(scaled, program, site)
+    sites, code = attributed
+    twin = scaling.same_site(attribute(scaled.sites, code), sites, site)
     if twin is None:
         return None
     try:

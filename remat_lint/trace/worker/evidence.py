@@ -12,12 +12,13 @@ a finding's checkpoint (reach.py); only then do the ``judge_*`` functions turn i
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
 
@@ -172,6 +173,9 @@ class Run:
     effects: dict[str, list[tuple[str, tuple[int, ...]]]] = field(default_factory=dict)
     # around the build and the forward trace: what a fallback records (session.with_fallbacks)
     watch: Callable[[], AbstractContextManager[Any]] = nullcontext
+    # a recorded checkpoint call (``lean(w, x)``): the line of the wrap it went through (``lean = ...``), which
+    # is the checkpoint the replay calls: its other wraps (``fat = jax.checkpoint(dense, ...)``) are not
+    wrap: int | None = None
 
     def execute(self) -> None:
         recorder = LineRecorder(self.filename)
@@ -199,6 +203,13 @@ class Run:
         self.under = recorder.under
         self.under_positions = recorder.under_positions
         self.wrappers = recorder.sites
+        if self.wrap is not None:
+            self.sites = [replace(s, wrap=self.wrap) if not s.path else s for s in self.sites]
+            self.wrappers = [w if self._called_here(w) else replace(w, wrap=self.wrap) for w in self.wrappers]
+
+    def _called_here(self, site: FrameSite) -> bool:
+        """A checkpoint called from this file, not by the replay itself (one nested in the replayed body)."""
+        return any(os.path.realpath(file) == os.path.realpath(self.filename) for file, _ in site.calls)
 
     def at_site(self, item: Item, code: str) -> bool:
         """This trace went through the checkpoint the finding is about: its line is a checkpoint

@@ -24,6 +24,7 @@ import jax
 from jax._src import core, source_info_util
 
 from remat_lint.trace.worker.jaxpr_rewrite import OPAQUE, is_checkpoint, walk
+from remat_lint.trace.worker.wrap_bindings import bound_calls
 
 Loc = tuple[str, int]  # (file, line)
 _SRC_INFO = re.compile(r"^(?P<name>.*) at (?P<file>.+):(?P<line>\d+)$")
@@ -67,6 +68,9 @@ class Site:
     definition: Loc | None  # the wrapped function's first line, when it is in the user's code
     body: Loc | None  # the outermost user frame that traced the body, outside the call stack
     calls: list[Loc] = field(default_factory=list)  # every user frame of every call
+    # the line of the wrap its calls go through (``lean = jax.checkpoint(f, policy=P)``; ``attribute``),
+    # None when the calls do not say
+    wrap: int | None = None
 
     @property
     def params(self) -> dict[str, Any]:
@@ -157,6 +161,7 @@ class Target:
         return "policy" not in kw or site.policy.split(" ")[0] == kw["policy"]
 
 
+@functools.lru_cache(maxsize=256)
 def target_at(code: str, line: int) -> Target:
     tree = ast.parse(code)
     defs: dict[str, list[tuple[int, int]]] = {}
@@ -214,12 +219,19 @@ def _in_file(loc: Loc | None, code: str) -> bool:
 
 def match_score(site: Site, code: str, target: Target) -> int:
     """How surely ``site`` is the checkpoint written at ``target.line`` (0: it is not)."""
+    if any(c[1] == target.line and _in_file(c, code) for c in site.calls):
+        return 5  # checkpoint applied and called on that line: jax.checkpoint(f)(x)
+    if site.wrap is not None:  # its calls name their wrap: no other wrap of the same function is it
+        return 4 if site.wrap == target.line else 0
+    return _anchor_score(site, code, target)
+
+
+def _anchor_score(site: Site, code: str, target: Target) -> int:
+    """How surely the code at ``target.line`` wraps ``site``'s function or body (0: it does not)."""
 
     def inside(loc: Loc | None) -> bool:
         return loc is not None and _in_file(loc, code) and any(a <= loc[1] <= b for a, b in target.spans)
 
-    if any(c[1] == target.line and _in_file(c, code) for c in site.calls):
-        return 4  # checkpoint applied and called on that line: jax.checkpoint(f)(x)
     if site.definition and site.definition[1] == target.line and _in_file(site.definition, code):
         return 3  # a decorator or lambda on that line
     if inside(site.definition):
@@ -227,6 +239,36 @@ def match_score(site: Site, code: str, target: Target) -> int:
     if inside(site.body):
         return 1  # nn.remat(Block): the body was traced in Block
     return 0
+
+
+def attribute(sites: Sequence[Site], code: str) -> list[Site]:
+    """``sites`` cut by the wrap each equation's call goes through (wrap_bindings.py), each piece's
+    ``wrap`` set: two wraps of one function with one policy (``nn.remat(Block)`` applied twice) make
+    one ``find_sites`` site, yet are two checkpoints of the source. A site whose calls say nothing stays."""
+    out: list[Site] = []
+    for site in sites:
+        groups: dict[int | None, list[core.JaxprEqn]] = {}
+        for eqn in site.eqns:
+            groups.setdefault(_wrap_of(site, eqn, code), []).append(eqn)
+        if list(groups) == [None]:
+            out.append(site)
+            continue
+        for wrap, eqns in groups.items():
+            calls = list(dict.fromkeys(loc for eqn in eqns for loc in user_frames(eqn)))
+            out.append(dataclasses.replace(site, eqns=eqns, calls=calls, wrap=wrap))
+    return out
+
+
+def _wrap_of(site: Site, eqn: core.JaxprEqn, code: str) -> int | None:
+    """The line of the one wrap of ``site``'s function or body that the innermost call of ``eqn`` in
+    ``code`` (the call of the checkpointed function; outer ones call what contains it, ``step =
+    jax.jit(train_step)``) is bound to; None when that call does not say, or says two."""
+    for frame in source_info_util.user_frames(eqn.source_info.traceback):  # innermost first
+        if _in_file((frame.file_name, frame.start_line), code):
+            span = (frame.start_line, frame.start_column, frame.end_line, frame.end_column)
+            wraps = [line for line in bound_calls(code, span) if _anchor_score(site, code, target_at(code, line))]
+            return wraps[0] if len(wraps) == 1 else None
+    return None
 
 
 def calls_at(sites: Sequence[Site], code: str, span: tuple[int, int, int, int]) -> list[Site]:
@@ -247,9 +289,18 @@ def calls_at(sites: Sequence[Site], code: str, span: tuple[int, int, int, int]) 
     return narrowed or list(sites)
 
 
+def best_lines(site: Site, code: str, targets: Sequence[Target]) -> list[int]:
+    """The lines of the ``targets`` (static sites) that ``site`` matches best; several when two wraps
+    of one function tie and the calls do not say which (``attribute``), none when none matches."""
+    scored = [(match_score(site, code, t), t.line) for t in targets if t.agrees(site)]
+    best = max((score for score, _ in scored), default=0)
+    return [line for score, line in scored if score == best] if best else []
+
+
 def sites_at(sites: Sequence[Site], code: str, line: int) -> list[Site]:
     """The sites the checkpoint at ``line`` of ``code`` produced (the best-matching ones)."""
     target = target_at(code, line)
+    sites = attribute(sites, code)
     sites = [s for s in sites if target.agrees(s)] or list(sites)
     scored = [(match_score(s, code, target), s) for s in sites]
     best = max((score for score, _ in scored), default=0)

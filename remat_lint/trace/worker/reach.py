@@ -28,6 +28,8 @@ from jax._src import core
 
 from remat_lint.trace.worker.jaxpr_sites import (
     Loc,
+    Site,
+    attribute,
     body_frame,
     is_user_file,
     match_score,
@@ -65,6 +67,9 @@ class FrameSite:
     calls: tuple[Loc, ...]  # the user frames that called the wrapper
     policy: str
     prevent_cse: bool
+    # ``jaxpr_sites.Site.wrap``: a stack has no call positions to name it by, but a replayed checkpoint call
+    # knows the wrap it was recorded through (``evidence.Run.wrap``)
+    wrap: int | None = None
 
 
 def frame_sites(frames: Sequence[tuple[FrameType, int]]) -> list[FrameSite]:
@@ -120,4 +125,5 @@ def _definition(fun: Any) -> Loc | None:
 def matches_site(sites: Sequence[Any], code: str, line: int) -> bool:
     """Whether one of ``sites`` (``Site`` or ``FrameSite``) is the checkpoint written at ``line``."""
     target = target_at(code, line)
-    return any(target.agrees(s) and match_score(s, code, target) > 0 for s in sites)
+    attributed = [*attribute([s for s in sites if isinstance(s, Site)], code), *(s for s in sites if not isinstance(s, Site))]
+    return any(target.agrees(s) and match_score(s, code, target) > 0 for s in attributed)

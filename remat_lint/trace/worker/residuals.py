@@ -35,8 +35,9 @@ from remat_lint.trace.worker.jaxpr_rewrite import Edit, Unsupported, walk
 from remat_lint.trace.worker.jaxpr_sites import (
     POLICIES,
     Site,
+    attribute,
+    best_lines,
     display_path,
-    match_score,
     target_at,
 )
 
@@ -69,7 +70,7 @@ def site_report(
     matches; otherwise the checkpointed function's first line (decorator, ``def`` or ``lambda``), or
     for framework wrappers (``nn.remat(Block)``) a line of the body."""
     program = traced(fun, args, kwargs, argnums)
-    sites = program.sites
+    sites = attribute(program.sites, code) if code else program.sites
     by_site: dict[int | None, list[dict[str, Any]]] = {}
     for entry, index in attributed_residuals(fun, program, sites):
         by_site.setdefault(index, []).append(entry)
@@ -77,12 +78,9 @@ def site_report(
     report = []
     for i, site in enumerate(sites):
         file, line = display_path(site.location)
-        if targets:
-            score, best = max(
-                ((match_score(site, code or "", t) if t.agrees(site) else 0, t.line) for t in targets),
-                default=(0, None),
-            )
-            line = best if score else line
+        best = best_lines(site, code or "", targets)
+        if len(best) == 1:  # two wraps of one function that the calls do not tell apart: neither
+            line = best[0]
         policies = _policies(program, site)
         report.append(
             {

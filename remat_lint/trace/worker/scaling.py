@@ -65,11 +65,13 @@ def scaled_program(
     return None
 
 
-def same_site(scaled: costs.Program, program: costs.Program, site: Site) -> Site | None:
-    """``site`` of ``program`` in ``scaled`` (the same trace at other shapes, so the same sites in the same
-    order); None when the two programs' checkpoints differ."""
-    index = program.sites.index(site)
-    if len(scaled.sites) != len(program.sites):
+def same_site(scaled: Sequence[Site], sites: Sequence[Site], site: Site) -> Site | None:
+    """``site`` of ``sites`` among ``scaled``, the sites of the same trace at other shapes (so the same
+    sites in the same order, both cut alike by ``jaxpr_sites.attribute``); None when the two programs'
+    checkpoints differ."""
+    index = [id(s) for s in sites].index(id(site))
+    if len(scaled) != len(sites):
         return None
-    twin = scaled.sites[index]
-    return twin if twin.location == site.location and len(twin.eqns) == len(site.eqns) else None
+    twin = scaled[index]
+    same = twin.location == site.location and twin.wrap == site.wrap and len(twin.eqns) == len(site.eqns)
+    return twin if same else None

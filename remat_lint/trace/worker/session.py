@@ -55,6 +55,8 @@ from remat_lint.trace.worker.evidence import Run, failure, judge_import, verdict
 from remat_lint.trace.worker.plan import Definition, plan_module
 from remat_lint.trace.worker.reach import matches_site
 from remat_lint.trace.worker.recorded import Recorded
+from remat_lint.trace.worker.jaxpr_sites import attribute
+from remat_lint.trace.worker.wrap_bindings import wrap_line
 
 AUTO_TARGETS = 6  # functions tried by jaxtyping / shape search per module
 # --memory-budget plans programs with declared or recorded shapes; not a checkpointed function the run
@@ -160,7 +162,9 @@ class Session:
             self.observed[id(run)] = rec.observed
             yield run
         for rec in self.calls:
-            yield make(rec.name, functools.partial(build.from_recorded, rec), "recorded call")
+            run = make(rec.name, functools.partial(build.from_recorded, rec), "recorded call")
+            run.wrap = wrap_line(module, self.source, rec.fun)
+            yield run
         for exc in self.errors:
             yield Run(
                 "the --trace-run command",
@@ -334,8 +338,8 @@ class Session:
     def wraps_target(self, item: Item, run: Run) -> bool:
         """REM101-REM104 at ``jax.value_and_grad(jax.checkpoint(loss))``: the target ``loss`` is named
         there (compiled-cost checks wrap it as the line does)."""
-        if self.evidence(item) != "cost" or run.prepared is None:
-            return False
+        if self.evidence(item) != "cost" or run.prepared is None or run.wrap not in (None, item.line):
+            return False  # a recorded call of another wrap of the function (run.wrap) is not this one
         name = run.target_name
         lines = self.source.splitlines()[item.line - 1 : item.end_line]
         return any(re.search(rf"\b{re.escape(name)}\b", line) for line in lines)
@@ -424,6 +428,7 @@ class Session:
                 self.observed.get(id(run), ""),
                 measure=measured,
                 scaled=lambda: scaling.scaled_program(p.fun, p.args, p.kwargs, argnums),
+                items=self.items,
             )
         except Exception as exc:
             self.no_discovery(run, f"{type(exc).__name__}: {exc}")
@@ -446,6 +451,7 @@ class Session:
         assert p is not None  # site_reports plans only a prepared target
         try:
             program = costs.traced(p.fun, p.args, p.kwargs, tuple(range(len(p.args))))  # site_report's program
+            program = dataclasses.replace(program, sites=attribute(program.sites, self.source))  # and its sites
             plan = budget.Search(program, lines).choose(budget.parse_budget(self.request.memory_budget))
         except Exception as exc:
             self.emit(NoteReply(f"--memory-budget for {run.name} failed: {type(exc).__name__}: {exc}"))
