@@ -127,6 +127,18 @@ class Recorder:
         (self.records if into is None else into).append(
             Recorded(fun, abstract_args, abstract_kwargs, nums, has_aux, transform, observed)
         )
+        _announce(len(self.records) + len(self.calls))
+
+
+def _announce(recorded: int) -> None:
+    """Tell the driver's progress line (driver/progress.py) how many calls this process recorded."""
+    from remat_lint.trace.protocol import ProgressReply, encode
+
+    try:
+        with open(os.environ[OUT_ENV], "a", encoding="utf-8") as out:
+            out.write(encode(ProgressReply(recorded, 0, stage="recorded", process=os.getpid())) + "\n")
+    except (KeyError, OSError):  # recording must never break the user's command
+        pass
 
 
 def _abstract(x: Any) -> Any:

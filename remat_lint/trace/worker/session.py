@@ -42,6 +42,7 @@ from remat_lint.trace.protocol import (
     DiscoveredReply,
     Item,
     NoteReply,
+    ProgressReply,
     Reply,
     SiteReply,
     Verdict,
@@ -133,8 +134,12 @@ class Session:
                 self.decide(item, judge_import(item, fail))
             return
         tried: set[str] = set()
+        total, compiled = self.planned(), 0
         for run in self.runs(module, tried):
+            total = max(total, compiled + 1)
+            self.emit(ProgressReply(compiled, total, run.name, process=os.getpid()))
             run.execute()
+            compiled += 1
             self.judge_all(run)
             self.site_reports(run)
             self.discover(run)
@@ -145,10 +150,17 @@ class Session:
                 and run.source != "recorded"
             ):  # discovery judges every recorded program
                 break
+        self.emit(ProgressReply(compiled, compiled, process=os.getpid()))  # finished
         for item in list(self.pending.values()):
             self.decide(item, self.verdicts.get(item.id) or self.notes.get(item.id) or self.no_inputs(item))
 
     # --- targets ------------------------------------------------------------------------------------
+
+    def planned(self) -> int:
+        """The programs this session means to compile, before fallbacks and a shape search add theirs."""
+        specs, _ = parse_targets(self.request.trace, Path(self.request.config_root))
+        inline = [target for target in inline_targets(self.source) if target.spec is not None]
+        return len(self.recorded) + len(self.calls) + len(self.errors) + len(specs) + len(inline)
 
     def runs(self, module: Any, tried: set[str]) -> Iterator[Run]:
         def make(name: str, factory: Callable[[], build.Prepared], source: str) -> Run:
