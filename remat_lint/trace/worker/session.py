@@ -250,7 +250,7 @@ class Session:
         failed = f"target {run.name} could not be {done} ({run.failure.summary})"
         for item_id, names in watched.items() if act == "build" else ():  # a trace: judge_all said what it missed
             item = self.pending.get(item_id)
-            if item is not None and names and not names.keys() & {*calls, *module_calls}:
+            if item is not None and names and not names.keys() & {*calls, *(c.name for c in module_calls.values())}:
                 self.notes[item_id] = verdict(
                     "unconfirmed",
                     f"{failed}; its build never reached {', '.join(sorted(names))} (line {item.line}): "
@@ -274,9 +274,9 @@ class Session:
             self.fallbacks[id(again)] = f"{failed}; {called.name} was traced alone, as that {act} called it"
             yield again
         for instance in module_calls.values():
-            again = make(instance.name, functools.partial(build.from_module_call, instance), fallback.SOURCE)
+            again = make(instance.label, functools.partial(build.from_module_call, instance), fallback.SOURCE)
             self.fallbacks[id(again)] = (
-                f"{failed}; {instance.name} was built alone, with the attributes and at the shapes "
+                f"{failed}; {instance.label} was built alone, with the attributes and at the shapes "
                 f"that {act} constructed and called it with"
             )
             yield again
