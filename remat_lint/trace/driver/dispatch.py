@@ -145,16 +145,18 @@ def _trace(findings: list[Finding], files: list[str], settings: Settings, option
             by_path.setdefault(f.path, []).append(f)
     sites = {path: lines for path in dict.fromkeys([*by_path, *files]) if (lines := site_lines(path)) is not None}
     modules = [p for p in dict.fromkeys([*by_path, *files]) if by_path.get(p) or sites.get(p)]
+    # --trace-run: a checkpoint no spelling shows (a factory, a registry) may run code of any module
+    watched = [p for p in dict.fromkeys([*by_path, *files]) if p in sites] if options.run else modules
     requests = {
         path: dataclasses.replace(
             module_request(path, by_path.get(path, []), sites.get(path) or [], settings),
             memory_budget=options.memory_budget,
         )
-        for path in modules
+        for path in watched
     }
     recorded: dict[str, list[Reply]] = {}
     progress = Progress(options.progress)
-    if options.run and modules:
+    if options.run and watched:
         recorded, problems, outcome.recorded = run_recorded(
             options.run, list(requests.values()), settings, options, progress
         )
