@@ -550,14 +550,9 @@ def _by_configuration(files: list[str], resolver: Resolver) -> list[tuple[Settin
 
 def _budget_fix(args: argparse.Namespace, plans: list[Any], code: int) -> int:
     """--memory-budget with --fix/--diff: write (or show) the chosen policies."""
-    from remat_lint.trace.driver.budget_fix import changes_by_file, rewrite
+    from remat_lint.trace.driver.budget_fix import fix_plans
 
-    changes, notes = changes_by_file(plans)
-    fixed = []
-    for path, by_line in sorted(changes.items()):
-        made, why = rewrite(path, by_line)
-        notes += why
-        fixed += [made] if made is not None else []
+    fixed, notes = fix_plans(plans)
     for note in notes:
         print(f"remat-lint: --memory-budget: {note}", file=sys.stderr)
     if args.budget_diff:

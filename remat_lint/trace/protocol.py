@@ -237,8 +237,30 @@ class RecordedReply:
     errors: list[str]  # exceptions raised through checkpointed functions
 
 
+@dataclass
+class ProgressReply:
+    """Where a worker (or a --trace-run process) is: ``done`` of the ``total`` differentiated programs
+    it plans to compile, and the one it starts (``program``; "" once it is finished). A process
+    that finds more programs than it planned (a fallback, a shape search) raises ``total``.
+    ``stage`` "recorded": the command's process recorded a differentiated call (``done`` so far)."""
+
+    done: int
+    total: int
+    program: str = ""
+    stage: Literal["compiling", "recorded"] = "compiling"
+    process: int = 0  # the process id: the command of a --trace-run may run several
+
+
 Reply = (
-    BackendReply | VerdictReply | SiteReply | BudgetReply | AppliedReply | DiscoveredReply | NoteReply | RecordedReply
+    BackendReply
+    | VerdictReply
+    | SiteReply
+    | BudgetReply
+    | AppliedReply
+    | DiscoveredReply
+    | NoteReply
+    | RecordedReply
+    | ProgressReply
 )
 _KINDS: dict[str, type[Reply]] = {
     "backend": BackendReply,
@@ -249,6 +271,7 @@ _KINDS: dict[str, type[Reply]] = {
     "discovered": DiscoveredReply,
     "note": NoteReply,
     "recorded": RecordedReply,
+    "progress": ProgressReply,
 }
 _KIND_OF = {cls: kind for kind, cls in _KINDS.items()}
 

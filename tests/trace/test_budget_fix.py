@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from remat_lint.engine.sources import display_path
-from remat_lint.trace.driver.budget_fix import Change, changes_by_file, rewrite
+from remat_lint.trace.driver.budget_fix import Change, changes_by_file, fix_plans, rewrite
 
 SOURCE = textwrap.dedent(
     """\
@@ -108,6 +108,44 @@ def test_prevent_cse_and_removals(tmp_path: Path) -> None:
     assert "@partial(jax.checkpoint, prevent_cse=True)\ndef head(x):" in text
     assert "\n\ndef tail(x):" in text and "@jax.checkpoint\ndef tail" not in text
     assert "jax.value_and_grad(head)(x)" in text
+
+
+def test_a_plan_is_written_whole_or_not_at_all(tmp_path: Path) -> None:
+    """Removing ``block``'s checkpoint while ``configured`` keeps POLICY is a program nobody measured
+    (it may not fit the budget): the plan is left out, and each of its changes is told."""
+    path = tmp_path / "model.py"
+    path.write_text(SOURCE, encoding="utf-8")
+    other = tmp_path / "other.py"
+    other.write_text(SOURCE, encoding="utf-8")
+    fixed, notes = fix_plans(
+        [
+            plan(path, (13, "none", None), (15, "nothing_saveable", "jax.checkpoint_policies.nothing_saveable")),
+            plan(other, (13, "none", None)),  # a plan that can be written whole still is
+        ]
+    )
+    assert [made.path for made in fixed] == [str(other)]
+    assert "block = layer\n" in fixed[0].fixed.text
+    shown = display_path(str(path))
+    assert notes == [
+        f"{shown}:15: the policy comes from `POLICY`: set it to jax.checkpoint_policies.nothing_saveable (not rewritten)",
+        f"{shown}: the plan for loss was not written: its change at line 15 cannot be made here, and a part of a "
+        "plan is a program that was not measured (it may not fit): make every change of its table by hand",
+    ]
+
+
+def test_plans_that_disagree_on_a_site_are_both_left_out(tmp_path: Path) -> None:
+    path = tmp_path / "model.py"
+    path.write_text(SOURCE, encoding="utf-8")
+    step = plan(path, (13, "dots_saveable", DOTS))
+    step.target = "step"
+    fixed, notes = fix_plans([plan(path, (13, "none", None), (14, "none", None)), step])
+    assert fixed == []  # loss's change at line 14 alone is not its plan
+    shown = display_path(str(path))
+    assert notes[0] == f"{shown}:13: targets disagree (dots_saveable / none): not rewritten"
+    assert [note.split(" was not written")[0] for note in notes[1:]] == [
+        f"{shown}: the plan for loss",
+        f"{shown}: the plan for step",
+    ]
 
 
 def test_a_bare_decorator_becomes_a_partial(tmp_path: Path) -> None:

@@ -170,3 +170,63 @@ def test_an_nnx_module_its_failed_trace_called_is_built_alone_from_its_graph_and
     )
     [site] = trace["sites"]  # Block's residuals at Model's shapes: f32[4,32] hidden units
     assert [r["shape"] for r in site["residuals"]] == ["f32[4,32]", "f32[4,32]"]
+
+
+# The checkpoint is on a method other than ``__call__``: ``nn.remat(..., methods=["encode"])``
+# (REM104, line 14); Model calls ``RematBlock(16).encode``, then fails at ``if training``.
+METHOD_MODEL = textwrap.dedent(
+    """\
+    import flax.linen as nn
+    import jax
+    import jax.numpy as jnp
+
+
+    class Block(nn.Module):
+        features: int
+
+        @nn.compact
+        def encode(self, x):
+            return nn.Dense(self.features)(jnp.tanh(nn.Dense(self.features)(x)))
+
+
+    RematBlock = nn.remat(Block, methods=["encode"], policy=jax.checkpoint_policies.everything_saveable)
+
+
+    class Model(nn.Module):
+        @nn.compact
+        def __call__(self, x, training):
+            h = RematBlock(16).encode(nn.Dense(16)(x))
+            if training:
+                h = h * 2
+            return h
+    """
+)
+
+
+def test_a_module_method_its_failed_build_called_is_built_alone_through_that_method(tmp_path: Path):
+    trace, _ = _rem104_trace(tmp_path, METHOD_MODEL, PYPROJECT, 14)
+    assert trace["status"] == "confirmed", trace
+    assert "(fallback: target Model could not be built (TracerBoolConversionError:" in trace["reason"]
+    assert trace["reason"].endswith(
+        "RematBlock.encode was built alone, with the attributes and at the shapes that build constructed "
+        "and called it with)"
+    )
+    [site] = trace["sites"]  # encode's residuals at the shapes Model called it with
+    assert (site["line"], site["shapes"]) == (14, "recorded")
+    assert [r["shape"] for r in site["residuals"]] == ["f32[4,16]", "f32[4,16]"]
+
+
+# NNX: ``@nnx.remat`` on ``encode``, a method other than ``__call__`` (REM104, line 11).
+NNX_METHOD_MODEL = NNX_MODEL.replace("def __call__(self, x):", "def encode(self, x):").replace(
+    "h = self.block(x)", "h = self.block.encode(x)"
+)
+
+
+def test_an_nnx_method_its_failed_trace_called_is_built_alone_through_that_method(tmp_path: Path):
+    trace, _ = _rem104_trace(tmp_path, NNX_METHOD_MODEL, NNX_PYPROJECT, 11)
+    assert trace["status"] == "confirmed", trace
+    assert trace["reason"].endswith(
+        "Block.encode was built alone, with the attributes and at the shapes that trace constructed and called it with)"
+    )
+    [site] = trace["sites"]
+    assert [r["shape"] for r in site["residuals"]] == ["f32[4,32]", "f32[4,32]"]

@@ -14,6 +14,7 @@ from remat_lint.trace.protocol import (
     BudgetReply,
     DiscoveredReply,
     NoteReply,
+    ProgressReply,
     RecordedReply,
     SiteReply,
     Verdict,
@@ -32,6 +33,7 @@ REPLIES = [
     DiscoveredReply({"code": "REM401", "line": 9}, "grad of loss"),
     NoteReply("target loss failed at build: ValueError"),
     RecordedReply(["grad of loss"], ["TypeError: 'str' object is not callable"]),
+    ProgressReply(2, 5, "grad of loss", process=41),
 ]
 
 
@@ -43,7 +45,7 @@ def test_a_reply_comes_back_as_it_was_sent(reply):
 
 def test_each_kind_of_reply_is_named_on_the_wire():
     kinds = [json.loads(encode(reply))["kind"] for reply in REPLIES]
-    assert kinds == ["backend", "verdict", "verdict", "site", "budget", "applied", "discovered", "note", "recorded"]
+    assert kinds == ["backend", "verdict", "verdict", "site", "budget", "applied", "discovered", "note", "recorded", "progress"]
 
 
 @pytest.mark.parametrize(

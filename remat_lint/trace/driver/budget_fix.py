@@ -5,7 +5,9 @@ Each change is a text edit at a position libcst gives (the rest of the file stay
 the module imports ``functools.partial``), ``prevent_cse=False`` made ``True``, a checkpoint removed (a decorator
 line dropped, ``jax.checkpoint(f, ...)`` replaced by ``f``). A policy that comes from elsewhere (a
 name, a config field: ``policy=cfg.remat_policy``) is not rewritten; the report says which value to
-set. Runs in the main process (no JAX).
+set. A plan is written whole or not at all (``fix_plans``): a part of it is a program nobody measured,
+which may not fit the budget (the rest of a plan that removes one checkpoint and cannot change the
+policy of another keeps what that policy saved, and more). Runs in the main process (no JAX).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from remat_lint.analysis.semantic import SemanticModel
 from remat_lint.analysis.sites import RematSite, find_sites
 from remat_lint.apis.jax import PREFIX as JAX_PREFIX
 from remat_lint.engine.runner import read_source
-from remat_lint.engine.sources import display_path
+from remat_lint.engine.sources import Notebook, SourceFile, display_path
 from remat_lint.findings import Finding, Position, TextEdit
 from remat_lint.output.autofix import FixedFile
 
@@ -68,11 +70,70 @@ def changes_by_file(plans: Sequence[Any]) -> tuple[dict[str, dict[int, Change]],
     return changes, notes
 
 
+def fix_plans(plans: Sequence[Any]) -> tuple[list[FixedFile], list[str]]:
+    """The files that the plans that fit change, each plan written whole or left out, and what was
+    not written and why."""
+    kept = [plan for plan in plans if plan.report.get("fits")]
+    notes: dict[str, None] = {}  # in order, once each
+    while True:
+        changes, told = changes_by_file(kept)
+        notes |= dict.fromkeys(told)
+        failed: dict[tuple[str, int], str] = {}
+        for path, by_line in changes.items():
+            failed |= {(path, line): why for line, why in _attempt(path, by_line)[2].items()}
+        notes |= dict.fromkeys(failed.values())
+        partial = {id(plan): _unwritten(plan, changes, failed) for plan in kept}
+        if not any(partial.values()):
+            break
+        for plan in kept:
+            if partial[id(plan)]:
+                lines = ", ".join(str(line) for line in partial[id(plan)])
+                notes[
+                    f"{display_path(plan.path)}: the plan for {plan.target} was not written: its change at line "
+                    f"{lines} cannot be made here, and a part of a plan is a program that was not measured "
+                    "(it may not fit): make every change of its table by hand"
+                ] = None
+        kept = [plan for plan in kept if not partial[id(plan)]]
+    fixed = []
+    for path, by_line in sorted(changes.items()):
+        made, _ = rewrite(path, by_line)  # every change can be made: no note
+        fixed += [made] if made is not None else []
+    return fixed, list(notes)
+
+
+def _unwritten(
+    plan: Any, changes: dict[str, dict[int, Change]], failed: dict[tuple[str, int], str]
+) -> list[int | None]:
+    """The lines of ``plan``'s changes that ``changes`` does not make as it chose (None: a site with
+    no line in the linted files)."""
+    out: list[int | None] = []
+    for row in plan.report["sites"]:
+        if row["chosen"] == AS_WRITTEN:
+            continue
+        line = row["line"]
+        made = changes.get(plan.path, {}).get(line) if line is not None else None
+        if made != Change(row["chosen"], row["policy"]) or (plan.path, line) in failed:
+            out.append(line)
+    return out
+
+
 def rewrite(path: str, changes: dict[int, Change]) -> tuple[FixedFile | None, list[str]]:
     """``path`` with ``changes`` (by site line) made, and what could not be rewritten."""
+    source, edits, failed = _attempt(path, changes)
+    notes = list(dict.fromkeys(failed.values()))  # a file that cannot be read: one note
+    if source is None or not edits:
+        return None, notes
+    return FixedFile(path, source, source.apply(list(edits.values()))), notes
+
+
+def _attempt(
+    path: str, changes: dict[int, Change]
+) -> tuple[SourceFile | Notebook | None, dict[int, TextEdit], dict[int, str]]:
+    """The text edit of each change (by line), and why each other one cannot be made."""
     source = read_source(path)
     if isinstance(source, Finding):
-        return None, [f"{display_path(path)}: {source.message}"]
+        return None, {}, {line: f"{display_path(path)}: {source.message}" for line in changes}
+    changes = dict(changes)
     module = cst.parse_module(source.text)
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
     positions = wrapper.resolve(PositionProvider)
@@ -89,8 +150,8 @@ def rewrite(path: str, changes: dict[int, Change]) -> tuple[FixedFile | None, li
         if "from functools import partial" in imports
         else None
     )
-    edits: list[TextEdit] = []
-    notes: list[str] = []
+    edits: dict[int, TextEdit] = {}
+    failed: dict[int, str] = {}
     for site in find_sites(SemanticModel(module)):
         line = positions[site.node].start.line
         if line not in changes:
@@ -98,17 +159,15 @@ def rewrite(path: str, changes: dict[int, Change]) -> tuple[FixedFile | None, li
         change = changes.pop(line)
         where = f"{display_path(path)}:{line}"
         if change.policy is not None and change.policy.startswith(JAX_PREFIX) and "import jax" not in imports:
-            notes.append(f"{where}: set policy={change.policy} (the module does not `import jax`: not rewritten)")
+            failed[line] = f"{where}: set policy={change.policy} (the module does not `import jax`: not rewritten)"
             continue
         made = _edit(site, change, positions, module, partial)
         if isinstance(made, str):
-            notes.append(f"{where}: {made}")
+            failed[line] = f"{where}: {made}"
         else:
-            edits.append(made)
-    notes += [f"{display_path(path)}:{line}: no checkpoint site on that line: not rewritten" for line in changes]
-    if not edits:
-        return None, notes
-    return FixedFile(path, source, source.apply(edits)), notes
+            edits[line] = made
+    failed |= {line: f"{display_path(path)}:{line}: no checkpoint site on that line: not rewritten" for line in changes}
+    return source, edits, failed
 
 
 def _edit(site: RematSite, change: Change, positions: Any, module: cst.Module, partial: str | None) -> TextEdit | str:

@@ -15,7 +15,6 @@ import collections
 import concurrent.futures
 import dataclasses
 import importlib.util
-import itertools
 import json
 import os
 import re
@@ -31,7 +30,7 @@ from typing import Any, Callable
 from remat_lint.config.settings import ConfigError, Settings
 from remat_lint.findings import Finding
 from remat_lint.trace import isolation
-from remat_lint.trace.driver.progress import Progress
+from remat_lint.trace.driver.progress import Progress, Tail
 from remat_lint.trace.inputs import parse_targets
 from remat_lint.trace.protocol import (
     CPU_XLA_FLAGS,
@@ -147,32 +146,37 @@ def _trace(findings: list[Finding], files: list[str], settings: Settings, option
             by_path.setdefault(f.path, []).append(f)
     sites = {path: lines for path in dict.fromkeys([*by_path, *files]) if (lines := site_lines(path)) is not None}
     modules = [p for p in dict.fromkeys([*by_path, *files]) if by_path.get(p) or sites.get(p)]
+    # --trace-run: a checkpoint no spelling shows (a factory, a registry) may run code of any module
+    watched = [p for p in dict.fromkeys([*by_path, *files]) if p in sites] if options.run else modules
     requests = {
         path: dataclasses.replace(
             module_request(path, by_path.get(path, []), sites.get(path) or [], settings),
             memory_budget=options.memory_budget,
             run=options.run or "",
         )
-        for path in modules
+        for path in watched
     }
     recorded: dict[str, list[Reply]] = {}
     progress = Progress(options.progress)
-    if options.run and modules:
+    if options.run and watched:
         recorded, problems, outcome.recorded = run_recorded(
             options.run, list(requests.values()), settings, options, progress
         )
         outcome.warnings.extend(problems)
-    done = itertools.count(1)
-    progress.show(
-        f"--trace: compiling the programs of {len(modules)} module{'s' if len(modules) != 1 else ''} (0/{len(modules)} done)",
-        force=True,
-    )
+    progress.stage, progress.modules = "--trace", (0, len(modules))
+    progress.show(force=True)
 
     def one(path: str) -> None:
         trace_module(
-            path, by_path.get(path, []), requests[path], options, outcome, recorded.get(str(Path(path).resolve()), [])
+            path,
+            by_path.get(path, []),
+            requests[path],
+            options,
+            outcome,
+            recorded.get(str(Path(path).resolve()), []),
+            progress,
         )
-        progress.show(f"--trace: {next(done)}/{len(modules)} modules traced (last: {path})", force=True)
+        progress.module_done()
 
     # Workers are processes; threads only wait for them.
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, options.jobs)) as pool:
@@ -307,11 +311,12 @@ def trace_module(
     options: TraceOptions,
     outcome: TraceOutcome,
     recorded: list[Reply],
+    progress: Progress | None = None,
 ) -> None:
     """One worker for the module; verdicts from the recorded run (``recorded``: its replies for this
     module) count beside the worker's, the stronger one kept (the recorded run's on a tie: it says
     what the project's own program did)."""
-    replies, failure = run_worker(request, Path(request.root), options)
+    replies, failure = run_worker(request, Path(request.root), options, progress)
     # a site's report from the recorded run replaces one at guessed shapes
     reported = {r.site.get("line") for r in replies if isinstance(r, SiteReply) and r.site.get("shapes") != "guessed"}
     for reply in recorded:
@@ -368,13 +373,15 @@ def run_recorded(
         requests_file, out_file, output_file = Path(tmp, "requests.json"), Path(tmp, "out.jsonl"), Path(tmp, "output")
         requests_file.write_text(json.dumps([dataclasses.asdict(r) for r in requests], default=str), encoding="utf-8")
         out_file.touch()
+        run_progress = progress or Progress(False)
+        run_progress.stage = f"--trace-run: running `{command}`"
         env = worker_env(options)
         package_root = str(Path(__file__).resolve().parents[3])  # the user's python imports this remat_lint
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(hook), package_root, env.get("PYTHONPATH", "")) if p)
         env[REQUESTS_ENV], env[OUT_ENV] = str(requests_file), str(out_file)
         token = isolation.mark(env)
         limit = dataclasses.replace(options, timeout=options.timeout * RUN_TIMEOUT_FACTOR)
-        with open(output_file, "wb") as output:
+        with open(output_file, "wb") as output, open(out_file, "rb") as replies:
             proc = subprocess.Popen(
                 command,
                 shell=True,
@@ -385,13 +392,13 @@ def run_recorded(
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
             )
+            reply_tail = Tail(replies.fileno())
             try:
-                failure = _watch(
-                    proc, limit, lambda: progress.show(f"--trace-run: running `{command}`") if progress else None
-                )
+                failure = _watch(proc, limit, lambda: run_progress.follow(reply_tail))
             finally:
                 _kill(proc)
                 isolation.sweep(token)
+            run_progress.follow(reply_tail)  # what it said since the last poll
         by_path: dict[str, list[Reply]] = {}
         recorded: list[str] | None = None
         for raw in out_file.read_text(encoding="utf-8", errors="replace").splitlines():
@@ -429,7 +436,9 @@ def _trace_check(code: str) -> TraceCheck | None:
     return getattr(rule, "trace_check", None)
 
 
-def run_worker(request: WorkerRequest, root: Path, options: TraceOptions) -> tuple[list[Reply], str | None]:
+def run_worker(
+    request: WorkerRequest, root: Path, options: TraceOptions, progress: Progress | None = None
+) -> tuple[list[Reply], str | None]:
     """Run one worker; its replies, and why it stopped early (None when it finished)."""
     env = worker_env(options)
     token = isolation.mark(env)
@@ -446,13 +455,15 @@ def run_worker(request: WorkerRequest, root: Path, options: TraceOptions) -> tup
         assert proc.stdin is not None
         proc.stdin.write(request.to_json().encode())
         proc.stdin.close()
+        tail, shown = Tail(out.fileno()), progress or Progress(False)
         try:
-            failure = _watch(proc, options)
+            failure = _watch(proc, options, lambda: shown.follow(tail, request.path))
         finally:
             # The worker leads its own session: stop it on Ctrl-C, and whatever it started (a data
             # loader, a server) once it is done, in its session or out of it.
             _kill(proc)
             isolation.sweep(token)
+        shown.follow(tail, request.path)  # what it said since the last poll
         out.seek(0)
         err.seek(0)
         decoded = [decode(raw) for raw in out.read().decode("utf-8", "replace").splitlines()]

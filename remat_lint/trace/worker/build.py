@@ -272,6 +272,7 @@ def from_module_call(called: fallback.ModuleCalled) -> Prepared:
         argnums=None,
         differentiate=True,
         source=fallback.SOURCE,
+        method=called.method,
     )
 
 
@@ -281,10 +282,11 @@ def _nnx_call(called: fallback.ModuleCalled) -> Prepared:
     graphdef, params, rest = called.module
 
     def call(params: Any, *a: Any, nnx_rest: Any, **kw: Any) -> Any:
-        return nnx.merge(graphdef, params, nnx_rest, copy=True)(*a, **kw)  # copy: the graph was made in a trace
+        module = nnx.merge(graphdef, params, nnx_rest, copy=True)  # copy: the graph was made in a trace
+        return getattr(module, called.method)(*a, **kw)
 
     return prepare(
-        called.name,
+        called.label,
         call,
         [params, *called.args],
         {**called.kwargs, "nnx_rest": rest},
@@ -307,18 +309,21 @@ def _linen_apply(
     argnums: tuple[int, ...] | None,
     differentiate: bool,
     source: str,
+    method: str = "__call__",
 ) -> Prepared:
-    """Abstract ``init`` of a linen ``model`` (no weights allocated), then ``apply`` as the target."""
+    """Abstract ``init`` of a linen ``model`` (no weights allocated), then ``apply`` as the target,
+    both through ``method``."""
     keys = {rng: jax.random.key(i) for i, rng in enumerate(rng_names)}
-    variables = _abstract_init(model, keys, [abstract(a) for a in init_args], {**static, **abstract(init_kwargs)})
+    init_kwargs = {**static, **abstract(init_kwargs), "method": method}
+    variables = _abstract_init(model, keys, [abstract(a) for a in init_args], init_kwargs)
     apply_rngs = {k: v for k, v in keys.items() if k != "params"}
 
     def call(variables: Any, *a: Any, **kw: Any) -> Any:
         extra = {"rngs": apply_rngs} if apply_rngs else {}
-        return model.apply(variables, *a, **static, **kw, **extra)
+        return model.apply(variables, *a, **static, **kw, **extra, method=method)
 
     return prepare(
-        name + ".apply",
+        name + ("" if method == "__call__" else f".{method}") + ".apply",
         call,
         [variables, *args],
         kwargs,

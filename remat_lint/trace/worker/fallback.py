@@ -9,9 +9,12 @@ refutes, as a checkpointed function differentiated alone cannot).
 
 A finding inside a Flax Module class (``RematBlock = nn.remat(Block, policy=...)``, an NNX
 ``__call__`` under ``@nnx.remat``) is met the same way one level up: the first call of each such
-Module is recorded with a copy of the instance that stands alone (a linen Module unbound, with the
-attributes the model constructed it with; an NNX Module as its graph and abstract state), and that
-Module, with its own checkpoint wrapper, is built and applied alone at the shapes of the call.
+Module's methods is recorded with a copy of the instance that stands alone (a linen Module unbound,
+with the attributes the model constructed it with; an NNX Module as its graph and abstract state),
+and that Module, with its own checkpoint wrapper, is built and applied alone through that method
+at the shapes of the call. Every public method and ``__call__`` is watched, as a checkpoint may sit
+on any of them (``nn.remat(Block, methods=["encode"])``); a call made inside another watched call
+of the same instance is left to the outer one, which runs it.
 """
 
 from __future__ import annotations
@@ -50,6 +53,16 @@ class ModuleCalled:
     kwargs: dict[str, Any]
     rngs: list[str]  # linen: the PRNG streams its scope had (``params``, ``dropout``)
     nnx: bool = False
+    method: str = "__call__"  # the method called: ``encode``
+
+    @property
+    def label(self) -> str:
+        return _label(self.name, self.method)
+
+
+def _label(name: str, method: str) -> str:
+    """``RematBlock``, or ``RematBlock.encode`` for a method other than ``__call__``."""
+    return name if method == "__call__" else f"{name}.{method}"
 
 
 @contextmanager
@@ -113,37 +126,66 @@ def module_classes(candidates: dict[str, Any]) -> dict[str, type]:
 
 @contextmanager
 def first_module_calls(classes: dict[str, type]) -> Iterator[dict[str, ModuleCalled]]:
-    """Record the first call of an instance of each of ``classes`` (exactly that class: not a
-    subclass that inherits the method) while the block runs, by wrapping ``__call__``."""
+    """Record the first call of each method of an instance of each of ``classes`` (exactly that
+    class: not a subclass that inherits the method) while the block runs, by wrapping the methods;
+    keyed by ``ModuleCalled.label``."""
     found: dict[str, ModuleCalled] = {}
-    own = {cls: cls.__dict__.get("__call__") for cls in classes.values()}
+    running: set[int] = set()  # ids of the instances inside a watched call
+    wrapped = [(cls, method, cls.__dict__.get(method)) for cls in classes.values() for method in _entry_methods(cls)]
     for name, cls in classes.items():
-        cls.__call__ = _recording(name, cls, cls.__call__, found)  # type: ignore[method-assign]  # restored below
+        for method in _entry_methods(cls):
+            setattr(cls, method, _recording(name, cls, method, getattr(cls, method), found, running))
     try:
         yield found
     finally:
-        for cls, method in own.items():
-            if method is None:
-                delattr(cls, "__call__")
+        for cls, method, own in wrapped:
+            if own is None:
+                delattr(cls, method)
             else:
-                cls.__call__ = method  # type: ignore[method-assign]
+                setattr(cls, method, own)
 
 
-def _recording(name: str, cls: type, method: Callable[..., Any], found: dict[str, ModuleCalled]) -> Callable[..., Any]:
-    @functools.wraps(method)
+def _entry_methods(cls: type) -> list[str]:
+    """The methods of ``cls`` that the user's classes define (not Flax's own): ``__call__`` and the
+    public ones but ``setup``."""
+    names: set[str] = set()
+    for base in cls.__mro__:
+        if base.__module__.split(".")[0] not in ("flax", "builtins"):
+            names |= {
+                name
+                for name, value in vars(base).items()
+                if inspect.isfunction(value) and (name == "__call__" or not name.startswith("_") and name != "setup")
+            }
+    return sorted(names)
+
+
+def _recording(
+    name: str, cls: type, method: str, bound: Callable[..., Any], found: dict[str, ModuleCalled], running: set[int]
+) -> Callable[..., Any]:
+    label = _label(name, method)
+
+    @functools.wraps(bound)
     def call(self: Any, *args: Any, **kwargs: Any) -> Any:
         exact = type(self) is cls  # not ``if type(self) is cls``: mypy would narrow self to a bare type
-        if exact and name not in found:
+        if exact and label not in found and id(self) not in running:
             try:
-                found[name] = _module_called(name, self, args, kwargs)
+                found[label] = _module_called(name, self, args, kwargs, method)
             except Exception:  # recording must never change how the user's build runs or fails
                 pass
-        return method(self, *args, **kwargs)
+        outer = id(self) not in running
+        running.add(id(self))
+        try:
+            return bound(self, *args, **kwargs)
+        finally:
+            if outer:
+                running.discard(id(self))
 
     return call
 
 
-def _module_called(name: str, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> ModuleCalled:
+def _module_called(
+    name: str, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any], method: str
+) -> ModuleCalled:
     abstract_args = [_abstract(a) for a in args]
     abstract_kwargs = {k: _abstract(v) for k, v in kwargs.items()}
     from flax import nnx
@@ -151,7 +193,7 @@ def _module_called(name: str, instance: Any, args: tuple[Any, ...], kwargs: dict
     if isinstance(instance, nnx.Module):  # its graph, its parameters, its other state (RNG counts...)
         graphdef, params, *rest = nnx.split(instance, nnx.Param, ...)
         state = (graphdef, _abstract(params), _abstract(rest[0]))
-        return ModuleCalled(name, state, abstract_args, abstract_kwargs, [], nnx=True)
+        return ModuleCalled(name, state, abstract_args, abstract_kwargs, [], nnx=True, method=method)
     scope = getattr(instance, "scope", None)
     return ModuleCalled(
         name,
@@ -159,4 +201,5 @@ def _module_called(name: str, instance: Any, args: tuple[Any, ...], kwargs: dict
         abstract_args,
         abstract_kwargs,
         sorted({"params", *(getattr(scope, "rngs", None) or {})}),
+        method=method,
     )

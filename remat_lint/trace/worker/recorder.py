@@ -31,6 +31,7 @@ import inspect
 import json
 import os
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from remat_lint.trace.protocol import CPU_XLA_FLAGS, OUT_ENV, REQUESTS_ENV
@@ -132,6 +133,18 @@ class Recorder:
         (self.records if into is None else into).append(
             Recorded(fun, abstract_args, abstract_kwargs, nums, has_aux, transform, observed, label)
         )
+        _announce(len(self.records) + len(self.calls))
+
+
+def _announce(recorded: int) -> None:
+    """Tell the driver's progress line (driver/progress.py) how many calls this process recorded."""
+    from remat_lint.trace.protocol import ProgressReply, encode
+
+    try:
+        with open(os.environ[OUT_ENV], "a", encoding="utf-8") as out:
+            out.write(encode(ProgressReply(recorded, 0, stage="recorded", process=os.getpid())) + "\n")
+    except (KeyError, OSError):  # recording must never break the user's command
+        pass
 
 
 def _label(fun: Callable[..., Any]) -> str:
@@ -301,10 +314,16 @@ def judge() -> None:
         out.write(encode(recorded) + "\n")
         if not RECORDER.records and not RECORDER.errors and not RECORDER.calls:
             return  # a process of the command that differentiated nothing (a helper script): nothing to judge
-        jax.clear_caches()  # the run traced these bodies already: a cached trace would not run their lines again
         with open(os.environ[REQUESTS_ENV], encoding="utf-8") as handle:
             requests = [WorkerRequest.from_json(json.dumps(r)) for r in json.load(handle)]
+        # --trace-run requests every module: one without a static site or finding is judged only when a
+        # recorded checkpoint ran its code (a registry's ``jax.checkpoint``), and imported only then
+        bare = any(not r.findings and not r.sites for r in requests)
+        touched = _checkpointed_files(RECORDER.records) if bare else set()
+        jax.clear_caches()  # the run (and that look) traced these bodies: a cached trace would not run their lines again
         for request in requests:
+            if not (request.findings or request.sites or str(Path(request.path).resolve()) in touched):
+                continue  # no checkpoint of a recorded program ran its code: nothing to discover, nothing to import
 
             def emit(reply: Reply, path: str = request.path) -> None:
                 out.write(encode(reply, path) + "\n")
@@ -316,3 +335,20 @@ def judge() -> None:
                 ).run()
             except Exception as exc:  # one module's failure must not hide the others'
                 emit(NoteReply(f"judging against the recorded run failed: {type(exc).__name__}: {exc}"))
+
+
+def _checkpointed_files(records: list[Recorded]) -> set[str]:
+    """The files (resolved) whose code the checkpoints of the recorded programs ran: the wrapped
+    function, the body a framework traced, the lines that called it (jaxpr_sites.Site)."""
+    from remat_lint.trace.worker import build, costs
+
+    files: set[str] = set()
+    for rec in records:
+        try:
+            p = build.from_recorded(rec)
+            program = costs.traced(p.fun, p.args, p.kwargs, tuple(range(len(p.args))))
+        except Exception:  # a program that does not rebuild: a module with a site says what failed
+            continue
+        anchors = [loc for site in program.sites for loc in (site.definition, site.body, *site.calls)]
+        files |= {str(Path(loc[0]).resolve()) for loc in anchors if loc is not None}
+    return files

@@ -42,6 +42,7 @@ from remat_lint.trace.protocol import (
     DiscoveredReply,
     Item,
     NoteReply,
+    ProgressReply,
     Reply,
     SiteReply,
     Verdict,
@@ -135,8 +136,12 @@ class Session:
                 self.decide(item, judge_import(item, fail))
             return
         tried: set[str] = set()
+        total, compiled = self.planned(), 0
         for run in self.runs(module, tried):
+            total = max(total, compiled + 1)
+            self.emit(ProgressReply(compiled, total, run.name, process=os.getpid()))
             run.execute()
+            compiled += 1
             self.judge_all(run)
             self.site_reports(run)
             self.discover(run)
@@ -147,10 +152,17 @@ class Session:
                 and run.source != "recorded"
             ):  # discovery judges every recorded program
                 break
+        self.emit(ProgressReply(compiled, compiled, process=os.getpid()))  # finished
         for item in list(self.pending.values()):
             self.decide(item, self.verdicts.get(item.id) or self.notes.get(item.id) or self.no_inputs(item))
 
     # --- targets ------------------------------------------------------------------------------------
+
+    def planned(self) -> int:
+        """The programs this session means to compile, before fallbacks and a shape search add theirs."""
+        specs, _ = parse_targets(self.request.trace, Path(self.request.config_root))
+        inline = [target for target in inline_targets(self.source) if target.spec is not None]
+        return len(self.recorded) + len(self.calls) + len(self.errors) + len(specs) + len(inline)
 
     def runs(self, module: Any, tried: set[str]) -> Iterator[Run]:
         def make(name: str, factory: Callable[[], build.Prepared], source: str) -> Run:
@@ -242,7 +254,7 @@ class Session:
         failed = f"target {run.name} could not be {done} ({run.failure.summary})"
         for item_id, names in watched.items() if act == "build" else ():  # a trace: judge_all said what it missed
             item = self.pending.get(item_id)
-            if item is not None and names and not names.keys() & {*calls, *module_calls}:
+            if item is not None and names and not names.keys() & {*calls, *(c.name for c in module_calls.values())}:
                 self.notes[item_id] = verdict(
                     "unconfirmed",
                     f"{failed}; its build never reached {', '.join(sorted(names))} (line {item.line}): "
@@ -266,9 +278,9 @@ class Session:
             self.fallbacks[id(again)] = f"{failed}; {called.name} was traced alone, as that {act} called it"
             yield again
         for instance in module_calls.values():
-            again = make(instance.name, functools.partial(build.from_module_call, instance), fallback.SOURCE)
+            again = make(instance.label, functools.partial(build.from_module_call, instance), fallback.SOURCE)
             self.fallbacks[id(again)] = (
-                f"{failed}; {instance.name} was built alone, with the attributes and at the shapes "
+                f"{failed}; {instance.label} was built alone, with the attributes and at the shapes "
                 f"that {act} constructed and called it with"
             )
             yield again
