@@ -45,7 +45,18 @@ def test_a_reply_comes_back_as_it_was_sent(reply):
 
 def test_each_kind_of_reply_is_named_on_the_wire():
     kinds = [json.loads(encode(reply))["kind"] for reply in REPLIES]
-    assert kinds == ["backend", "verdict", "verdict", "site", "budget", "applied", "discovered", "note", "recorded", "progress"]
+    assert kinds == [
+        "backend",
+        "verdict",
+        "verdict",
+        "site",
+        "budget",
+        "applied",
+        "discovered",
+        "note",
+        "recorded",
+        "progress",
+    ]
 
 
 @pytest.mark.parametrize(

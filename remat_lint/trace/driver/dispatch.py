@@ -538,7 +538,9 @@ def describe_run(outcome: TraceOutcome, findings: list[Finding]) -> str:
     line = f"--trace: traced on {backends}{flags}: {tally}{refuted}."
     if outcome.recorded:
         reached = sum(
-            1 for f in findings if f.trace and (f.trace.found_by or (f.trace.evidence or {}).get("shapes") == "recorded")
+            1
+            for f in findings
+            if f.trace and (f.trace.found_by or (f.trace.evidence or {}).get("shapes") == "recorded")
         )  # found_by: made or confirmed by discovery, which judges the recorded programs only
         # one name recorded at several signatures (a parameterised test) is one entry, with its count
         counts = collections.Counter(outcome.recorded)

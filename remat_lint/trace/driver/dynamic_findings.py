@@ -64,9 +64,7 @@ def findings_for(
         )
         named = set(record.get("names", ()))
         confirmed = [
-            f
-            for i, f in enumerate(static)
-            if (f.start.row == line or i in named) and f.code in CONFIRMS.get(code, ())
+            f for i, f in enumerate(static) if (f.start.row == line or i in named) and f.code in CONFIRMS.get(code, ())
         ]
         for f in confirmed:
             if not f.trace or f.trace.status != "confirmed":

@@ -125,5 +125,8 @@ def _definition(fun: Any) -> Loc | None:
 def matches_site(sites: Sequence[Any], code: str, line: int) -> bool:
     """Whether one of ``sites`` (``Site`` or ``FrameSite``) is the checkpoint written at ``line``."""
     target = target_at(code, line)
-    attributed = [*attribute([s for s in sites if isinstance(s, Site)], code), *(s for s in sites if not isinstance(s, Site))]
+    attributed = [
+        *attribute([s for s in sites if isinstance(s, Site)], code),
+        *(s for s in sites if not isinstance(s, Site)),
+    ]
     return any(target.agrees(s) and match_score(s, code, target) > 0 for s in attributed)

@@ -53,10 +53,10 @@ from remat_lint.trace.protocol import (
 from remat_lint.trace.worker import build, fallback
 from remat_lint.trace.worker import evidence as ev
 from remat_lint.trace.worker.evidence import Run, failure, judge_import, verdict
+from remat_lint.trace.worker.jaxpr_sites import attribute
 from remat_lint.trace.worker.plan import Definition, plan_module
 from remat_lint.trace.worker.reach import matches_site
 from remat_lint.trace.worker.recorded import Recorded
-from remat_lint.trace.worker.jaxpr_sites import attribute
 from remat_lint.trace.worker.wrap_bindings import wrap_line
 
 AUTO_TARGETS = 6  # functions tried by jaxtyping / shape search per module
