@@ -227,9 +227,10 @@ class Run:
         a checkpoint, not only its line: ``a if self.rate > 0 else b`` runs the line and skips ``a``."""
         if item.on_site and matches_site([*self.sites, *self.wrappers], code, item.line):
             return None
-        who = "the recorded run" if self.source.startswith("recorded") else f"tracing {self.name}"
-        if not any(self.under[n] for n in item.span):
-            return f"{who} never reached line {item.line}"
+        if not any(self.under[n] for n in item.span):  # ``under``: lines run inside a differentiated trace
+            if self.source.startswith("recorded"):
+                return f"no differentiated program of the run reached line {item.line}"
+            return f"tracing {self.name} never reached line {item.line}"
         line, column, end_line, end_column = item.data.get("test") or item.position
         if not (column or end_column):  # no columns: the line is all there is to know
             return None
