@@ -17,6 +17,7 @@ from remat_lint.analysis.values import Possible, Values, deferred
 from remat_lint.apis import linen
 from remat_lint.project.modules import LIBRARIES, LOCAL, Ref
 from remat_lint.project.summary import (
+    OPAQUE,
     Constant,
     Constants,
     Differentiated,
@@ -48,6 +49,8 @@ def summarize(ctx: LintContext) -> ModuleSummary:
             constants = plain(values.possible(bindings[0].value))
             if constants is not None:
                 summary.constants[name] = constants
+    summary.keyword_values = _keyword_values(model, values)
+    summary.imported_uses = _imported_uses(model)
     summary.written_fields = {
         a.attr.value for a in model.attributes if isinstance(model.parent(a), (cst.AssignTarget, cst.AugAssign))
     }
@@ -199,6 +202,39 @@ def _imported_calls(ctx: LintContext) -> list[ImportedCall]:
             keywords = tuple(a.keyword.value for a in use.args if a.keyword is not None)
             # No row: positions cost more than the parse on large statements (measured on jax+flax).
             found.append(ImportedCall(ref, instance, ctx.code(use.func), len(use.args) - len(keywords), keywords))
+    return found
+
+
+def _keyword_values(model: SemanticModel, values: Values) -> dict[str, Constants | None]:
+    """Every value the module's calls pass by each keyword (None once one is unknown)."""
+    found: dict[str, Constants | None] = {}
+    for call in model.calls:
+        for arg in call.args:
+            if arg.keyword is None or (arg.keyword.value in found and found[arg.keyword.value] is None):
+                continue
+            held = plain(values.possible(arg.value))
+            known = found.get(arg.keyword.value, ())
+            found[arg.keyword.value] = None if held is None or known is None else tuple(dict.fromkeys((*known, *held)))
+    return found
+
+
+def _imported_uses(model: SemanticModel) -> set[tuple[Ref, int]]:
+    """Each use of a name imported from another module of the project (in any scope): a call
+    without ``*``/``**`` with its positional arguments' count, or ``OPAQUE``; an attribute chain
+    (``layers.Block``) is a use of each name it spells."""
+    found: set[tuple[Ref, int]] = set()
+    for name in model.names:
+        binding = model.single_binding(name)
+        ref = _import_ref(binding.node, name.value) if binding is not None and binding.kind == "import" else None
+        if ref is None or not _from_project(ref):
+            continue
+        use: cst.CSTNode = name
+        while isinstance(parent := model.parent(use), cst.Attribute) and parent.value is use:
+            found.add((ref, OPAQUE))  # ``layers`` of ``layers.Block(...)``, ``Block`` of ``Block.make(...)``
+            use, ref = parent, (ref[0], f"{ref[1]}.{parent.attr.value}")
+        parent = model.parent(use)
+        plain_call = isinstance(parent, cst.Call) and parent.func is use and not any(a.star for a in parent.args)
+        found.add((ref, sum(a.keyword is None for a in parent.args) if plain_call else OPAQUE))  # type: ignore[union-attr]  # plain_call: a Call
     return found
 
 
