@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 
 from remat_lint.project.modules import Ref
 
-
 OPAQUE = -1  # ``ModuleSummary.imported_uses``: a use other than a plain call
 
 
