@@ -17,7 +17,8 @@ def field_values(
     project: Project, module: ProjectModule, names: tuple[str, ...], field: str, position: int
 ) -> tuple[Constant, ...] | None:
     """What the other modules may set ``field`` of the class ``names[0]`` of ``module`` to (its
-    remat wraps bound to ``names[1:]``): every value a call of theirs passes as ``field=``; None
+    remat wraps bound to ``names[1:]``): every value a call passes as ``field=`` in a module that
+    imports the class or a wrap (one that does not can only get it passed on: opaque there); None
     when one is unknown, when one constructs the class with more than ``position`` positional
     arguments or uses it otherwise (passed on, wrapped, spread), or when a class derives from it
     (it may declare another default). An import the project does not resolve (no project root
@@ -26,12 +27,12 @@ def field_values(
     dotted = f"{module.name}.{names[0]}"
     found: list[Constant] = []
     for other in project.by_path.values():
-        for ref, positional in other.summary.imported_uses:
-            if (positional == OPAQUE or positional > position) and _may_be(project, other, ref, symbols):
-                return None
+        uses = [positional for ref, positional in other.summary.imported_uses if _may_be(project, other, ref, symbols)]
+        if any(positional == OPAQUE or positional > position for positional in uses):
+            return None
         if any(dotted in project.base_names((other.name, cls)) for cls in other.summary.bases):
             return None
-        passed = other.summary.keyword_values.get(field, ()) if other is not module else ()
+        passed = other.summary.keyword_values.get(field, ()) if uses else ()  # a module naming the class
         resolved = project.values(other, passed) if passed is not None else None
         if resolved is None:
             return None

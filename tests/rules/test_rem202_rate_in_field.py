@@ -86,3 +86,15 @@ def test_a_subclass_in_another_module_may_change_the_default(tmp_path, capsys, m
     other = "from pkg.block import Block\n\n\nclass Quiet(Block):\n    dropout_rate: float = 0.0\n"
     files = {"pkg/__init__.py": "", "pkg/block.py": BLOCK, "pkg/quiet.py": other}
     assert project_messages(tmp_path, capsys, monkeypatch, files, "REM202") == []
+
+
+def test_a_module_that_never_names_the_class_does_not_set_its_field(tmp_path, capsys, monkeypatch) -> None:
+    unrelated = "import flax.linen as nn\n\nhead = nn.Dropout(rate=0.0)\nother = dict(dropout_rate=0.0)\n"
+    files = {
+        "pkg/__init__.py": "",
+        "pkg/block.py": BLOCK,
+        "pkg/model.py": model("RematBlock(4)"),
+        "pkg/head.py": unrelated,
+    }
+    messages = project_messages(tmp_path, capsys, monkeypatch, files, "REM202")
+    assert [(path, row) for path, row, _ in messages] == [("pkg/block.py", 11)]
