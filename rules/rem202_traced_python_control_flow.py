@@ -165,7 +165,7 @@ class TracedPythonControlFlow(Rule):
             if params is None or ignored_names is None:
                 continue
             params = {name: p for name, p in params.items() if name not in ignored_names}
-            leaves = literal_leaf_params(model, fn)  # ``f(x, flag=False)``: a scalar whatever its annotation
+            leaves = literal_leaf_params(model, self.ctx.values, fn)  # ``f(x, flag=False)``: a scalar whatever its annotation
             for use in control_uses(model, self.ctx.bodies.nodes(fn.node), params, leaves, fields=True):
                 if only_where_error_expected(model, use.statement, _ERRORS):  # a test of the error
                     continue
