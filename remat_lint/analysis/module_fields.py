@@ -27,6 +27,7 @@ from remat_lint.analysis.values import Possible, Values
 from remat_lint.apis import remat_api
 
 _CLASS_VARS = frozenset({"typing.ClassVar", "typing_extensions.ClassVar"})
+_CUSTOM_INIT = frozenset({"__init__", "__post_init__", "__new__", "__setattr__"})
 
 
 @dataclass(frozen=True)
@@ -45,12 +46,16 @@ class HeldField:
 
 def held_field(model: SemanticModel, expr: cst.BaseExpression) -> HeldField | None:
     """The field ``expr`` reads, when it is ``self.<field>`` in a method of a module-level class
-    whose body declares it once with a default and whose methods never write it."""
+    whose body declares it once with a default, whose methods never write it and that has no
+    constructor of its own (``__init__``, ``__post_init__``...: its parameters need not be the
+    fields)."""
     if not isinstance(expr, cst.Attribute):
         return None
     cls = receiver_class(model, expr.value)
     if cls is None or model.parent(cls) is not model.module:
         return None
+    if any(isinstance(line, cst.FunctionDef) and line.name.value in _CUSTOM_INIT for line in cls.body.body):
+        return None  # its constructor's parameters need not be its fields
     name = expr.attr.value
     fields = _own_fields(model, cls)
     declared = model.class_scopes[id(cls)].bindings.get(name, ())

@@ -54,6 +54,7 @@ def test_a_nonzero_default_left_by_this_module_is_reported_at_the_dropout_call()
             "RematBlock = nn.remat(Block)\nclass Quiet(Block):\n    dropout_rate: float = 0.0",
         ),
         ("    @nn.compact", "    def setup(self):\n        self.dropout_rate = 0.0\n\n    @nn.compact"),
+        ("    @nn.compact", "    def __post_init__(self):\n        super().__post_init__()\n\n    @nn.compact"),
     ],
 )
 def test_a_rate_that_may_be_zero_in_this_module_is_not_reported(change: tuple[str, str]) -> None:
