@@ -353,31 +353,32 @@ class PolicyMisuse(Rule):
     def _check_uncalled(self, value: cst.BaseExpression, where: str, symbols: list[str] | None = None) -> None:
         """Report a factory used uncalled; with ``symbols`` (a module-level table other modules may
         read by key), a candidate for the project phase."""
-        info = policy_info(self.ctx.qualified_name(value)) or self._held_factory(value)
-        if info is None or info.kind != "factory" or self._expected(value, "TypeError"):
+        named = policy_info(self.ctx.qualified_name(value))
+        infos = [named] if named is not None else self._held_factories(value)
+        if not infos or any(i.kind != "factory" for i in infos) or self._expected(value, "TypeError"):
             return
         code = self.ctx.code(value)
-        hint = CALL_HINTS.get(info.name) or (
-            ", ".join(f"{name}=..." for name in info.keyword_only) if info.keyword_only else "'name', ..."
-        )
+        names = list(dict.fromkeys(i.name for i in infos))  # a loop over two factories: either
+        only = infos[0] if len(names) == 1 else None
+        hint = (CALL_HINTS.get(only.name) or ", ".join(f"{k}=..." for k in only.keyword_only)) if only else ""
         text = (
             f"`{code}` is a policy factory used uncalled {where}. JAX accepts it when wrapping, and the first "
-            f"grad/vjp calls it as a policy and raises `TypeError: {info.name}() got an unexpected keyword "
-            f"argument ...`; call it: `{code}({hint})`"
+            f"grad/vjp calls it as a policy and raises `TypeError: {' / '.join(names)}() got an unexpected keyword "
+            f"argument ...`; call it: `{code}({hint or repr('name') + ', ...'})`"
         )
         if symbols is None:
             self.report(value, text)
         else:
             self.candidate(value, symbols, message=text)
 
-    def _held_factory(self, value: cst.BaseExpression) -> PolicyInfo | None:
-        """The one factory that every value ``value`` can hold is (``pick("names")`` returning
-        ``cp.save_only_these_names``, a config field, a table entry)."""
+    def _held_factories(self, value: cst.BaseExpression) -> list[PolicyInfo]:
+        """The factories ``value`` holds when every value it can hold is one (``pick("names")``
+        returning ``cp.save_only_these_names``, a config field, a table entry, a loop variable
+        over factories); empty otherwise."""
         possible = self.ctx.values.possible(value) or ()
-        factories = {v.qname for v in possible if v.kind == "factory"}
-        if not possible or len(factories) != 1 or any(v.kind != "factory" for v in possible):
-            return None
-        return policy_info(factories.pop())
+        if not possible or any(v.kind != "factory" for v in possible):
+            return []
+        return [info for qname in sorted({v.qname for v in possible if v.qname}) if (info := policy_info(qname))]
 
     def _check_arity(self, call: cst.Call, info: PolicyInfo, positional: list[cst.Arg], keywords: set[str]) -> bool:
         """Report a factory called with the wrong arguments; True when it was."""

@@ -19,9 +19,10 @@ class CheckpointLinearLayer(Rule):
     `nn.checkpoint(nn.Dense)` (Flax's old docstring example), `jax.checkpoint(jnp.dot)`, a
     linear layer instance given to a remat that takes instances (`hk.remat(hk.Linear(4))`,
     `eqx.filter_checkpoint(eqx.nn.Linear(...))`, `nnx.remat(self.proj)` for an `nnx.Linear`, also
-    `nnx.remat(lambda proj, h: proj(h))(self.proj, x)`), or a
-    checkpointed function whose body is one `return x @ w` (`jnp.dot`, `jnp.matmul`, a two-operand
-    `jnp.einsum`; plus a bias), with no arguments.
+    `nnx.remat(lambda proj, h: proj(h))(self.proj, x)` or a nested `def` that only returns
+    `proj(h)`), or a checkpointed function whose body is one `return x @ w` (`jnp.dot`,
+    `jnp.matmul`, a two-operand `jnp.einsum`; plus a bias: a parameter or a number), with no
+    arguments.
 
     ## Why is this bad?
     The backward pass of a linear layer needs only its inputs (`x` for the weight gradient, the
@@ -78,6 +79,12 @@ class CheckpointLinearLayer(Rule):
         "import jax\n@jax.checkpoint\ndef f(x, w):\n    y = x @ w\n    return y * 2",
         "import jax, jax.numpy as jnp\ng = jax.checkpoint(lambda x, w, v: jnp.einsum('bi,io,oj->bj', x, w, v))",
         "import haiku as hk\ndef fwd(x):\n    return hk.remat(hk.nets.MLP([4, 4]))(x)",
+        (
+            "from flax import nnx\nclass N(nnx.Module):\n    def __init__(self, rngs):\n"
+            "        self.proj = nnx.Linear(4, 4, rngs=rngs)\n    def __call__(self, x):\n"
+            "        def run(proj, h):\n            return nnx.relu(proj(h))\n        return nnx.remat(run)(self.proj, x)"
+        ),
+        "import jax, jax.numpy as jnp\ng = jax.checkpoint(lambda x, w: jnp.matmul(x, w) + jnp.ones(4))",
     ]
     INVALID = [
         Invalid("import flax.linen as nn\nD = nn.checkpoint(nn.Dense)"),
@@ -86,6 +93,14 @@ class CheckpointLinearLayer(Rule):
         Invalid("import jax, jax.numpy as jnp\ny = jax.checkpoint(jnp.matmul)(x, w)"),
         Invalid("import jax, jax.numpy as jnp\ng = jax.checkpoint(lambda x, w: jnp.einsum('bi,io->bo', x, w))"),
         Invalid("import haiku as hk\ndef fwd(x):\n    return hk.remat(hk.Linear(4))(x)"),
+        Invalid("import jax, jax.numpy as jnp\ng = jax.checkpoint(lambda x, w: 1.0 + jnp.matmul(x, w))"),
+        Invalid(
+            (
+                "from flax import nnx\nclass N(nnx.Module):\n    def __init__(self, rngs):\n"
+                "        self.proj = nnx.Linear(4, 4, rngs=rngs)\n    def __call__(self, x):\n"
+                "        def run(proj, h):\n            return proj(h)\n        return nnx.remat(run)(self.proj, x)"
+            )
+        ),
     ]
 
     def check(self) -> None:
@@ -111,7 +126,7 @@ class CheckpointLinearLayer(Rule):
             return f"`{self.ctx.code(layer)}`"
         if isinstance(layer, cst.BaseExpression) and self._linear_instance(layer):
             return f"`{self.ctx.code(layer)}`"  # hk.remat(hk.Linear(4)): an instance
-        applied = self._applied_layer(site)
+        applied = self._applied_layer(site, fn)
         if applied is not None:
             return f"`{self.ctx.code(applied)}`"
         if fn is None or fn.star_args or fn.bound:
@@ -125,11 +140,13 @@ class CheckpointLinearLayer(Rule):
         built = construction_of(self.ctx.model, expr)
         return built is not None and self.ctx.qualified_name(built.func) in LINEAR_LAYERS
 
-    def _applied_layer(self, site: RematSite) -> cst.BaseExpression | None:
-        """``nnx.remat(lambda proj, h: proj(h))(self.proj, x)``: a lambda that only applies its first
-        argument to the second, applied at once to a linear layer instance: that layer."""
-        body = site.target.body if isinstance(site.target, cst.Lambda) else None
-        params = site.target.params.params if isinstance(site.target, cst.Lambda) else ()
+    def _applied_layer(self, site: RematSite, fn: CheckpointedFunction | None) -> cst.BaseExpression | None:
+        """``nnx.remat(lambda proj, h: proj(h))(self.proj, x)`` (or a nested ``def`` that only
+        returns ``proj(h)``): a function that only applies its first argument to the second,
+        applied at once to a linear layer instance: that layer."""
+        node = fn.node if fn is not None else site.target if isinstance(site.target, cst.Lambda) else None
+        body = _single_return(node) if isinstance(node, (cst.FunctionDef, cst.Lambda)) else None
+        params = node.params.params if isinstance(node, (cst.FunctionDef, cst.Lambda)) else ()
         if not (
             isinstance(body, cst.Call)
             and len(params) == 2
@@ -150,10 +167,18 @@ class CheckpointLinearLayer(Rule):
         return first.value
 
     def _is_affine(self, expr: cst.BaseExpression, params: set[str]) -> bool:
-        """``x @ w``, ``jnp.dot(x, w)``, optionally ``+ b``, on parameters of the function."""
+        """``x @ w``, ``jnp.dot(x, w)``, optionally plus a bias (``b + x @ w`` too): a parameter of
+        the function or a number (``+ 1.0``, a constant)."""
         if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Add):
-            return self._is_product(expr.left, params) and _is_param(expr.right, params)
+            return any(
+                self._is_product(product, params) and (_is_param(bias, params) or self._is_number(bias))
+                for product, bias in ((expr.left, expr.right), (expr.right, expr.left))
+            )
         return self._is_product(expr, params)
+
+    def _is_number(self, expr: cst.BaseExpression) -> bool:
+        held = self.ctx.values.possible(expr)
+        return bool(held) and all(v.kind in ("int", "float") for v in held or ())
 
     def _is_product(self, expr: cst.BaseExpression, params: set[str]) -> bool:
         if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.MatrixMultiply):

@@ -1,13 +1,18 @@
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from remat_lint.analysis.bodies import CheckpointedFunction
 from remat_lint.analysis.control_flow import ControlUse, control_uses
 from remat_lint.analysis.guards import only_where_error_expected
 from remat_lint.analysis.static_args import argument_names, index_of
 from remat_lint.analysis.tracing import literal_leaf_params, traced_params
 from remat_lint.analysis.values import Values
-from remat_lint.findings import Severity
+from remat_lint.findings import Candidate, Finding, Severity
 from remat_lint.rule import Invalid, Rule
+
+if TYPE_CHECKING:
+    from remat_lint.project.model import Project, ProjectModule
 
 _ERRORS = frozenset({"TracerBoolConversionError", "TracerIntegerConversionError", "ConcretizationTypeError"})
 
@@ -25,8 +30,10 @@ class TracedPythonControlFlow(Rule):
     Flags Python control flow (`if`, `while`, `assert`, `x if p else y`, `and`/`or`/`not`,
     `for ... in range(p)`) on a parameter of a checkpointed function that the checkpoint traces:
     one that is not in `static_argnums`. A parameter handed on as it is counts too, at the call:
-    to `deterministic` of a Flax `nn.Dropout` or attention layer with a nonzero rate (a literal
-    or a constant of the module; Flax tests `if deterministic`), to `use_running_average` of `nn.BatchNorm`, to
+    to `deterministic` of a Flax `nn.Dropout` or attention layer with a nonzero rate (a literal,
+    a constant of the module, or a field of the Module, `nn.Dropout(self.dropout_rate)`, that no
+    construction of the Module in the project may set to zero; Flax tests `if deterministic` only
+    when the rate is nonzero), to `use_running_average` of `nn.BatchNorm`, to
     `is_training` of Haiku's `hk.BatchNorm`, or to a same-module function or Module that tests it.
 
     ## Why is this bad?
@@ -47,7 +54,10 @@ class TracedPythonControlFlow(Rule):
     (`n > 1`) and `range(n)` fail for any traced value. `is None` tests, `.shape`/`.ndim`/`.dtype`,
     `len()` and `isinstance()` are trace-time facts and fine. Equinox's `filter_checkpoint` keeps
     non-array arguments static and is never flagged. A flag listed in `static_argnames` is
-    REM010's finding.
+    REM010's finding. A rate held in a field counts when its default and every value a call in
+    the project passes by the field's keyword are nonzero numbers, and the Module is only
+    constructed (directly or through `nn.remat`), never by position up to the field, with
+    `**kwargs`, passed on or subclassed (measured: `rate=0.0` set by the construction runs).
 
     ## Example
     ```python
@@ -88,6 +98,7 @@ class TracedPythonControlFlow(Rule):
     """
 
     code = "REM202"
+    project_wide = True  # a dropout rate held in a Module field may be set by another module's construction
     trace_check = Rule.TraceCheck(
         "exception",
         raises=(
@@ -154,12 +165,34 @@ class TracedPythonControlFlow(Rule):
             if params is None or ignored_names is None:
                 continue
             params = {name: p for name, p in params.items() if name not in ignored_names}
-            leaves = literal_leaf_params(model, fn)  # ``f(x, flag=False)``: a scalar whatever its annotation
-            for use in control_uses(model, self.ctx.bodies.nodes(fn.node), params, leaves):
-                if not only_where_error_expected(model, use.statement, _ERRORS):  # not a test of the error
-                    where = self.ctx.positions[use.test]  # --trace refutes only where this expression ran
-                    test = [where.start.line, where.start.column, where.end.line, where.end.column]
-                    self.report(use.statement, self._message(fn, use), test=test)
+            leaves = literal_leaf_params(model, self.ctx.values, fn)  # ``f(x, flag=False)``: a scalar whatever its annotation
+            for use in control_uses(model, self.ctx.bodies.nodes(fn.node), params, leaves, fields=True):
+                if only_where_error_expected(model, use.statement, _ERRORS):  # a test of the error
+                    continue
+                if use.field is not None:  # the rate is a Module field: other modules may construct it with 0
+                    field = use.field
+                    names = (field.cls, *field.aliases)
+                    data = {"names": names, "field": field.field, "position": field.position}
+                    self.candidate(use.statement, names, data, message=self._message(fn, use))
+                    continue
+                where = self.ctx.positions[use.test]  # --trace refutes only where this expression ran
+                test = [where.start.line, where.start.column, where.end.line, where.end.column]
+                self.report(use.statement, self._message(fn, use), test=test)
+
+    @classmethod
+    def check_project(cls, candidates: list[Candidate], module: ProjectModule, project: Project) -> list[Finding]:
+        """Confirm a layer's rate held in a Module field when no other module may construct the
+        Module with a zero (or unknown) rate."""
+        from remat_lint.analysis.layers import nonzero
+        from remat_lint.project.fields import field_values
+
+        kept = []
+        for candidate in candidates:
+            data = candidate.values
+            others = field_values(project, module, tuple(data["names"]), data["field"], data["position"])
+            if others is not None and (not others or nonzero(others)):
+                kept.append(candidate.finding)
+        return kept
 
     def _message(self, fn: CheckpointedFunction, use: ControlUse) -> str:
         name = use.param.name.value

@@ -16,20 +16,21 @@ stays traced; any other re-binding reaching the test makes it unknown.
 
 A parameter handed on as it is counts too, reported at the call: to the flag of a layer that
 tests it (``analysis/layers``: ``deterministic`` of a Flax linen or NNX ``Dropout`` or linen
-attention with a nonzero rate (a literal or module constant), ``inference`` of
+attention with a nonzero rate (a literal, a module constant or, when asked, a Module field), ``inference`` of
 ``eqx.nn.Dropout``, ``use_running_average`` of ``nn.BatchNorm``; built in the call, bound to a name or to ``self.<attr>``), or to a parameter of
 a same-module function or Module class (``MlpBlock(cfg)(x, deterministic)``) that fails there.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Iterator, Literal
 
 import libcst as cst
 
 from remat_lint.analysis.bodies import method, positional_params
 from remat_lint.analysis.layers import flag_argument, layer_of
+from remat_lint.analysis.module_fields import HeldField
 from remat_lint.analysis.reaching import statement_of
 from remat_lint.analysis.semantic import SemanticModel, child_nodes, is_step
 from remat_lint.apis.linen import COMPACT
@@ -52,6 +53,7 @@ class ControlUse:
     param: cst.Param
     use: Use
     construct: str  # how the message names the construct: "`if`", "`and`/`or`", "conditional expression"...
+    field: HeldField | None = None  # the Module field the tested layer's rate is read from (``layers``)
 
 
 def is_bool_like(param: cst.Param) -> bool:
@@ -61,17 +63,20 @@ def is_bool_like(param: cst.Param) -> bool:
     return (isinstance(default, cst.Name) and default.value in ("True", "False")) or annotation_name(param) == "bool"
 
 
-def plain_params(model: SemanticModel, nodes: list[cst.CSTNode], params: dict[str, cst.Param]) -> frozenset[str]:
+def plain_params(
+    model: SemanticModel, nodes: list[cst.CSTNode], params: dict[str, cst.Param], fields: bool = False
+) -> frozenset[str]:
     """The parameters ``nodes`` (a body) use as flags, whatever their names: tested (``if p``,
     ``not p``, ``p and q``, ``a if p else b``, ``assert p``) or given to a layer's flag
     (``Dropout(...)(x, deterministic=p)``), and otherwise only handed on as arguments. One also
     compared, indexed, iterated, computed with or stored (``cache["k"]``, ``mask is None``), or
-    defaulting to None (an optional object), may be a container: its truth value raises nothing."""
+    defaulting to None (an optional object), may be a container: its truth value raises nothing.
+    ``fields``: a layer whose rate is a Module field counts (``layers.layer_of``)."""
     tested: set[str] = set()
     used_otherwise: set[str] = set()
     for node in nodes:
         if isinstance(node, cst.Name) and node.value in params and not _not_a_reference(model, node):
-            use = _flag_use(model, node)
+            use = _flag_use(model, node, fields)
             (tested if use == "tested" else used_otherwise if use is None else set()).add(node.value)
     optional = {name for name, p in params.items() if isinstance(p.default, cst.Name) and p.default.value == "None"}
     return frozenset(tested - used_otherwise - optional)
@@ -91,7 +96,7 @@ def _not_a_reference(model: SemanticModel, name: cst.Name) -> bool:
     )
 
 
-def _flag_use(model: SemanticModel, name: cst.Name) -> str | None:
+def _flag_use(model: SemanticModel, name: cst.Name, fields: bool) -> str | None:
     """ "tested", "handed on" (an argument of another call), or None (any other use)."""
     parent = model.parent(name)
     if isinstance(parent, (cst.If, cst.While, cst.IfExp, cst.Assert, cst.CompIf)):
@@ -102,7 +107,7 @@ def _flag_use(model: SemanticModel, name: cst.Name) -> str | None:
         return "tested"
     if isinstance(parent, cst.Arg) and parent.value is name:
         call = model.parent(parent)
-        layer = layer_of(model, call) if isinstance(call, cst.Call) else None
+        layer = layer_of(model, call, fields) if isinstance(call, cst.Call) else None
         return "tested" if layer is not None and flag_argument(call, layer) is name else "handed on"  # type: ignore[arg-type]  # a layer is only found for a Call
     return None
 
@@ -152,24 +157,35 @@ def _last(node: cst.BaseExpression) -> str | None:
 
 
 def control_uses(
-    model: SemanticModel, nodes: list[cst.CSTNode], params: dict[str, cst.Param], leaves: frozenset[str] = frozenset()
+    model: SemanticModel,
+    nodes: list[cst.CSTNode],
+    params: dict[str, cst.Param],
+    leaves: frozenset[str] = frozenset(),
+    fields: bool = False,
 ) -> Iterator[ControlUse]:
     """Python control flow in ``nodes`` (a body) on the parameters in ``params`` that certainly fails
     when they are traced (the leaf evidence for truth and equality tests is checked here; ``leaves``
-    names parameters known to be scalars from elsewhere: a literal passed by a call)."""
-    finder = _Finder(model, params, leaves=leaves | plain_params(model, nodes, params))
+    names parameters known to be scalars from elsewhere: a literal passed by a call; ``fields``: a
+    layer whose rate is held in a Module field counts, and the use names the field)."""
+    finder = _Finder(model, params, leaves=leaves | plain_params(model, nodes, params, fields), fields=fields)
     for node in nodes:
         yield from finder.visit(node)
 
 
 class _Finder:
     def __init__(
-        self, model: SemanticModel, params: dict[str, cst.Param], depth: int = 0, leaves: frozenset[str] = frozenset()
+        self,
+        model: SemanticModel,
+        params: dict[str, cst.Param],
+        depth: int = 0,
+        leaves: frozenset[str] = frozenset(),
+        fields: bool = False,
     ) -> None:
         self.model = model
         self.params = params
         self.depth = depth
         self.leaves = leaves
+        self.fields = fields
 
     def _leaf(self, param: cst.Param) -> bool:
         return is_leaf(param) or param.name.value in self.leaves
@@ -198,11 +214,12 @@ class _Finder:
         """``nn.Dropout(0.1)(x, deterministic=p)``, ``nn.Dropout(0.1, deterministic=p)(x)``,
         ``nn.BatchNorm(use_running_average=p)(x)``, ``self.dropout(x, deterministic=p)`` of an
         ``nnx.Dropout``, ``drop(x, key=k, inference=p)`` of an ``eqx.nn.Dropout`` (``layers``)."""
-        layer = layer_of(self.model, call)
+        layer = layer_of(self.model, call, self.fields)
         flag = flag_argument(call, layer) if layer is not None else None
         if layer is not None and isinstance(flag, cst.Name):  # ``not p`` is reported as a ``not`` already
             keyword = layer.spec.flag
-            yield from self._tested(flag, call, f"`if {keyword}` in `{layer.name}`")
+            for use in self._tested(flag, call, f"`if {keyword}` in `{layer.name}`"):
+                yield replace(use, field=layer.field)
 
     def _handed_on(self, call: cst.Call) -> Iterator[ControlUse]:
         """A parameter passed as it is to a same-module function (``helper(x, p)``) or Module
@@ -231,12 +248,18 @@ class _Finder:
                 continue  # not received, or rebound there (``deterministic = nn.merge_param(...)``)
             body = list(_walk(callee.body))
             received = {theirs.name.value: theirs}
-            inner = _Finder(self.model, received, self.depth + 1, leaves=plain_params(self.model, body, received))
+            inner = _Finder(
+                self.model,
+                received,
+                self.depth + 1,
+                leaves=plain_params(self.model, body, received, self.fields),
+                fields=self.fields,
+            )
             use = next((u for n in body for u in inner.visit(n)), None)
             if use is not None and (use.use in ("order", "range") or self._leaf(mine)):  # ours may be a pytree
                 name = self.model.module.code_for_node(call.func if skip == 0 else call.func.func)  # type: ignore[attr-defined]  # skip 1: ``Block(cfg)(x)``, whose func is a Call
                 yield ControlUse(
-                    statement_of(self.model, call), arg.value, mine, use.use, f"{use.construct} in `{name}`"
+                    statement_of(self.model, call), arg.value, mine, use.use, f"{use.construct} in `{name}`", use.field
                 )
 
     def _callee(self, call: cst.Call) -> tuple[cst.FunctionDef | None, int]:

@@ -12,19 +12,35 @@ The layer a call applies (``layer_of``) is found where it was built: in the call
 (``nn.Dropout(0.1)(x, deterministic=p)``), through a name bound to the construction
 (``drop = eqx.nn.Dropout(0.1)`` at module level), or through ``self.<attr>`` written once in the
 class's methods (``self.dropout = nnx.Dropout(0.1, rngs=rngs)`` in ``__init__``, or in ``setup``).
+
+A rate held in a field of the Module (``nn.Dropout(self.dropout_rate)``) is followed when asked
+(``fields``): it is nonzero when its default and every value this module's constructions give it
+are (``module_fields``); the layer then names the field, for the project to confirm the others'.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 import libcst as cst
 
 from remat_lint.analysis.bodies import receiver_class
 from remat_lint.analysis.callables import self_writes
+from remat_lint.analysis.module_fields import HeldField, field_values, held_field
 from remat_lint.analysis.semantic import SemanticModel
 from remat_lint.analysis.values import Values
 from remat_lint.apis import FLAG_LAYERS, FlagLayer
+
+
+class _Held(Protocol):
+    """A value as the value layer (``Value``) or the project (``Constant``) gives it."""
+
+    @property
+    def kind(self) -> str: ...
+    @property
+    def literal(self) -> object: ...
 
 
 @dataclass(frozen=True)
@@ -32,17 +48,27 @@ class AppliedLayer:
     construction: cst.Call  # where the layer was built
     name: str  # the layer's class name, for messages (``Dropout``)
     spec: FlagLayer
+    # The Module field its rate is read from (``self.dropout_rate``): nonzero as far as this
+    # module tells, which the other modules' constructions of the Module must confirm.
+    field: HeldField | None = None
 
 
-def layer_of(model: SemanticModel, call: cst.Call) -> AppliedLayer | None:
+def layer_of(model: SemanticModel, call: cst.Call, fields: bool = False) -> AppliedLayer | None:
     """The flag-testing layer that ``call`` builds (``nn.Dropout(0.1, deterministic=p)``) or applies,
-    when its rate is certainly nonzero."""
+    when its rate is certainly nonzero (``fields``: also a rate held in a field of the Module)."""
     construction = construction_of(model, call.func) or call
     qname = model.qualified_name(construction.func) or ""
     spec = FLAG_LAYERS.get(qname)
-    if spec is None or not _nonzero_rate(model, construction, spec):
+    if spec is None:
         return None
-    return AppliedLayer(construction, qname.rsplit(".", 1)[-1], spec)
+    rate = _rate_argument(construction, spec)
+    held = held_field(model, rate) if fields and rate is not None else None
+    if held is not None:
+        if not nonzero(field_values(model, Values(model), held)):
+            return None
+    elif not _nonzero_rate(model, construction, spec, rate):
+        return None
+    return AppliedLayer(construction, qname.rsplit(".", 1)[-1], spec, held)
 
 
 def construction_of(model: SemanticModel, func: cst.BaseExpression) -> cst.Call | None:
@@ -87,19 +113,32 @@ def flag_argument(call: cst.Call, layer: AppliedLayer) -> cst.BaseExpression | N
     return None
 
 
-def _nonzero_rate(model: SemanticModel, construction: cst.Call, spec: FlagLayer) -> bool:
-    """The layer's rate is certainly nonzero: every value the value layer finds for it (a literal,
-    a module constant ``DROPOUT = 0.1``) is a nonzero number, or it is left at a nonzero default."""
+def _rate_argument(construction: cst.Call, spec: FlagLayer) -> cst.BaseExpression | None:
+    """The rate the construction passes, by keyword or position."""
     if spec.rate is None:
-        return True
+        return None
     rate = next((a.value for a in construction.args if a.keyword is not None and a.keyword.value == spec.rate), None)
     positional = [a for a in construction.args if a.keyword is None and not a.star]
     if rate is None and spec.rate_position is not None and spec.rate_position < len(positional):
         rate = positional[spec.rate_position].value
+    return rate
+
+
+def _nonzero_rate(
+    model: SemanticModel, construction: cst.Call, spec: FlagLayer, rate: cst.BaseExpression | None
+) -> bool:
+    """The layer's rate is certainly nonzero: every value the value layer finds for it (a literal,
+    a module constant ``DROPOUT = 0.1``) is a nonzero number, or it is left at a nonzero default."""
+    if spec.rate is None:
+        return True
     if rate is None:
         if any(a.star for a in construction.args):
             return False
         return spec.default_rate is not None and spec.default_rate != 0.0
     # Imported names stay unknown here (no project callback): only what this module certainly holds.
-    held = Values(model).possible(rate)
+    return nonzero(Values(model).possible(rate))
+
+
+def nonzero(held: Sequence[_Held] | None) -> bool:
+    """Every value is a nonzero number (and there is one)."""
     return bool(held) and all(v.kind in ("int", "float") and v.literal not in (None, 0) for v in held or ())

@@ -61,10 +61,11 @@ def _passed_params(model: SemanticModel, fn: CheckpointedFunction) -> set[str]:
     return {name for name, value in passed_arguments(model, fn) if not _is_none(value)}
 
 
-def literal_leaf_params(model: SemanticModel, fn: CheckpointedFunction) -> frozenset[str]:
-    """Parameters that some call in this module passes a literal ``True``/``False`` or number:
-    traced, that value is a scalar tracer, so ``bool()`` of it fails whatever the annotation."""
-    return frozenset(name for name, value in passed_arguments(model, fn) if _is_scalar_literal(value))
+def literal_leaf_params(model: SemanticModel, values: Values, fn: CheckpointedFunction) -> frozenset[str]:
+    """Parameters that some call in this module passes ``True``/``False`` or a number (a literal,
+    or what the value layer finds: ``Phase.TRAIN.value``, a constant): traced, that value is a
+    scalar tracer, so ``bool()`` of it fails whatever the annotation."""
+    return frozenset(name for name, value in passed_arguments(model, fn) if _is_scalar(values, value))
 
 
 def passed_arguments(model: SemanticModel, fn: CheckpointedFunction) -> Iterator[tuple[str, cst.BaseExpression]]:
@@ -81,12 +82,9 @@ def passed_arguments(model: SemanticModel, fn: CheckpointedFunction) -> Iterator
             yield from ((a.keyword.value, a.value) for a in call.args if a.keyword is not None)
 
 
-def _is_scalar_literal(value: cst.BaseExpression) -> bool:
-    if isinstance(value, cst.UnaryOperation) and isinstance(value.operator, cst.Minus):
-        value = value.expression
-    return isinstance(value, (cst.Integer, cst.Float)) or (
-        isinstance(value, cst.Name) and value.value in ("True", "False")
-    )
+def _is_scalar(values: Values, value: cst.BaseExpression) -> bool:
+    held = values.possible(value)
+    return bool(held) and all(v.kind in ("bool", "int", "float") and v.literal is not None for v in held or ())
 
 
 def _is_none(value: cst.BaseExpression) -> bool:

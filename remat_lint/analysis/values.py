@@ -14,7 +14,8 @@ when any of them is unknown. It follows:
 - loop and comprehension variables: each element of the tuple or list literal iterated;
 - enum members' values (``Mode.FULL.value``, ``Mode["FULL"].value``: ``enums.member_value``);
 - the return values of a same-module function (every ``return`` resolvable; no decorator but
-  ``functools.cache``/``lru_cache``, which return what the function does);
+  ``functools.cache``/``lru_cache``, which return what the function does); a returned
+  ``a if flag else b`` on a parameter the call passes a value of known truth: that branch;
 - wrappers that return their argument's behaviour (``apis.SAME_BEHAVIOUR``: ``named_call``);
 - configuration (``config_values.ConfigSources``): config classes' fields, ``ml_collections``
   ConfigDicts, the environment, absl flags and argparse options.
@@ -359,11 +360,29 @@ class Values:
             return None
         found: Possible = ()
         for expr in returns:
+            expr = self._branch_taken(call, definition, expr, depth) if expr is not None else None
             values = (Value("none"),) if expr is None else self.possible(expr, depth)
             if values is None:
                 return None
             found = union(found, tuple(v.sourced(f"{definition.name.value}()") for v in values))  # type: ignore[assignment]  # the union of two known sets is known
         return found
+
+    def _branch_taken(
+        self, call: cst.Call, definition: cst.FunctionDef, expr: cst.BaseExpression, depth: int
+    ) -> cst.BaseExpression:
+        """``a if flag else b`` returned, where ``flag`` is a parameter the call gives a value of
+        known truth (``pick(True)``, ``pick(0)``): the branch taken; ``expr`` otherwise (a method's
+        arguments are left alone: ``self`` shifts them)."""
+        info = self.model.functions.get(id(definition))
+        while isinstance(expr, cst.IfExp) and isinstance(expr.test, cst.Name) and info and info.class_node is None:
+            bindings = self.model.bindings_at(expr.test) or []
+            param = bindings[0].node if len(bindings) == 1 and bindings[0].kind == "param" else None
+            passed = _argument_for(call, definition, param) if isinstance(param, cst.Param) else None
+            value = self.single(passed, depth) if passed is not None else None
+            if value is None or (value.literal is None and value.kind != "none"):
+                break
+            expr = expr.body if value.literal else expr.orelse
+        return expr
 
     def _plain(self, definition: cst.FunctionDef) -> bool:
         """A function that returns what its body does: undecorated, or only memoized."""
@@ -419,6 +438,20 @@ def deferred(qname: str, instance: bool) -> Possible:
     """The ``imported`` callback of a file's own pass, which must not depend on other files (its
     results are cached by its content): imported names stay placeholders for the project phase."""
     return (Value("imported_field" if instance else "imported", qname=qname),)
+
+
+def _argument_for(call: cst.Call, definition: cst.FunctionDef, param: cst.Param) -> cst.BaseExpression | None:
+    """What ``call`` passes to ``param`` of ``definition`` (a plain function: no ``self``), by
+    position or keyword; None when it may be anything else (``*args``, its default)."""
+    if any(a.star for a in call.args):
+        return None
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == param.name.value:
+            return arg.value
+    positional = [a.value for a in call.args if a.keyword is None]
+    params = list(definition.params.posonly_params) + list(definition.params.params)
+    index = next((i for i, p in enumerate(params) if p is param), None)
+    return positional[index] if index is not None and index < len(positional) else None
 
 
 def _policy(qname: str | None) -> Value | None:

@@ -10,13 +10,15 @@ from remat_lint.analysis.bodies import Bodies, positional_params
 from remat_lint.analysis.control_flow import control_uses, is_array_like, is_flag
 from remat_lint.analysis.differentiation import pullback_deferred
 from remat_lint.analysis.last_stage import tail_calls
-from remat_lint.analysis.semantic import SemanticModel, dotted_import_name
+from remat_lint.analysis.semantic import Binding, SemanticModel, dotted_import_name, leftmost_name
 from remat_lint.analysis.smoke_tests import in_smoke_test
 from remat_lint.analysis.tracing import calls_of
+from remat_lint.analysis.value import literal_value
 from remat_lint.analysis.values import Possible, Values, deferred
 from remat_lint.apis import linen
 from remat_lint.project.modules import LIBRARIES, LOCAL, Ref
 from remat_lint.project.summary import (
+    OPAQUE,
     Constant,
     Constants,
     Differentiated,
@@ -48,6 +50,8 @@ def summarize(ctx: LintContext) -> ModuleSummary:
             constants = plain(values.possible(bindings[0].value))
             if constants is not None:
                 summary.constants[name] = constants
+    summary.keyword_values = _keyword_values(model)
+    summary.imported_uses = _imported_uses(model)
     summary.written_fields = {
         a.attr.value for a in model.attributes if isinstance(model.parent(a), (cst.AssignTarget, cst.AugAssign))
     }
@@ -200,6 +204,83 @@ def _imported_calls(ctx: LintContext) -> list[ImportedCall]:
             # No row: positions cost more than the parse on large statements (measured on jax+flax).
             found.append(ImportedCall(ref, instance, ctx.code(use.func), len(use.args) - len(keywords), keywords))
     return found
+
+
+def _keyword_values(model: SemanticModel) -> dict[str, Constants | None]:
+    """Every value the module's calls pass by each keyword (None once one is unknown). Only a
+    literal or a module constant bound once to one is read: anything else is unknown (evaluating
+    every argument of every call cost more than the semantic model on maxtext's largest files)."""
+    found: dict[str, Constants | None] = {}
+    for call in model.calls:
+        for arg in call.args:
+            keyword = arg.keyword.value if arg.keyword is not None else None
+            if keyword is None or (keyword in found and found[keyword] is None):
+                continue
+            held = _literal(model, arg.value)
+            known = found.get(keyword, ())
+            found[keyword] = None if held is None or known is None else tuple(dict.fromkeys((*known, *held)))
+    return found
+
+
+def _literal(model: SemanticModel, expr: cst.BaseExpression) -> Constants | None:
+    """``expr`` as a literal, or the literal a module-level name bound once holds (``DROPOUT``)."""
+    if isinstance(expr, cst.Name):
+        binding = _only_binding(model, expr)
+        if binding is not None and binding.kind == "assign" and binding.value is not None:
+            expr = binding.value
+    value = literal_value(expr)
+    return plain((value,)) if value is not None else None
+
+
+def _imported_uses(model: SemanticModel) -> set[tuple[Ref, int]]:
+    """Each use of a name imported from another module of the project (in any scope): a call
+    without ``*``/``**`` with its positional arguments' count, or ``OPAQUE``; an attribute chain
+    (``layers.Block``) is a use of each name it spells."""
+    imported = _project_imports(model)
+    refs: dict[tuple[int, str], Ref | None] = {}  # per import statement and name
+    found: set[tuple[Ref, int]] = set()
+    for name in model.names:
+        if name.value not in imported:
+            continue  # not a name any import of the project binds: no binding to resolve
+        binding = _only_binding(model, name)
+        if binding is None or binding.kind != "import":
+            continue
+        key = (id(binding.node), name.value)
+        ref = refs[key] if key in refs else refs.setdefault(key, _import_ref(binding.node, name.value))
+        if ref is None or not _from_project(ref):
+            continue
+        use: cst.CSTNode = name
+        while isinstance(parent := model.parent(use), cst.Attribute) and parent.value is use:
+            found.add((ref, OPAQUE))  # ``layers`` of ``layers.Block(...)``, ``Block`` of ``Block.make(...)``
+            use, ref = parent, (ref[0], f"{ref[1]}.{parent.attr.value}")
+        parent = model.parent(use)
+        plain_call = isinstance(parent, cst.Call) and parent.func is use and not any(a.star for a in parent.args)
+        found.add((ref, sum(a.keyword is None for a in parent.args) if plain_call else OPAQUE))  # type: ignore[union-attr]  # plain_call: a Call
+    return found
+
+
+def _only_binding(model: SemanticModel, name: cst.Name) -> Binding | None:
+    """The one binding of the scope ``name`` resolves to (LEGB), when that scope binds it once:
+    cheaper than following the bindings that reach it, and the same answer for a name bound once."""
+    scope = model.scope_of_name.get(id(name))
+    owner = scope.owner_of(name.value) if scope is not None else None
+    bindings = owner.bindings.get(name.value, []) if owner is not None else []
+    return bindings[0] if len(bindings) == 1 else None
+
+
+def _project_imports(model: SemanticModel) -> set[str]:
+    """The local names that an import of another module of the project binds, in any scope."""
+    names = set()
+    for node in model.imports:
+        aliases = node.names if not isinstance(node.names, cst.ImportStar) else ()
+        for alias in aliases:
+            local = leftmost_name(
+                alias.asname.name if alias.asname is not None else alias.name
+            )  # ``import a.b``: ``a``
+            ref = _import_ref(node, local.value) if local is not None else None
+            if local is not None and ref is not None and _from_project(ref):
+                names.add(local.value)
+    return names
 
 
 def _call_signature(model: SemanticModel, bodies: Bodies, cls: cst.ClassDef) -> Signature | None:

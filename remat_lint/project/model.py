@@ -54,17 +54,23 @@ class Project:
         self._loop_bodies: set[Symbol] | None = None  # computed once, for every file's project phase
         self._reached: dict[Symbol, list[Reach]] | None = None  # the same
         self.unsaved: Mapping[str, str] = {}  # real path -> text read instead of the file's (engine/unsaved.py)
+        self._ambiguous: set[str] = set()  # module names two files claim (``add``)
 
     def add(self, path: str, summary: ModuleSummary, facts: dict[str, Any]) -> None:
-        """Index a file; outside the root (or without one) it is named as a top-level module, the
-        way a script next to its modules imports them."""
-        relpath = os.path.relpath(path, self.root) if self.root else os.path.basename(path)
-        names = module_names(os.path.basename(path) if relpath.startswith("..") else relpath)
+        """Index a file; outside the root (or without one) it is named from the folder above its
+        package (``pkg/cfg.py`` in a folder with an ``__init__.py`` is ``pkg.cfg``), the way
+        Python imports it; a file outside any package is a top-level module, the way a script
+        next to its modules imports them. A name two files claim names neither: which one an
+        import reaches is unknown."""
+        relpath = os.path.relpath(path, self.root) if self.root else ""
+        names = module_names(_package_path(path) if not relpath or relpath.startswith("..") else relpath)
         if not names:
             return
         module = ProjectModule(names[0], path, summary, facts)
         for name in names:
-            self.modules.setdefault(name, module)
+            claimed = self.modules.setdefault(name, module)
+            if claimed is not module and os.path.realpath(claimed.path) != os.path.realpath(path):
+                self._ambiguous.add(name)
         self.by_path[os.path.realpath(path)] = module
         self._loop_bodies = self._reached = None
 
@@ -118,7 +124,7 @@ class Project:
 
     def _lookup(self, dotted: str, depth: int = 0) -> Symbol | None:
         owner, _, name = dotted.rpartition(".")
-        target = self.modules.get(owner)
+        target = self.modules.get(owner) if owner not in self._ambiguous else None
         if target is None or not name or depth > _MAX_REEXPORTS:
             return None
         if name in target.summary.defines:
@@ -265,6 +271,19 @@ class Project:
                         following.append(callee)
             frontier = following
         return False
+
+
+def _package_path(path: str) -> str:
+    """``path`` from the folder above its outermost package (folders holding an ``__init__.py``)."""
+    folder, parts = os.path.dirname(os.path.abspath(path)), [os.path.basename(path)]
+    while (
+        os.path.exists(os.path.join(folder, "__init__.py"))
+        and os.path.basename(folder).isidentifier()
+        and os.path.dirname(folder) != folder
+    ):
+        parts.insert(0, os.path.basename(folder))
+        folder = os.path.dirname(folder)
+    return "/".join(parts)
 
 
 def related(module: ProjectModule, row: int, message: str, column: int = 0) -> RelatedLocation:

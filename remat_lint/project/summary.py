@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 
 from remat_lint.project.modules import Ref
 
+OPAQUE = -1  # ``ModuleSummary.imported_uses``: a use other than a plain call
+
 
 @dataclass(frozen=True)
 class Param:
@@ -104,6 +106,13 @@ class ModuleSummary:
     # config class -> field -> (its default's values, any instance's values); None: unknown
     config_fields: dict[str, dict[str, tuple[Constants | None, Constants | None]]] = field(default_factory=dict)
     written_fields: set[str] = field(default_factory=set)  # attributes assigned here (``cfg.policy = ...``)
+    # keyword -> every value the module's calls pass as ``keyword=`` (None: one is unknown); what
+    # a Module field can be set to here (analysis/module_fields.py)
+    keyword_values: dict[str, Constants | None] = field(default_factory=dict)
+    # The uses of names imported from the project's other modules: (name, positional arguments)
+    # for a call of it without ``*``/``**``, (name, OPAQUE) for any other use (passed on, wrapped,
+    # subclassed, spread): how the module may construct another module's class.
+    imported_uses: set[tuple[Ref, int]] = field(default_factory=set)
 
     def related_names(self, names: frozenset[str]) -> set[str]:
         """Other names that the modules which use ``names`` may spell them with: the bases of the

@@ -201,3 +201,34 @@ def test_a_name_concatenated_from_constants_is_suggested_for_a_policys_typo():
         "`save_only_these_names` is given 'attn_outt', but no `checkpoint_name(x, 'attn_outt')` in the linted files "
         "declares it; did you mean 'attn_out'? "
     )
+
+
+BRANCHING_HELPER = """
+import functools
+import jax
+from jax import checkpoint_policies as cp
+
+@functools.cache
+def pick(save_names):
+    return cp.save_only_these_names if save_names else cp.nothing_saveable
+
+g = jax.checkpoint(f, policy=pick(CHOICE))
+"""
+
+
+@pytest.mark.parametrize(("choice", "found"), [("True", ["REM003"]), ("save_names=1", ["REM003"]), ("False", [])])
+def test_a_returned_conditional_on_a_parameter_takes_the_branch_the_call_selects(choice: str, found: list[str]) -> None:
+    """``pick(True)`` returns the uncalled factory (the first grad raises ``TypeError``, measured
+    with jax 0.10.2); ``pick(False)`` returns a plain policy, which is right uncalled."""
+    assert codes(BRANCHING_HELPER.replace("CHOICE", choice), select={"REM003"}) == found
+
+
+def test_a_conditional_on_an_unknown_argument_may_be_either_branch() -> None:
+    source = BRANCHING_HELPER.replace("CHOICE", "flag")
+    module = cst.parse_module(source)
+    model = SemanticModel(module)
+    call = next(c for c in model.calls if isinstance(c.func, cst.Name) and c.func.value == "pick")
+    assert {v.qname for v in Values(model).possible(call) or ()} == {
+        "jax.checkpoint_policies.save_only_these_names",
+        "jax.checkpoint_policies.nothing_saveable",
+    }

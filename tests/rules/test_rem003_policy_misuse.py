@@ -127,3 +127,25 @@ def test_a_tuple_of_names_is_found_through_a_loop_variable() -> None:
     code = "for names in (('q', 'k'),):\n    p = cp.save_only_these_names(names)"
     assert _rem003_rows(code) == [4]
     assert _rem003_rows(code.replace("(('q', 'k'),)", "(('q', 'k'), 'v')")) == []  # may be one name
+
+
+LOOP_OVER_FACTORIES = """\
+import jax
+from jax import checkpoint_policies as cp
+wrapped = []
+for factory in (cp.save_only_these_names, cp.save_any_names_but_these):
+    wrapped.append(jax.checkpoint(f, policy=factory))
+"""
+
+
+def test_a_loop_variable_over_two_factories_is_one_used_uncalled() -> None:
+    (finding,) = lint(LOOP_OVER_FACTORIES, {"REM003"})
+    assert finding.start.row == 5
+    assert "raises `TypeError: save_any_names_but_these / save_only_these_names() got an unexpected keyword" in (
+        finding.message
+    )
+    assert finding.message.endswith("call it: `factory('name', ...)`")
+    called = LOOP_OVER_FACTORIES.replace("policy=factory)", 'policy=factory("h"))')
+    assert lint(called, {"REM003"}) == []
+    mixed = LOOP_OVER_FACTORIES.replace("cp.save_any_names_but_these", "cp.dots_saveable")
+    assert lint(mixed, {"REM003"}) == []  # the plain one is right uncalled: not every value is wrong

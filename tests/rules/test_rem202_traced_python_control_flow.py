@@ -58,3 +58,34 @@ class Block(nnx.Module):
 def test_a_dropout_rate_held_in_a_module_constant_is_read(rate: str, rows: list[int]) -> None:
     findings = lint(DROPOUT_BLOCK.replace("RATE", rate), {"REM202"})
     assert [f.start.row for f in findings] == rows
+
+
+ENUM_FLAG = """\
+import enum
+import jax
+
+
+class Phase(enum.Enum):
+    TRAIN = 1
+    EVAL = 0
+
+
+def layer(x, phase):
+    if phase == Phase.TRAIN.value:
+        return x * 0.9
+    return x
+
+
+f = jax.checkpoint(layer)
+y = f(x, Phase.TRAIN.value)
+"""
+
+
+def test_a_number_the_value_layer_finds_at_a_call_makes_the_parameter_a_scalar() -> None:
+    """``f(x, Phase.TRAIN.value)`` passes the int 1, as ``f(x, 1)`` does: traced, ``phase == 1``
+    is a traced bool and ``if`` raises (measured, jax 0.10.2)."""
+    (finding,) = lint(ENUM_FLAG, {"REM202"})
+    assert finding.start.row == 11
+    assert lint(ENUM_FLAG.replace("Phase.TRAIN.value)", "Phase.TRAIN)"), {"REM202"}) == []  # an enum member: no leaf
+    static = ENUM_FLAG.replace("jax.checkpoint(layer)", "jax.checkpoint(layer, static_argnums=(1,))")
+    assert lint(static, {"REM202"}) == []
