@@ -132,6 +132,20 @@ class Callables:
         return Denoted(sites, node)
 
 
+def instance_attribute(model: SemanticModel, cls: cst.ClassDef, name: str) -> cst.BaseExpression | None:
+    """The value of ``self.<name> = value`` when that is the only write to the attribute in the
+    methods of ``cls`` and its body gives the name no value (a bare ``dropout: eqx.nn.Dropout``
+    field declaration is fine)."""
+    declared = model.class_scopes[id(cls)].bindings.get(name, ())
+    if any(not (isinstance(b.node, cst.AnnAssign) and b.node.value is None) for b in declared):
+        return None
+    writes: list[cst.BaseExpression | None] = []
+    for info in model.functions.values():
+        if info.class_node is cls and isinstance(info.node, cst.FunctionDef):
+            writes += self_writes(model, info.node, name)
+    return writes[0] if len(writes) == 1 else None
+
+
 def self_writes(model: SemanticModel, function: cst.FunctionDef, name: str) -> list[cst.BaseExpression | None]:
     """The values ``function`` (a method) writes to ``self.<name>``; None for a write whose value is
     not a plain assignment's (augmented, a tuple target, a ``for`` target...)."""
@@ -171,7 +185,10 @@ _WRITE_PARENTS = (
 
 
 def _is_write(model: SemanticModel, node: cst.Attribute) -> bool:
-    return isinstance(model.parent(node), _WRITE_PARENTS)
+    parent = model.parent(node)
+    if isinstance(parent, cst.For):
+        return parent.target is node  # ``for layer in self.layers`` reads it
+    return isinstance(parent, _WRITE_PARENTS)
 
 
 def _haiku_transformed(model: SemanticModel, expr: cst.Attribute) -> cst.BaseExpression | None:

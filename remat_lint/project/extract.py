@@ -215,7 +215,7 @@ def _call_signature(model: SemanticModel, bodies: Bodies, cls: cst.ClassDef) -> 
             p.name.value,
             flag,
             is_array_like(p) and not flag,
-            flag and any(control_uses(model, nodes, {p.name.value: p})),
+            any(control_uses(model, nodes, {p.name.value: p})),
         )
         for p, flag in zip(positional, flags, strict=True)
     )
