@@ -1,13 +1,25 @@
 from __future__ import annotations
 
+import os
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
 from remat_lint.analysis.bodies import CheckpointedFunction
 from remat_lint.analysis.control_flow import ControlUse, control_uses
 from remat_lint.analysis.guards import only_where_error_expected
-from remat_lint.analysis.static_args import argument_names, index_of
-from remat_lint.analysis.tracing import literal_leaf_params, traced_params
-from remat_lint.analysis.values import Values
-from remat_lint.findings import Severity
+from remat_lint.analysis.sites import RematSite
+from remat_lint.analysis.static_args import argument_names, convention, index_of
+from remat_lint.analysis.tracing import invocations, literal_leaf_params, traced_params
+from remat_lint.analysis.values import Values, deferred
+from remat_lint.apis import LINEN_MODULE_CLASSES
+from remat_lint.findings import Candidate, Finding, Severity
+from remat_lint.project.extract import ref_of
+from remat_lint.project.modules import LOCAL
 from remat_lint.rule import Invalid, Rule
+
+if TYPE_CHECKING:
+    from remat_lint.project.model import Project, ProjectModule
 
 _ERRORS = frozenset({"TracerBoolConversionError", "TracerIntegerConversionError", "ConcretizationTypeError"})
 
@@ -28,6 +40,10 @@ class TracedPythonControlFlow(Rule):
     to `deterministic` of a Flax `nn.Dropout` or attention layer with a nonzero rate (a literal
     or a constant of the module; Flax tests `if deterministic`), to `use_running_average` of `nn.BatchNorm`, to
     `is_training` of Haiku's `hk.BatchNorm`, or to a same-module function or Module that tests it.
+    A Flax remat of the class of an instance of another module's linen Module
+    (`nn.remat(block.__class__)`, `nn.remat(type(block))`, no static arguments) is reported at each
+    call of the lifted class that passes an argument its `__call__` tests (a parameter annotated as
+    a scalar or array, or a flag), in the calling module, also when only that module is linted.
 
     ## Why is this bad?
     A checkpoint traces its function on every call, even outside `jit`, and every argument not
@@ -98,6 +114,7 @@ class TracedPythonControlFlow(Rule):
         refutes=True,
     )
     name = "traced-python-control-flow"
+    project_wide = True  # the lifted class may come from another module
     severity = Severity.ERROR
 
     VALID = [
@@ -145,6 +162,7 @@ class TracedPythonControlFlow(Rule):
     ]
 
     def check(self) -> None:
+        self._imported_classes()
         model = self.ctx.model
         for fn in self.ctx.bodies.functions:
             if fn.site.api.family == "equinox" or not fn.entry:
@@ -161,6 +179,64 @@ class TracedPythonControlFlow(Rule):
                     test = [where.start.line, where.start.column, where.end.line, where.end.column]
                     self.report(use.statement, self._message(fn, use), test=test)
 
+    def _imported_classes(self) -> None:
+        """``nn.remat(block.__class__)`` (or ``type(block)``) where ``block`` is an instance of a class
+        imported from another module of the project: a candidate at each call of the lifted class's
+        instances, which the project phase confirms where it passes a parameter that the class's
+        ``__call__`` tests in Python control flow (check_project)."""
+        values = Values(self.ctx.model, imported=deferred)
+        for site in self.ctx.sites:
+            built = _imported_class(values, site)
+            ref = ref_of(self.ctx.model, built.func) if built is not None else None
+            if built is None or ref is None or ref[0] == LOCAL:
+                continue
+            keywords = convention(site) != "flax-no-self"  # nn_partitioning.remat drops keywords (REM016)
+            for call in invocations(self.ctx.model, site):
+                if any(a.star for a in call.args) or only_where_error_expected(self.ctx.model, call, _ERRORS):
+                    continue
+                data = {
+                    "ref": ref,
+                    "api": site.api.display,
+                    "target": self.ctx.code(site.target) if site.target is not None else "",
+                    "positional": [i for i, a in enumerate(call.args) if a.keyword is None and not _is_none(a.value)],
+                    "keywords": [
+                        a.keyword.value for a in call.args if a.keyword and keywords and not _is_none(a.value)
+                    ],
+                    "self_counts": convention(site) == "flax-self",
+                }
+                self.candidate(call, [ref[1].rsplit(".", 1)[-1]], data)
+
+    @classmethod
+    def check_project(cls, candidates: list[Candidate], module: ProjectModule, project: Project) -> list[Finding]:
+        """Confirm the calls that pass a parameter the imported linen class's ``__call__`` tests."""
+        kept = []
+        for candidate in candidates:
+            finding, data = candidate.finding, candidate.values
+            symbol = project.resolve(module, tuple(data["ref"]))
+            signature = project.modules[symbol[0]].summary.signatures.get(symbol[1]) if symbol else None
+            if symbol is None or signature is None or not project.base_names(symbol) & LINEN_MODULE_CLASSES:
+                continue
+            params = list(signature.params)
+            passed = [params[i] for i in data["positional"] if i < len(params)]
+            passed += [p for p in params if p.name in data["keywords"]]
+            tested = next((p for p in passed if p.controls_flow), None)
+            if tested is None:
+                continue
+            index = params.index(tested) + (1 if data["self_counts"] else 0)
+            where = os.path.relpath(project.modules[symbol[0]].path, os.path.dirname(module.path))
+            finding.message = (
+                f"`{data['api']}({data['target']})` traces `{tested.name}`, and `{symbol[1]}.__call__` (in {where}) tests it "
+                "in Python control flow: a tracer there raises `TracerBoolConversionError` (or "
+                f"`TracerIntegerConversionError` for `range()`) at this call; make it static with "
+                f"`static_argnums=({index},)` and pass it positionally, or keep it traced and use "
+                "`jax.lax.cond`/`jnp.where` in the class"
+            )
+            finding.data = {"class": symbol[1], "parameter": tested.name, "defined_in": where}
+            definition = project.definition(symbol, f"`{symbol[1]}` is defined here")
+            finding.related = (definition,) if definition is not None else ()
+            kept.append(finding)
+        return kept
+
     def _message(self, fn: CheckpointedFunction, use: ControlUse) -> str:
         name = use.param.name.value
         when = "every call that passes it" if use.param.default is not None else "every call"
@@ -172,6 +248,24 @@ class TracedPythonControlFlow(Rule):
             f"It is not in `static_argnums`, and {_EFFECT[use.use]} at {when}; make it static with {static} and pass it "
             f"positionally, or keep it traced and use {traced_alternative}"
         )
+
+
+def _imported_class(values: Values, site: RematSite) -> cst.Call | None:
+    """The instance construction whose class a Flax remat without static arguments lifts, when that
+    class is imported from another module of the project (``nn.remat(type(block))`` after
+    ``block = Block(...)``)."""
+    if site.api.family != "flax" or site.form != "call" or site.target is None:
+        return None
+    if site.keyword("static_argnums") is not None or site.keyword("static_argnames") is not None:
+        return None  # what is static is judged in this module's own terms (REM011, REM012)
+    classes = values.possible(site.target)
+    if not classes or len(classes) != 1 or classes[0].kind != "module_class" or classes[0].framework is not None:
+        return None
+    return classes[0].node if isinstance(classes[0].node, cst.Call) else None
+
+
+def _is_none(value: cst.BaseExpression) -> bool:
+    return isinstance(value, cst.Name) and value.value == "None"
 
 
 def _static_argnames(values: Values, fn: CheckpointedFunction) -> frozenset[str] | None:

@@ -1,0 +1,50 @@
+"""What REM202 says about a class lifted from an instance of another module's block, run for real
+on fixtures/xmod_class/: `nn.remat(block.__class__)` and `nn.remat(type(block))` raise
+`TracerBoolConversionError` at init, as reported at model.py's calls; the quiet twins run."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+jax = pytest.importorskip("jax")
+jnp = pytest.importorskip("jax.numpy")
+pytest.importorskip("flax.linen")
+
+ROOT = Path(__file__).resolve().parents[2] / "fixtures" / "xmod_class"
+KEY = jax.random.key(0)
+X = jnp.ones((2, 4))
+
+
+def _forget_pkg() -> None:
+    """Other fixture projects are packages named ``pkg`` too."""
+    for name in [n for n in sys.modules if n == "pkg" or n.startswith("pkg.")]:
+        del sys.modules[name]
+
+
+@pytest.fixture(scope="module")
+def model():
+    _forget_pkg()
+    sys.path.insert(0, str(ROOT))
+    try:
+        import pkg.model
+
+        yield pkg.model
+    finally:
+        sys.path.remove(str(ROOT))
+        _forget_pkg()
+
+
+def test_rem202_the_lifted_class_of_an_imported_block_raises_at_the_reported_calls(model):
+    with pytest.raises(jax.errors.TracerBoolConversionError):
+        model.Backbone().init(KEY, X)
+    with pytest.raises(jax.errors.TracerBoolConversionError):
+        model.TypeBackbone().init(KEY, X, 0)
+
+
+def test_rem202_the_quiet_twins_run(model):
+    for quiet in (model.StaticBackbone(), model.ScaledBackbone(), model.OffsetLeftAlone()):
+        assert quiet.apply(quiet.init(KEY, X), X).shape == X.shape
+    assert model.Backbone(checkpoint=False).init(KEY, X)  # without the checkpoint the offset is a Python int
