@@ -45,7 +45,7 @@ import libcst as cst
 
 from remat_lint.analysis.bodies import method, receiver_class
 from remat_lint.analysis.callables import instance_attribute
-from remat_lint.analysis.config_values import ENVIRONMENT_GETTERS, ConfigSources
+from remat_lint.analysis.config_values import ENVIRONMENT_GETTERS, ConfigSources, self_writes_in
 from remat_lint.analysis.enums import member_value
 from remat_lint.analysis.module_classes import module_family
 from remat_lint.analysis.semantic import SemanticModel, child_nodes, iterated
@@ -234,9 +234,28 @@ class Values:
         """``self.<attr>`` that the class's methods assign once, when it holds Modules (other
         values of instance attributes are left to the configuration sources)."""
         cls = receiver_class(self.model, expr.value)
-        written = instance_attribute(self.model, cls, expr.attr.value) if cls is not None else None
+        written = self._instance_attribute(cls, expr.attr.value) if cls is not None else None
         found = self.possible(written, depth) if written is not None else None
         return found if found and all(v.kind in _MODULE_KINDS for v in found) else None
+
+    def _instance_attribute(self, cls: cst.ClassDef, name: str, depth: int = 0) -> cst.BaseExpression | None:
+        """What the methods of ``cls`` assign to ``self.<name>`` once, or (when ``cls`` neither
+        declares nor writes it) those of its one local base class that does (``setup`` inherited);
+        None when a base is neither a class of this module nor a framework's Module."""
+        written = instance_attribute(self.model, cls, name)
+        if written is not None or depth > MAX_DEPTH:
+            return written
+        if self.model.class_scopes[id(cls)].bindings.get(name) or self_writes_in(self.model, cls, name):
+            return None  # declared or written more than once
+        found: list[cst.BaseExpression] = []
+        for base in cls.bases:
+            definition = self.model.definition(base.value)
+            if isinstance(definition, cst.ClassDef):
+                inherited = self._instance_attribute(definition, name, depth + 1)
+                found += [inherited] if inherited is not None else []
+            elif self.model.qualified_name(base.value) not in MODULE_FAMILIES:
+                return None
+        return found[0] if len(found) == 1 else None
 
     def _imported_field(self, expr: cst.Attribute) -> Possible | None:
         """Left to ``imported``: ``constants.POLICY`` or ``Config.field`` of an imported module or
