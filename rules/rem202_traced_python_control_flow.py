@@ -3,23 +3,19 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
-import libcst as cst
-
-from remat_lint.analysis.bodies import CheckpointedFunction
-from remat_lint.analysis.control_flow import ControlUse, control_uses
-from remat_lint.analysis.guards import only_where_error_expected
-from remat_lint.analysis.sites import RematSite
-from remat_lint.analysis.static_args import argument_names, convention, index_of
-from remat_lint.analysis.tracing import invocations, literal_leaf_params, traced_params
-from remat_lint.analysis.values import Values, deferred
 from remat_lint.apis import LINEN_MODULE_CLASSES
 from remat_lint.findings import Candidate, Finding, Severity
-from remat_lint.project.extract import ref_of
 from remat_lint.project.modules import LOCAL
 from remat_lint.rule import Invalid, Rule
 
 if TYPE_CHECKING:
+    from remat_lint.analysis.bodies import CheckpointedFunction
+    from remat_lint.analysis.control_flow import ControlUse
+    from remat_lint.analysis.values import Values
     from remat_lint.project.model import Project, ProjectModule
+
+# libcst and the analyses are imported where a file is checked: the project phase
+# (check_project), often all a warm run does, needs neither.
 
 _ERRORS = frozenset({"TracerBoolConversionError", "TracerIntegerConversionError", "ConcretizationTypeError"})
 
@@ -162,6 +158,10 @@ class TracedPythonControlFlow(Rule):
     ]
 
     def check(self) -> None:
+        from remat_lint.analysis.control_flow import control_uses
+        from remat_lint.analysis.guards import only_where_error_expected
+        from remat_lint.analysis.tracing import literal_leaf_params, traced_params
+
         self._imported_classes()
         model = self.ctx.model
         for fn in self.ctx.bodies.functions:
@@ -184,27 +184,24 @@ class TracedPythonControlFlow(Rule):
         imported from another module of the project: a candidate at each call of the lifted class's
         instances, which the project phase confirms where it passes a parameter that the class's
         ``__call__`` tests in Python control flow (check_project)."""
-        values = Values(self.ctx.model, imported=deferred)
-        for site in self.ctx.sites:
-            built = _imported_class(values, site)
-            ref = ref_of(self.ctx.model, built.func) if built is not None else None
-            if built is None or ref is None or ref[0] == LOCAL:
+        from remat_lint.analysis.guards import only_where_error_expected
+        from remat_lint.analysis.lifted_calls import lifted_calls
+        from remat_lint.project.extract import ref_of
+
+        model = self.ctx.model
+        for lifted in lifted_calls(model, self.ctx.sites):
+            ref = ref_of(model, lifted.construction.func)
+            if ref is None or ref[0] == LOCAL or only_where_error_expected(model, lifted.call, _ERRORS):
                 continue
-            keywords = convention(site) != "flax-no-self"  # nn_partitioning.remat drops keywords (REM016)
-            for call in invocations(self.ctx.model, site):
-                if any(a.star for a in call.args) or only_where_error_expected(self.ctx.model, call, _ERRORS):
-                    continue
-                data = {
-                    "ref": ref,
-                    "api": site.api.display,
-                    "target": self.ctx.code(site.target) if site.target is not None else "",
-                    "positional": [i for i, a in enumerate(call.args) if a.keyword is None and not _is_none(a.value)],
-                    "keywords": [
-                        a.keyword.value for a in call.args if a.keyword and keywords and not _is_none(a.value)
-                    ],
-                    "self_counts": convention(site) == "flax-self",
-                }
-                self.candidate(call, [ref[1].rsplit(".", 1)[-1]], data)
+            data = {
+                "ref": ref,
+                "api": lifted.site.api.display,
+                "target": self.ctx.code(lifted.site.target) if lifted.site.target is not None else "",
+                "positional": list(lifted.positional),
+                "keywords": list(lifted.keywords),
+                "self_counts": lifted.self_counts,
+            }
+            self.candidate(lifted.call, [ref[1].rsplit(".", 1)[-1]], data)
 
     @classmethod
     def check_project(cls, candidates: list[Candidate], module: ProjectModule, project: Project) -> list[Finding]:
@@ -225,11 +222,10 @@ class TracedPythonControlFlow(Rule):
             index = params.index(tested) + (1 if data["self_counts"] else 0)
             where = os.path.relpath(project.modules[symbol[0]].path, os.path.dirname(module.path))
             finding.message = (
-                f"`{data['api']}({data['target']})` traces `{tested.name}`, and `{symbol[1]}.__call__` (in {where}) tests it "
-                "in Python control flow: a tracer there raises `TracerBoolConversionError` (or "
-                f"`TracerIntegerConversionError` for `range()`) at this call; make it static with "
-                f"`static_argnums=({index},)` and pass it positionally, or keep it traced and use "
-                "`jax.lax.cond`/`jnp.where` in the class"
+                f"`{symbol[1]}.__call__` ({where}) tests `{tested.name}` in Python control flow, but "
+                f"`{data['api']}({data['target']})` traces it. A tracer there raises `TracerBoolConversionError` "
+                "(`TracerIntegerConversionError` for `range()`) at this call; make it static with "
+                f"`static_argnums=({index},)` and pass it positionally, or use `jax.lax.cond`/`jnp.where` in the class"
             )
             finding.data = {"class": symbol[1], "parameter": tested.name, "defined_in": where}
             definition = project.definition(symbol, f"`{symbol[1]}` is defined here")
@@ -238,6 +234,8 @@ class TracedPythonControlFlow(Rule):
         return kept
 
     def _message(self, fn: CheckpointedFunction, use: ControlUse) -> str:
+        from remat_lint.analysis.static_args import index_of
+
         name = use.param.name.value
         when = "every call that passes it" if use.param.default is not None else "every call"
         index = index_of(fn.site, fn, use.param)
@@ -250,26 +248,10 @@ class TracedPythonControlFlow(Rule):
         )
 
 
-def _imported_class(values: Values, site: RematSite) -> cst.Call | None:
-    """The instance construction whose class a Flax remat without static arguments lifts, when that
-    class is imported from another module of the project (``nn.remat(type(block))`` after
-    ``block = Block(...)``)."""
-    if site.api.family != "flax" or site.form != "call" or site.target is None:
-        return None
-    if site.keyword("static_argnums") is not None or site.keyword("static_argnames") is not None:
-        return None  # what is static is judged in this module's own terms (REM011, REM012)
-    classes = values.possible(site.target)
-    if not classes or len(classes) != 1 or classes[0].kind != "module_class" or classes[0].framework is not None:
-        return None
-    return classes[0].node if isinstance(classes[0].node, cst.Call) else None
-
-
-def _is_none(value: cst.BaseExpression) -> bool:
-    return isinstance(value, cst.Name) and value.value == "None"
-
-
 def _static_argnames(values: Values, fn: CheckpointedFunction) -> frozenset[str] | None:
     """Names in ``static_argnames`` (ignored by JAX: REM010 reports them); None when not known."""
+    from remat_lint.analysis.static_args import argument_names
+
     arg = fn.site.keyword("static_argnames")
     if arg is None:
         return frozenset()
