@@ -188,8 +188,7 @@ class RematModuleInstance(Rule):
             if symbol is not None and project.base_names(symbol) & LINEN_MODULE_CLASSES:
                 finding.message = _instance_message(data["api"], data["target"], data["cls"])
                 finding.data = {"class": symbol[1]}
-                definition = project.definition(symbol, f"`{symbol[1]}` is defined here")
-                finding.related = (definition,) if definition is not None else ()
+                finding.related = project.defined_here(symbol)
                 kept.append(finding)
         return kept
 

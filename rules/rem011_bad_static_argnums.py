@@ -249,8 +249,7 @@ class BadStaticArgnums(Rule):
                     f"{why[0].upper()}{why[1:]} (`{found[1]}` is defined in {where})"
                 )
                 finding.data = {"class": found[1], "defined_in": where}
-                definition = project.definition(found, f"`{found[1]}` is defined here")
-                finding.related = (definition,) if definition is not None else ()
+                finding.related = project.defined_here(found)
                 kept.append(finding)
         return kept
 

@@ -228,8 +228,7 @@ class TracedPythonControlFlow(Rule):
                 f"`static_argnums=({index},)` and pass it positionally, or use `jax.lax.cond`/`jnp.where` in the class"
             )
             finding.data = {"class": symbol[1], "parameter": tested.name, "defined_in": where}
-            definition = project.definition(symbol, f"`{symbol[1]}` is defined here")
-            finding.related = (definition,) if definition is not None else ()
+            finding.related = project.defined_here(symbol)
             kept.append(finding)
         return kept
 

@@ -84,6 +84,11 @@ class Project:
         except (OSError, SyntaxError, UnicodeDecodeError, LookupError):
             return ""
 
+    def defined_here(self, symbol: Symbol) -> tuple[RelatedLocation, ...]:
+        """A finding's related location for the class or name ``symbol`` it names: "`X` is defined here"."""
+        definition = self.definition(symbol, f"`{symbol[1]}` is defined here")
+        return (definition,) if definition is not None else ()
+
     def definition(self, symbol: Symbol, message: str) -> RelatedLocation | None:
         """Where the module-level name ``symbol`` is bound (its first ``def``, ``class`` or
         assignment; else a field of that name in one of its classes), as a related location; the

@@ -4,10 +4,11 @@ on fixtures/xmod_class/: `nn.remat(block.__class__)` and `nn.remat(type(block))`
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.jax_claims.test_cross_module import fixture_package
 
 jax = pytest.importorskip("jax")
 jnp = pytest.importorskip("jax.numpy")
@@ -18,23 +19,10 @@ KEY = jax.random.key(0)
 X = jnp.ones((2, 4))
 
 
-def _forget_pkg() -> None:
-    """Other fixture projects are packages named ``pkg`` too."""
-    for name in [n for n in sys.modules if n == "pkg" or n.startswith("pkg.")]:
-        del sys.modules[name]
-
-
 @pytest.fixture(scope="module")
 def model():
-    _forget_pkg()
-    sys.path.insert(0, str(ROOT))
-    try:
-        import pkg.model
-
-        yield pkg.model
-    finally:
-        sys.path.remove(str(ROOT))
-        _forget_pkg()
+    with fixture_package(ROOT, "model") as package:
+        yield package.model
 
 
 def test_rem202_the_lifted_class_of_an_imported_block_raises_at_the_reported_calls(model):
