@@ -20,6 +20,7 @@ may reach too, and the name denotes what any of them does, marked ``conditional`
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -139,11 +140,28 @@ def instance_attribute(model: SemanticModel, cls: cst.ClassDef, name: str) -> cs
     declared = model.class_scopes[id(cls)].bindings.get(name, ())
     if any(not (isinstance(b.node, cst.AnnAssign) and b.node.value is None) for b in declared):
         return None
-    writes: list[cst.BaseExpression | None] = []
-    for info in model.functions.values():
-        if info.class_node is cls and isinstance(info.node, cst.FunctionDef):
-            writes += self_writes(model, info.node, name)
+    writes = attribute_writes(model, cls, name)
     return writes[0] if len(writes) == 1 else None
+
+
+# Per model, (id(class), attribute) -> its writes: the value layer asks for every ``self.<attr>``.
+_WRITES: weakref.WeakKeyDictionary[SemanticModel, dict[tuple[int, str], list[cst.BaseExpression | None]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def attribute_writes(model: SemanticModel, cls: cst.ClassDef, name: str) -> list[cst.BaseExpression | None]:
+    """The values the methods of ``cls`` write to ``self.<name>`` (``self_writes``), memoized."""
+    known = _WRITES.setdefault(model, {})
+    key = (id(cls), name)
+    if key not in known:
+        known[key] = [
+            write
+            for info in model.functions.values()
+            if info.class_node is cls and isinstance(info.node, cst.FunctionDef)
+            for write in self_writes(model, info.node, name)
+        ]
+    return known[key]
 
 
 def self_writes(model: SemanticModel, function: cst.FunctionDef, name: str) -> list[cst.BaseExpression | None]:

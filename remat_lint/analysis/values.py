@@ -44,8 +44,8 @@ from dataclasses import replace
 import libcst as cst
 
 from remat_lint.analysis.bodies import method, receiver_class
-from remat_lint.analysis.callables import instance_attribute
-from remat_lint.analysis.config_values import ENVIRONMENT_GETTERS, ConfigSources, self_writes_in
+from remat_lint.analysis.callables import attribute_writes, instance_attribute
+from remat_lint.analysis.config_values import ENVIRONMENT_GETTERS, ConfigSources
 from remat_lint.analysis.enums import member_value
 from remat_lint.analysis.module_classes import module_family
 from remat_lint.analysis.semantic import SemanticModel, child_nodes, iterated
@@ -245,7 +245,7 @@ class Values:
         written = instance_attribute(self.model, cls, name)
         if written is not None or depth > MAX_DEPTH:
             return written
-        if self.model.class_scopes[id(cls)].bindings.get(name) or self_writes_in(self.model, cls, name):
+        if self.model.class_scopes[id(cls)].bindings.get(name) or attribute_writes(self.model, cls, name):
             return None  # declared or written more than once
         found: list[cst.BaseExpression] = []
         for base in cls.bases:
