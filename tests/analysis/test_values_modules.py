@@ -72,6 +72,7 @@ CASES = {
     "haiku-instance": ("H()", [("module_instance", "H", "haiku")]),
     "equinox": ("E", [("module_class", "E", "equinox")]),
     "framework-layer": ("nn.Dense", [("module_class", "flax.linen.Dense", "flax")]),
+    "getattr-of-a-certain-name": ("getattr(nn, 'Dense')", [("module_class", "flax.linen.Dense", "flax")]),
     "framework-layer-instance": ("nnx.Linear(2, 2, rngs=r)", [("module_instance", "flax.nnx.Linear", "nnx")]),
     "dunder-class": ("Block().__class__", BLOCK_CLASS),
     "type-of-instance": ("type(Block())", BLOCK_CLASS),
