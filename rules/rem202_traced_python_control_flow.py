@@ -155,6 +155,11 @@ class TracedPythonControlFlow(Rule):
             "        return x if deterministic else -x\nR = nn.remat(Block, static_argnums=(1,))"
         ),
         Invalid("from flax import nnx\n@nnx.remat\ndef f(x, train: bool):\n    assert not train\n    return x"),
+        Invalid(
+            "import flax.linen as nn\nclass Block(nn.Module):\n    @nn.compact\n    def __call__(self, x, offset: int = 0):\n"
+            "        return x if offset == 0 else -x\nclass M(nn.Module):\n    @nn.compact\n    def __call__(self, x):\n"
+            "        block = Block()\n        return nn.remat(type(block))()(x, offset=0)"
+        ),
     ]
 
     def check(self) -> None:
