@@ -36,8 +36,8 @@ class TracedPythonControlFlow(Rule):
     to `deterministic` of a Flax `nn.Dropout` or attention layer with a nonzero rate (a literal
     or a constant of the module; Flax tests `if deterministic`), to `use_running_average` of `nn.BatchNorm`, to
     `is_training` of Haiku's `hk.BatchNorm`, or to a same-module function or Module that tests it.
-    A Flax remat of the class of an instance of another module's linen Module
-    (`nn.remat(block.__class__)`, `nn.remat(type(block))`, no static arguments) is reported at each
+    A Flax remat of another module's linen Module class (`nn.remat(Block)`, or the class of an
+    instance: `nn.remat(block.__class__)`, `nn.remat(type(block))`; no static arguments) is reported at each
     call of the lifted class that passes an argument its `__call__` tests (a parameter annotated as
     a scalar or array, or a flag), in the calling module, also when only that module is linted.
 
@@ -195,7 +195,7 @@ class TracedPythonControlFlow(Rule):
 
         model = self.ctx.model
         for lifted in lifted_calls(model, self.ctx.sites):
-            ref = ref_of(model, lifted.construction.func)
+            ref = ref_of(model, lifted.cls)
             if ref is None or ref[0] == LOCAL or only_where_error_expected(model, lifted.call, _ERRORS):
                 continue
             data = {

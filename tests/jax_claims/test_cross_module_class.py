@@ -1,6 +1,6 @@
-"""What REM202 says about a class lifted from an instance of another module's block, run for real
-on fixtures/xmod_class/: `nn.remat(block.__class__)` and `nn.remat(type(block))` raise
-`TracerBoolConversionError` at init, as reported at model.py's calls; the quiet twins run."""
+"""What REM202 says about another module's block lifted with `nn.remat`, run for real on
+fixtures/xmod_class/: `nn.remat(block.__class__)`, `nn.remat(type(block))` and `nn.remat(Block)`
+raise `TracerBoolConversionError` at init, as reported at model.py's calls; the quiet twins run."""
 
 from __future__ import annotations
 
@@ -30,9 +30,11 @@ def test_rem202_the_lifted_class_of_an_imported_block_raises_at_the_reported_cal
         model.Backbone().init(KEY, X)
     with pytest.raises(jax.errors.TracerBoolConversionError):
         model.TypeBackbone().init(KEY, X, 0)
+    with pytest.raises(jax.errors.TracerBoolConversionError):
+        model.Direct().init(KEY, X)
 
 
 def test_rem202_the_quiet_twins_run(model):
-    for quiet in (model.StaticBackbone(), model.ScaledBackbone(), model.OffsetLeftAlone()):
+    for quiet in (model.StaticBackbone(), model.ScaledBackbone(), model.OffsetLeftAlone(), model.DirectScaled()):
         assert quiet.apply(quiet.init(KEY, X), X).shape == X.shape
     assert model.Backbone(checkpoint=False).init(KEY, X)  # without the checkpoint the offset is a Python int
