@@ -8,7 +8,6 @@ from remat_lint.analysis.guards import only_where_error_expected
 from remat_lint.analysis.linen import bound_linen_method
 from remat_lint.analysis.sites import RematSite
 from remat_lint.analysis.values import Possible, Value, Values, deferred
-from remat_lint.apis import LINEN_MODULE_CLASSES
 from remat_lint.findings import Applicability, Candidate, Finding, Severity
 from remat_lint.project.extract import ref_of
 from remat_lint.project.modules import LOCAL
@@ -184,8 +183,8 @@ class RematModuleInstance(Rule):
         kept = []
         for candidate in candidates:
             finding, data = candidate.finding, candidate.values
-            symbol = project.resolve(module, tuple(data["ref"]))
-            if symbol is not None and project.base_names(symbol) & LINEN_MODULE_CLASSES:
+            symbol = project.linen_class(module, tuple(data["ref"]))
+            if symbol is not None:
                 finding.message = _instance_message(data["api"], data["target"], data["cls"])
                 finding.data = {"class": symbol[1]}
                 finding.related = project.defined_here(symbol)

@@ -3,7 +3,6 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
-from remat_lint.apis import LINEN_MODULE_CLASSES
 from remat_lint.findings import Candidate, Finding, Severity
 from remat_lint.project.modules import LOCAL
 from remat_lint.rule import Invalid, Rule
@@ -214,9 +213,9 @@ class TracedPythonControlFlow(Rule):
         kept = []
         for candidate in candidates:
             finding, data = candidate.finding, candidate.values
-            symbol = project.resolve(module, tuple(data["ref"]))
-            signature = project.modules[symbol[0]].summary.signatures.get(symbol[1]) if symbol else None
-            if symbol is None or signature is None or not project.base_names(symbol) & LINEN_MODULE_CLASSES:
+            symbol = project.linen_class(module, tuple(data["ref"]))
+            signature = project.call_signature(symbol) if symbol is not None else None
+            if symbol is None or signature is None:
                 continue
             params = list(signature.params)
             passed = [params[i] for i in data["positional"] if i < len(params)]
