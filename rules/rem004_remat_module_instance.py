@@ -5,9 +5,9 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from remat_lint.analysis.guards import only_where_error_expected
-from remat_lint.analysis.linen import bound_linen_method, linen_constructor
+from remat_lint.analysis.linen import bound_linen_method
 from remat_lint.analysis.sites import RematSite
-from remat_lint.apis import LINEN_MODULE_CLASSES
+from remat_lint.analysis.values import Possible, Value, Values, deferred
 from remat_lint.findings import Applicability, Candidate, Finding, Severity
 from remat_lint.project.extract import ref_of
 from remat_lint.project.modules import LOCAL
@@ -140,19 +140,14 @@ class RematModuleInstance(Rule):
     ]
 
     def check(self) -> None:
+        values = Values(self.ctx.model, imported=deferred)  # an imported class: the project phase decides
         for site in self.ctx.sites:
             if site.api.family != "flax" or site.form != "call" or site.target is None:
                 continue
-            constructor = linen_constructor(self.ctx.model, site.target)
-            if constructor is not None:
-                if only_where_error_expected(self.ctx.model, site.node, _TARGET_ERROR):
-                    continue  # a test of the error
-                message = _instance_message(
-                    site.api.display, self.ctx.code(site.target), self.ctx.code(constructor.func)
-                )
-                self.report(site.node, message, fix=self._fix(site, constructor))
+            instance = _instance(values.possible(site.target))
+            if instance is not None and not only_where_error_expected(self.ctx.model, site.node, _TARGET_ERROR):
+                self._instance(site, instance)
                 continue
-            self._imported_instance(site)
             method = bound_linen_method(self.ctx.model, site.target)
             if method is not None and not only_where_error_expected(self.ctx.model, site.node, _CALL_ERRORS):
                 self.report(
@@ -163,26 +158,24 @@ class RematModuleInstance(Rule):
                     f"method and the Module: `{site.api.display}(type(self).{method.name.value})(self, ...)`",
                 )
 
-    def _imported_instance(self, site: RematSite) -> None:
-        """``nn.remat(Block(cfg))`` of a class imported from another module: a candidate that the
-        project phase confirms when the class is a linen Module (check_project)."""
-        model = self.ctx.model
-        target = site.target
-        if target is None:
+    def _instance(self, site: RematSite, instance: Value) -> None:
+        """Report a linen Module instance; for an instance of a class imported from another module,
+        a candidate that the project phase confirms when the class is a linen Module (check_project)."""
+        target, constructor = site.target, instance.node
+        assert target is not None and isinstance(constructor, cst.Call)  # ``_instance``: built by a call
+        message = _instance_message(site.api.display, self.ctx.code(target), self.ctx.code(constructor.func))
+        if instance.framework == "flax":
+            self.report(site.node, message, fix=self._fix(site, constructor))
             return
-        constructor = target if isinstance(target, cst.Call) else model.assigned_value(target)
-        if not isinstance(constructor, cst.Call):
-            return
-        ref = ref_of(model, constructor.func)
-        if ref is None or ref[0] == LOCAL or only_where_error_expected(model, site.node, _TARGET_ERROR):
-            return
-        data = {
-            "ref": ref,
-            "api": site.api.display,
-            "target": self.ctx.code(target),
-            "cls": self.ctx.code(constructor.func),
-        }
-        self.candidate(site.node, [ref[1].rsplit(".", 1)[-1]], data, fix=self._fix(site, constructor))
+        ref = ref_of(self.ctx.model, constructor.func)
+        if ref is not None and ref[0] != LOCAL:
+            data = {
+                "ref": ref,
+                "api": site.api.display,
+                "target": self.ctx.code(target),
+                "cls": self.ctx.code(constructor.func),
+            }
+            self.candidate(site.node, [ref[1].rsplit(".", 1)[-1]], data, fix=self._fix(site, constructor))
 
     @classmethod
     def check_project(cls, candidates: list[Candidate], module: ProjectModule, project: Project) -> list[Finding]:
@@ -190,12 +183,11 @@ class RematModuleInstance(Rule):
         kept = []
         for candidate in candidates:
             finding, data = candidate.finding, candidate.values
-            symbol = project.resolve(module, tuple(data["ref"]))
-            if symbol is not None and project.base_names(symbol) & LINEN_MODULE_CLASSES:
+            symbol = project.linen_class(module, tuple(data["ref"]))
+            if symbol is not None:
                 finding.message = _instance_message(data["api"], data["target"], data["cls"])
                 finding.data = {"class": symbol[1]}
-                definition = project.definition(symbol, f"`{symbol[1]}` is defined here")
-                finding.related = (definition,) if definition is not None else ()
+                finding.related = project.defined_here(symbol)
                 kept.append(finding)
         return kept
 
@@ -211,6 +203,17 @@ class RematModuleInstance(Rule):
         fixed = constructor.with_changes(func=call.deep_replace(constructor, constructor.func))
         suggestion = f"{site.api.display}({self.ctx.code(constructor.func)})(...)"
         return FixSpec(f"Transform the class, then instantiate it: `{suggestion}`", [(call, fixed)])
+
+
+def _instance(found: Possible | None) -> Value | None:
+    """A linen Module instance (or an instance of a class of another module of the project) that
+    the target certainly is: every value it can hold is one of the same kind, built by a call."""
+    if not found or any(v.kind != "module_instance" or not isinstance(v.node, cst.Call) for v in found):
+        return None
+    linen = [v.framework == "flax" for v in found]
+    if all(linen) or (not any(linen) and len({v.qname for v in found}) == 1 and found[0].framework is None):
+        return found[0]
+    return None
 
 
 def _instance_message(api: str, target: str, cls: str) -> str:

@@ -235,7 +235,7 @@ class BadStaticArgnums(Rule):
         for candidate in candidates:
             finding, data = candidate.finding, candidate.values
             found = project.resolve(module, tuple(data["ref"]))
-            signature = project.modules[found[0]].summary.signatures.get(found[1]) if found else None
+            signature = project.call_signature(found) if found else None
             if found is None or signature is None or signature.star_args:
                 continue
             where = os.path.relpath(project.modules[found[0]].path, os.path.dirname(module.path))
@@ -249,8 +249,7 @@ class BadStaticArgnums(Rule):
                     f"{why[0].upper()}{why[1:]} (`{found[1]}` is defined in {where})"
                 )
                 finding.data = {"class": found[1], "defined_in": where}
-                definition = project.definition(found, f"`{found[1]}` is defined here")
-                finding.related = (definition,) if definition is not None else ()
+                finding.related = project.defined_here(found)
                 kept.append(finding)
         return kept
 

@@ -2,9 +2,9 @@ from __future__ import annotations
 
 import libcst as cst
 
-from remat_lint.analysis.linen import is_linen_classdef
 from remat_lint.analysis.loops import body_argument
 from remat_lint.analysis.semantic import SemanticModel, child_nodes
+from remat_lint.analysis.values import Possible
 from remat_lint.apis.linen import PARTITIONING, REMAT_SCAN
 from remat_lint.findings import Severity
 from remat_lint.rule import Invalid, Rule
@@ -16,7 +16,9 @@ class RematScanPartitionedParams(Rule):
     """
     ## What it does
     Flags `nn.remat_scan(Layer, ...)` where `Layer` (or a Module or helper of this file it builds)
-    creates parameters through `nn.with_partitioning` or `nn.with_logical_partitioning`.
+    creates parameters through `nn.with_partitioning` or `nn.with_logical_partitioning`. The layer
+    may be spelled `functools.partial(Layer, ...)`, a function's result or a loop variable over
+    classes: every class it can be must create such parameters.
 
     ## Why is this bad?
     `nn.remat_scan` stacks the layer's parameters along a new axis but takes no `metadata_params`,
@@ -80,6 +82,10 @@ class RematScanPartitionedParams(Rule):
         "        return nn.Dense(4, kernel_init=nn.with_partitioning(init, ('a', None)))(x)\n"
         "S = nn.scan(nn.remat(L), variable_axes={'params': 0}, metadata_params={nn.PARTITION_NAME: 'l'})",
         "import flax.linen as nn\ny = nn.remat_scan(layer_cls, lengths=(2,))",
+        "import flax.linen as nn\nclass L(nn.Module):\n    @nn.compact\n    def __call__(self, x):\n"
+        "        return nn.Dense(4, kernel_init=nn.with_partitioning(init, ('a', None)))(x)\n"
+        "class P(nn.Module):\n    @nn.compact\n    def __call__(self, x):\n        return nn.Dense(4)(x)\n"
+        "y = nn.remat_scan(L if sharded else P, lengths=(2,))",
     ]
     INVALID = [
         Invalid(
@@ -92,6 +98,13 @@ class RematScanPartitionedParams(Rule):
             "class L(nn.Module):\n    @nn.compact\n    def __call__(self, x):\n"
             "        return x @ self.param('w', INIT, (4, 4))\ny = nn.remat_scan(L, lengths=(2, 2))"
         ),
+        Invalid(
+            "import functools\nimport flax.linen as nn\nclass L(nn.Module):\n    features: int = 4\n    @nn.compact\n"
+            "    def __call__(self, x):\n"
+            "        return nn.Dense(self.features, kernel_init=nn.with_partitioning(init, ('a', None)))(x)\n"
+            "def layer_cls():\n    return L\n"
+            "a = nn.remat_scan(functools.partial(L, features=8), lengths=(2,))\nb = nn.remat_scan(layer_cls(), lengths=(2,))"
+        ),
     ]
 
     def check(self) -> None:
@@ -100,19 +113,28 @@ class RematScanPartitionedParams(Rule):
             if model.qualified_name(call.func) != REMAT_SCAN:
                 continue
             target = body_argument(call, 0, "target")
-            layer = model.definition(target) if target is not None else None
-            if not isinstance(layer, cst.ClassDef) or not is_linen_classdef(model, layer):
-                continue
-            where = _partitioning_call(model, layer, set())
-            if where is not None:
-                self.report(
-                    call,
-                    f"`nn.remat_scan` over `{layer.name.value}` raises `PartitioningUnspecifiedError` at init: its "
-                    f"parameters are partitioned (`{self.ctx.code(where.func)}`). Flax says: 'Trying to transform a "
-                    'Partitioned variable but "partition_name" is not specified in metadata_params\', and '
-                    "`nn.remat_scan` takes no `metadata_params`; use `nn.scan(nn.remat(...), ..., "
-                    "metadata_params={nn.PARTITION_NAME: 'layers'})`",
-                )
+            layers = _linen_classes(self.ctx.values.possible(target)) if target is not None else None
+            found = [(layer, _partitioning_call(model, layer, set())) for layer in layers or ()]
+            if not found or any(where is None for _, where in found):
+                continue  # every class the call may scan must have partitioned parameters
+            layer, where = found[0]
+            assert where is not None
+            self.report(
+                call,
+                f"`nn.remat_scan` over `{layer.name.value}` raises `PartitioningUnspecifiedError` at init: its "
+                f"parameters are partitioned (`{self.ctx.code(where.func)}`). Flax says: 'Trying to transform a "
+                'Partitioned variable but "partition_name" is not specified in metadata_params\', and '
+                "`nn.remat_scan` takes no `metadata_params`; use `nn.scan(nn.remat(...), ..., "
+                "metadata_params={nn.PARTITION_NAME: 'layers'})`",
+            )
+
+
+def _linen_classes(found: Possible | None) -> list[cst.ClassDef] | None:
+    """The linen Module classes of this file a layer argument can be (``Layer``, ``partial(Layer,
+    ...)``, a factory's result, a loop variable over classes); None when one is anything else."""
+    if not found or any(v.kind != "module_class" or v.framework != "flax" or v.definition is None for v in found):
+        return None
+    return list(dict.fromkeys(v.definition for v in found if v.definition is not None))
 
 
 def _partitioning_call(

@@ -3,7 +3,8 @@ from __future__ import annotations
 import libcst as cst
 
 from remat_lint.analysis.bodies import method, receiver_class
-from remat_lint.analysis.layers import AppliedLayer, flag_argument, instance_attribute, layer_of
+from remat_lint.analysis.callables import instance_attribute
+from remat_lint.analysis.layers import AppliedLayer, flag_argument, layer_of
 from remat_lint.analysis.semantic import SemanticModel, child_nodes
 from remat_lint.apis.nnx import STATEFUL_LAYERS
 from remat_lint.findings import Severity

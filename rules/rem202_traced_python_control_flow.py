@@ -1,18 +1,20 @@
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING
 
-from remat_lint.analysis.bodies import CheckpointedFunction
-from remat_lint.analysis.control_flow import ControlUse, control_uses
-from remat_lint.analysis.guards import only_where_error_expected
-from remat_lint.analysis.static_args import argument_names, index_of
-from remat_lint.analysis.tracing import literal_leaf_params, traced_params
-from remat_lint.analysis.values import Values
 from remat_lint.findings import Candidate, Finding, Severity
+from remat_lint.project.modules import LOCAL
 from remat_lint.rule import Invalid, Rule
 
 if TYPE_CHECKING:
+    from remat_lint.analysis.bodies import CheckpointedFunction
+    from remat_lint.analysis.control_flow import ControlUse
+    from remat_lint.analysis.values import Values
     from remat_lint.project.model import Project, ProjectModule
+
+# libcst and the analyses are imported where a file is checked: the project phase
+# (check_project), often all a warm run does, needs neither.
 
 _ERRORS = frozenset({"TracerBoolConversionError", "TracerIntegerConversionError", "ConcretizationTypeError"})
 
@@ -35,6 +37,10 @@ class TracedPythonControlFlow(Rule):
     construction of the Module in the project may set to zero; Flax tests `if deterministic` only
     when the rate is nonzero), to `use_running_average` of `nn.BatchNorm`, to
     `is_training` of Haiku's `hk.BatchNorm`, or to a same-module function or Module that tests it.
+    A Flax remat of another module's linen Module class (`nn.remat(Block)`, or the class of an
+    instance: `nn.remat(block.__class__)`, `nn.remat(type(block))`; no static arguments) is reported at each
+    call of the lifted class that passes an argument its `__call__` tests (a parameter annotated as
+    a scalar or array, or a flag), in the calling module, also when only that module is linted.
 
     ## Why is this bad?
     A checkpoint traces its function on every call, even outside `jit`, and every argument not
@@ -109,6 +115,7 @@ class TracedPythonControlFlow(Rule):
         refutes=True,
     )
     name = "traced-python-control-flow"
+    project_wide = True  # the lifted class may come from another module
     severity = Severity.ERROR
 
     VALID = [
@@ -153,9 +160,19 @@ class TracedPythonControlFlow(Rule):
             "        return x if deterministic else -x\nR = nn.remat(Block, static_argnums=(1,))"
         ),
         Invalid("from flax import nnx\n@nnx.remat\ndef f(x, train: bool):\n    assert not train\n    return x"),
+        Invalid(
+            "import flax.linen as nn\nclass Block(nn.Module):\n    @nn.compact\n    def __call__(self, x, offset: int = 0):\n"
+            "        return x if offset == 0 else -x\nclass M(nn.Module):\n    @nn.compact\n    def __call__(self, x):\n"
+            "        block = Block()\n        return nn.remat(type(block))()(x, offset=0)"
+        ),
     ]
 
     def check(self) -> None:
+        from remat_lint.analysis.control_flow import control_uses
+        from remat_lint.analysis.guards import only_where_error_expected
+        from remat_lint.analysis.tracing import literal_leaf_params, traced_params
+
+        self._imported_classes()
         model = self.ctx.model
         for fn in self.ctx.bodies.functions:
             if fn.site.api.family == "equinox" or not fn.entry:
@@ -165,7 +182,8 @@ class TracedPythonControlFlow(Rule):
             if params is None or ignored_names is None:
                 continue
             params = {name: p for name, p in params.items() if name not in ignored_names}
-            leaves = literal_leaf_params(model, self.ctx.values, fn)  # ``f(x, flag=False)``: a scalar whatever its annotation
+            # ``f(x, flag=False)``: a scalar whatever its annotation
+            leaves = literal_leaf_params(model, self.ctx.values, fn)
             for use in control_uses(model, self.ctx.bodies.nodes(fn.node), params, leaves, fields=True):
                 if only_where_error_expected(model, use.statement, _ERRORS):  # a test of the error
                     continue
@@ -179,8 +197,40 @@ class TracedPythonControlFlow(Rule):
                 test = [where.start.line, where.start.column, where.end.line, where.end.column]
                 self.report(use.statement, self._message(fn, use), test=test)
 
+    def _imported_classes(self) -> None:
+        """``nn.remat(block.__class__)`` (or ``type(block)``) where ``block`` is an instance of a class
+        imported from another module of the project: a candidate at each call of the lifted class's
+        instances, which the project phase confirms where it passes a parameter that the class's
+        ``__call__`` tests in Python control flow (check_project)."""
+        from remat_lint.analysis.guards import only_where_error_expected
+        from remat_lint.analysis.lifted_calls import lifted_calls
+        from remat_lint.project.extract import ref_of
+
+        model = self.ctx.model
+        for lifted in lifted_calls(model, self.ctx.sites):
+            ref = ref_of(model, lifted.cls)
+            if ref is None or ref[0] == LOCAL or only_where_error_expected(model, lifted.call, _ERRORS):
+                continue
+            data = {
+                "ref": ref,
+                "api": lifted.site.api.display,
+                "target": self.ctx.code(lifted.site.target) if lifted.site.target is not None else "",
+                "positional": list(lifted.positional),
+                "keywords": list(lifted.keywords),
+                "self_counts": lifted.self_counts,
+            }
+            self.candidate(lifted.call, [ref[1].rsplit(".", 1)[-1]], data)
+
     @classmethod
     def check_project(cls, candidates: list[Candidate], module: ProjectModule, project: Project) -> list[Finding]:
+        """Two kinds of candidate: a layer's rate held in a Module field (``field``), and a call of an
+        imported linen class that a Flax remat lifts (``ref``)."""
+        fields = [c for c in candidates if "field" in c.values]
+        lifted = [c for c in candidates if "ref" in c.values]
+        return [*cls._nonzero_fields(fields, module, project), *cls._tested_by_lifted_class(lifted, module, project)]
+
+    @staticmethod
+    def _nonzero_fields(candidates: list[Candidate], module: ProjectModule, project: Project) -> list[Finding]:
         """Confirm a layer's rate held in a Module field when no other module may construct the
         Module with a zero (or unknown) rate."""
         from remat_lint.analysis.layers import nonzero
@@ -194,7 +244,38 @@ class TracedPythonControlFlow(Rule):
                 kept.append(candidate.finding)
         return kept
 
+    @staticmethod
+    def _tested_by_lifted_class(candidates: list[Candidate], module: ProjectModule, project: Project) -> list[Finding]:
+        """Confirm the calls that pass a parameter the imported linen class's ``__call__`` tests."""
+        kept = []
+        for candidate in candidates:
+            finding, data = candidate.finding, candidate.values
+            symbol = project.linen_class(module, tuple(data["ref"]))
+            signature = project.call_signature(symbol) if symbol is not None else None
+            if symbol is None or signature is None:
+                continue
+            params = list(signature.params)
+            passed = [params[i] for i in data["positional"] if i < len(params)]
+            passed += [p for p in params if p.name in data["keywords"]]
+            tested = next((p for p in passed if p.controls_flow), None)
+            if tested is None:
+                continue
+            index = params.index(tested) + (1 if data["self_counts"] else 0)
+            where = os.path.relpath(project.modules[symbol[0]].path, os.path.dirname(module.path))
+            finding.message = (
+                f"`{symbol[1]}.__call__` ({where}) tests `{tested.name}` in Python control flow, but "
+                f"`{data['api']}({data['target']})` traces it. A tracer there raises `TracerBoolConversionError` "
+                "(`TracerIntegerConversionError` for `range()`) at this call; make it static with "
+                f"`static_argnums=({index},)` and pass it positionally, or use `jax.lax.cond`/`jnp.where` in the class"
+            )
+            finding.data = {"class": symbol[1], "parameter": tested.name, "defined_in": where}
+            finding.related = project.defined_here(symbol)
+            kept.append(finding)
+        return kept
+
     def _message(self, fn: CheckpointedFunction, use: ControlUse) -> str:
+        from remat_lint.analysis.static_args import index_of
+
         name = use.param.name.value
         when = "every call that passes it" if use.param.default is not None else "every call"
         index = index_of(fn.site, fn, use.param)
@@ -209,6 +290,8 @@ class TracedPythonControlFlow(Rule):
 
 def _static_argnames(values: Values, fn: CheckpointedFunction) -> frozenset[str] | None:
     """Names in ``static_argnames`` (ignored by JAX: REM010 reports them); None when not known."""
+    from remat_lint.analysis.static_args import argument_names
+
     arg = fn.site.keyword("static_argnames")
     if arg is None:
         return frozenset()

@@ -181,12 +181,24 @@ def is_instance_method(model: SemanticModel, node: cst.FunctionDef) -> bool:
 
 
 def instance_class(model: SemanticModel, expr: cst.CSTNode) -> cst.ClassDef | None:
-    """The class of ``block.__class__`` where the only binding of ``block`` that reaches there is
-    ``block = Block(...)`` (a class of this module; in a loop body too, where it is conditional:
-    otherwise the name is unbound)."""
-    if not (isinstance(expr, cst.Attribute) and expr.attr.value == "__class__" and isinstance(expr.value, cst.Name)):
+    """The class of ``block.__class__`` or ``type(block)`` where the only binding of ``block`` that
+    reaches there is ``block = Block(...)`` (a class of this module; in a loop body too, where it is
+    conditional: otherwise the name is unbound)."""
+    if isinstance(expr, cst.Attribute) and expr.attr.value == "__class__":
+        instance: cst.BaseExpression = expr.value
+    elif (
+        isinstance(expr, cst.Call)
+        and model.qualified_name(expr.func) == "builtins.type"
+        and len(expr.args) == 1
+        and expr.args[0].keyword is None
+        and not expr.args[0].star
+    ):
+        instance = expr.args[0].value
+    else:
         return None
-    bindings, _ = reaching_bindings(model, expr.value)
+    if not isinstance(instance, cst.Name):
+        return None
+    bindings, _ = reaching_bindings(model, instance)
     value = bindings[0].value if len(bindings) == 1 and bindings[0].kind == "assign" else None
     cls = model.definition(value.func) if isinstance(value, cst.Call) else None
     return cls if isinstance(cls, cst.ClassDef) else None
@@ -285,6 +297,9 @@ class _Resolver:
 
     def _call(self, call: cst.Call, drop: int, bound: frozenset[str], depth: int) -> list[CheckpointedFunction]:
         model = self.model
+        lifted = instance_class(model, call)  # ``nn.remat(type(block))``
+        if lifted is not None:
+            return self._flax_class(lifted) if self.flax and not drop else []
         if model.qualified_name(call.func) in PARTIAL:
             if any(a.star for a in call.args) or not call.args or call.args[0].keyword is not None:
                 return []

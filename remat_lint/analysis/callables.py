@@ -20,6 +20,7 @@ may reach too, and the name denotes what any of them does, marked ``conditional`
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -132,6 +133,37 @@ class Callables:
         return Denoted(sites, node)
 
 
+def instance_attribute(model: SemanticModel, cls: cst.ClassDef, name: str) -> cst.BaseExpression | None:
+    """The value of ``self.<name> = value`` when that is the only write to the attribute in the
+    methods of ``cls`` and its body gives the name no value (a bare ``dropout: eqx.nn.Dropout``
+    field declaration is fine)."""
+    declared = model.class_scopes[id(cls)].bindings.get(name, ())
+    if any(not (isinstance(b.node, cst.AnnAssign) and b.node.value is None) for b in declared):
+        return None
+    writes = attribute_writes(model, cls, name)
+    return writes[0] if len(writes) == 1 else None
+
+
+# Per model, (id(class), attribute) -> its writes: the value layer asks for every ``self.<attr>``.
+_WRITES: weakref.WeakKeyDictionary[SemanticModel, dict[tuple[int, str], list[cst.BaseExpression | None]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def attribute_writes(model: SemanticModel, cls: cst.ClassDef, name: str) -> list[cst.BaseExpression | None]:
+    """The values the methods of ``cls`` write to ``self.<name>`` (``self_writes``), memoized."""
+    known = _WRITES.setdefault(model, {})
+    key = (id(cls), name)
+    if key not in known:
+        known[key] = [
+            write
+            for info in model.functions.values()
+            if info.class_node is cls and isinstance(info.node, cst.FunctionDef)
+            for write in self_writes(model, info.node, name)
+        ]
+    return known[key]
+
+
 def self_writes(model: SemanticModel, function: cst.FunctionDef, name: str) -> list[cst.BaseExpression | None]:
     """The values ``function`` (a method) writes to ``self.<name>``; None for a write whose value is
     not a plain assignment's (augmented, a tuple target, a ``for`` target...)."""
@@ -171,7 +203,10 @@ _WRITE_PARENTS = (
 
 
 def _is_write(model: SemanticModel, node: cst.Attribute) -> bool:
-    return isinstance(model.parent(node), _WRITE_PARENTS)
+    parent = model.parent(node)
+    if isinstance(parent, cst.For):
+        return parent.target is node  # ``for layer in self.layers`` reads it
+    return isinstance(parent, _WRITE_PARENTS)
 
 
 def _haiku_transformed(model: SemanticModel, expr: cst.Attribute) -> cst.BaseExpression | None:

@@ -11,7 +11,8 @@ attention test ``deterministic`` when their dropout rate is nonzero. A traced fl
 The layer a call applies (``layer_of``) is found where it was built: in the call itself
 (``nn.Dropout(0.1)(x, deterministic=p)``), through a name bound to the construction
 (``drop = eqx.nn.Dropout(0.1)`` at module level), or through ``self.<attr>`` written once in the
-class's methods (``self.dropout = nnx.Dropout(0.1, rngs=rngs)`` in ``__init__``, or in ``setup``).
+class's methods (``self.dropout = nnx.Dropout(0.1, rngs=rngs)`` in ``__init__``, or in ``setup``):
+the value layer's Module instance (``values.Values``).
 
 A rate held in a field of the Module (``nn.Dropout(self.dropout_rate)``) is followed when asked
 (``fields``): it is nonzero when its default and every value this module's constructions give it
@@ -26,8 +27,6 @@ from typing import Protocol
 
 import libcst as cst
 
-from remat_lint.analysis.bodies import receiver_class
-from remat_lint.analysis.callables import self_writes
 from remat_lint.analysis.module_fields import HeldField, field_values, held_field
 from remat_lint.analysis.semantic import SemanticModel
 from remat_lint.analysis.values import Values
@@ -72,31 +71,16 @@ def layer_of(model: SemanticModel, call: cst.Call, fields: bool = False) -> Appl
 
 
 def construction_of(model: SemanticModel, func: cst.BaseExpression) -> cst.Call | None:
-    """The call that built the layer ``func`` is: itself, a name bound to it, or ``self.<attr>``."""
+    """The call that built the layer ``func`` is: itself, or the constructor call of the one
+    Module instance the value layer finds (a name bound to it, ``self.<attr>``, a list's element)."""
     if isinstance(func, cst.Call):
         return func
-    if isinstance(func, cst.Name):
-        value = model.assigned_value(func)
-        return value if isinstance(value, cst.Call) else None
-    if isinstance(func, cst.Attribute):
-        cls = receiver_class(model, func.value)
-        value = instance_attribute(model, cls, func.attr.value) if cls is not None else None
-        return value if isinstance(value, cst.Call) else None
-    return None
-
-
-def instance_attribute(model: SemanticModel, cls: cst.ClassDef, name: str) -> cst.BaseExpression | None:
-    """The value of ``self.<name> = value`` when that is the only write to the attribute in the
-    methods of ``cls`` and its body gives the name no value (a bare ``dropout: eqx.nn.Dropout``
-    field declaration is fine)."""
-    declared = model.class_scopes[id(cls)].bindings.get(name, ())
-    if any(not (isinstance(b.node, cst.AnnAssign) and b.node.value is None) for b in declared):
-        return None
-    writes: list[cst.BaseExpression | None] = []
-    for info in model.functions.values():
-        if info.class_node is cls and isinstance(info.node, cst.FunctionDef):
-            writes += self_writes(model, info.node, name)
-    return writes[0] if len(writes) == 1 else None
+    built = Values(model).single(func)
+    return (
+        built.node
+        if built is not None and built.kind == "module_instance" and isinstance(built.node, cst.Call)
+        else None
+    )
 
 
 def flag_argument(call: cst.Call, layer: AppliedLayer) -> cst.BaseExpression | None:

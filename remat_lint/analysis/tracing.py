@@ -15,12 +15,12 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from remat_lint.analysis.bodies import Bodies, CheckpointedFunction, instance_class, receiver_class
+from remat_lint.analysis.bodies import Bodies, CheckpointedFunction, receiver_class
 from remat_lint.analysis.reaching import reaching_bindings
 from remat_lint.analysis.semantic import Scope, SemanticModel, child_nodes, is_step
 from remat_lint.analysis.sites import RematSite
 from remat_lint.analysis.static_args import convention, fails_at_wrap, static_params
-from remat_lint.analysis.values import Values
+from remat_lint.analysis.values import Values, deferred
 from remat_lint.apis import PARTIAL
 
 # Trace-time facts about a traced array (Python values, not tracers).
@@ -112,17 +112,15 @@ def invocations(model: SemanticModel, site: RematSite) -> list[cst.Call]:
 
 
 def flax_class_target(model: SemanticModel, site: RematSite) -> bool:
-    """The site lifts a Module class (``Block``, ``partial(Block, ...)``), not a function."""
+    """The site lifts a Module class (``Block``, ``partial(Block, ...)``, ``block.__class__``; a
+    class imported from another module of the project too), not a function."""
     target = site.target
     if isinstance(target, cst.Call) and model.qualified_name(target.func) in PARTIAL and target.args:
         target = target.args[0].value
-    return isinstance(target, cst.ClassDef) or (
-        target is not None
-        and (
-            isinstance(model.definition(target), cst.ClassDef)
-            or instance_class(model, target) is not None  # ``nn.remat(block.__class__)``
-        )
-    )
+    if isinstance(target, cst.ClassDef) or (target is not None and isinstance(model.definition(target), cst.ClassDef)):
+        return True
+    classes = Values(model, imported=deferred).possible(target) if target is not None else None
+    return bool(classes) and all(v.kind == "module_class" for v in classes or ())
 
 
 def calls_of(model: SemanticModel, value: cst.BaseExpression) -> list[cst.Call]:

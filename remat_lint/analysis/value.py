@@ -4,12 +4,13 @@ arguments, unions of possibilities, what a function returns."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 import libcst as cst
 
 from remat_lint.analysis.semantic import child_nodes
+from remat_lint.apis import Family
 
 Kind = Literal[
     "str",
@@ -25,6 +26,8 @@ Kind = Literal[
     "callable",
     "imported",
     "imported_field",
+    "module_class",
+    "module_instance",
 ]
 
 MAX_DEPTH = 8
@@ -42,9 +45,16 @@ class Value:
     )
     node: cst.CSTNode | None = None  # where it is spelled (a factory's call, a literal)
     via: str | None = None  # where it comes from when not spelled at the use: ``os.environ.get``...
+    # module_class/module_instance (a Module class, an instance of one): ``qname`` is the class's
+    # qualified name, ``node`` where the instance is built (its constructor call); ``framework`` the
+    # Module's framework, None for a class of another module of the project (as this module imports
+    # it: only the project phase can tell whether it is a Module, and of which framework);
+    # ``definition`` the class when this module defines it.
+    framework: Family | None = None
+    definition: cst.ClassDef | None = None
 
     def sourced(self, via: str) -> Value:
-        return self if self.via else Value(self.kind, self.literal, self.items, self.qname, self.node, via)
+        return self if self.via else replace(self, via=via)
 
 
 Possible = tuple[Value, ...]

@@ -17,6 +17,13 @@ when any of them is unknown. It follows:
   ``functools.cache``/``lru_cache``, which return what the function does); a returned
   ``a if flag else b`` on a parameter the call passes a value of known truth: that branch;
 - wrappers that return their argument's behaviour (``apis.SAME_BEHAVIOUR``: ``named_call``);
+- Module classes and instances (kinds ``module_class``, ``module_instance``) of Flax linen, NNX,
+  Haiku and Equinox: a framework's layer or a class of this module deriving from a Module
+  (``module_classes.module_family``), ``functools.partial(Block, ...)`` of one, a Flax remat of a
+  linen class; an instance is a call of a class, and ``block.__class__`` / ``type(block)`` is the
+  class of an instance; ``self.<attr>`` holds the Module the class's methods assign to it, when
+  exactly one does (``self.mlp = nn.Dense(4)`` in ``setup`` or ``__init__``); a loop over a
+  comprehension's elements (``[Block() for _ in range(n)]``) gets what its element can be;
 - configuration (``config_values.ConfigSources``): config classes' fields, ``ml_collections``
   ConfigDicts, the environment, absl flags and argparse options.
 
@@ -33,12 +40,15 @@ Without a callback, imported names are unknown unless they name a policy.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 import libcst as cst
 
 from remat_lint.analysis.bodies import method, receiver_class
+from remat_lint.analysis.callables import attribute_writes, instance_attribute
 from remat_lint.analysis.config_values import ENVIRONMENT_GETTERS, ConfigSources
 from remat_lint.analysis.enums import member_value
+from remat_lint.analysis.module_classes import module_family
 from remat_lint.analysis.semantic import SemanticModel, child_nodes, iterated
 from remat_lint.analysis.value import (
     MAX_DEPTH,
@@ -50,7 +60,7 @@ from remat_lint.analysis.value import (
     literal_value,
     union,
 )
-from remat_lint.apis import SAME_BEHAVIOUR, is_policy_namespace, policy_info
+from remat_lint.apis import MODULE_FAMILIES, PARTIAL, SAME_BEHAVIOUR, is_policy_namespace, policy_info, remat_api
 
 __all__ = ["Possible", "Value", "Values", "deferred", "function_returns"]
 
@@ -63,6 +73,8 @@ _MUTATORS = frozenset(
 )
 # Decorators after which a function returns what its body does (they only memoize).
 _CACHES = frozenset({"functools.cache", "functools.lru_cache"})
+_MODULE_KINDS = ("module_class", "module_instance")
+_COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.GeneratorExp)
 
 
 class Values:
@@ -150,6 +162,8 @@ class Values:
                 values = self._imported(binding.qname)
             elif binding.kind == "def":
                 values = (Value("callable", node=binding.node),)
+            elif binding.kind == "class" and isinstance(binding.node, cst.ClassDef):
+                values = self._class(binding.node)
             elif (collection := iterated(binding)) is not None:
                 values = self._elements(collection, depth)
             else:
@@ -162,10 +176,18 @@ class Values:
     def _imported(self, qname: str | None) -> Possible | None:
         if qname is None:
             return None
-        policy = _policy(qname)
+        policy = _policy(qname) or _framework_class(qname)
         if policy is not None:
             return (policy,)
         return self.imported(qname, False) if self.imported is not None else None
+
+    def _class(self, cls: cst.ClassDef) -> Possible | None:
+        """A class of this module: a Module class when it derives from one; otherwise unknown."""
+        family = module_family(self.model, cls)
+        if family is None:
+            return None
+        qname = self.model.qualified_name(cls.name) or cls.name.value
+        return (Value("module_class", qname=qname, node=cls, framework=family, definition=cls),)
 
     def _string_operation(self, expr: cst.BinaryOperation, depth: int) -> Possible | None:
         left = self.possible(expr.left, depth)
@@ -198,13 +220,43 @@ class Values:
         return Value(kind, items=tuple(items), node=expr)
 
     def _attribute(self, expr: cst.Attribute, depth: int) -> Possible | None:
-        policy = _policy(self.model.qualified_name(expr))
+        qname = self.model.qualified_name(expr)
+        policy = _policy(qname) or _framework_class(qname)
         if policy is not None:
             return (policy,)
+        if expr.attr.value == "__class__":
+            return _classes_of(self.possible(expr.value, depth))
         member = member_value(self.model, expr)
         if member is not None:
             return self.possible(member, depth)
-        return self.config.attribute(expr, depth) or self._imported_field(expr)
+        return self.config.attribute(expr, depth) or self._module_attribute(expr, depth) or self._imported_field(expr)
+
+    def _module_attribute(self, expr: cst.Attribute, depth: int) -> Possible | None:
+        """``self.<attr>`` that the class's methods assign once, when it holds Modules (other
+        values of instance attributes are left to the configuration sources)."""
+        cls = receiver_class(self.model, expr.value)
+        written = self._instance_attribute(cls, expr.attr.value) if cls is not None else None
+        found = self.possible(written, depth) if written is not None else None
+        return found if found and all(v.kind in _MODULE_KINDS for v in found) else None
+
+    def _instance_attribute(self, cls: cst.ClassDef, name: str, depth: int = 0) -> cst.BaseExpression | None:
+        """What the methods of ``cls`` assign to ``self.<name>`` once, or (when ``cls`` neither
+        declares nor writes it) those of its one local base class that does (``setup`` inherited);
+        None when a base is neither a class of this module nor a framework's Module."""
+        written = instance_attribute(self.model, cls, name)
+        if written is not None or depth > MAX_DEPTH:
+            return written
+        if self.model.class_scopes[id(cls)].bindings.get(name) or attribute_writes(self.model, cls, name):
+            return None  # declared or written more than once
+        found: list[cst.BaseExpression] = []
+        for base in cls.bases:
+            definition = self.model.definition(base.value)
+            if isinstance(definition, cst.ClassDef):
+                inherited = self._instance_attribute(definition, name, depth + 1)
+                found += [inherited] if inherited is not None else []
+            elif self.model.qualified_name(base.value) not in MODULE_FAMILIES:
+                return None
+        return found[0] if len(found) == 1 else None
 
     def _imported_field(self, expr: cst.Attribute) -> Possible | None:
         """Left to ``imported``: ``constants.POLICY`` or ``Config.field`` of an imported module or
@@ -271,6 +323,9 @@ class Values:
             return self.config.environment(call, qname, depth)
         if qname in SAME_BEHAVIOUR and call.args and call.args[0].keyword is None and not call.args[0].star:
             return self.possible(call.args[0].value, depth)
+        module = self._module_call(call, qname, depth)
+        if module is not None:
+            return module
         if qname == "builtins.str":
             return (Value("str", node=call),)
         func = call.func
@@ -284,6 +339,28 @@ class Values:
             default = call.args[1].value if len(call.args) == 2 else None
             return self._lookup(func.value, call.args[0].value, default, depth, getter=True)
         return self._returns(call, depth)
+
+    def _module_call(self, call: cst.Call, qname: str | None, depth: int) -> Possible | None:
+        """A Module class or instance that ``call`` gives: ``type(block)``, ``partial(Block, ...)``,
+        a Flax remat of a linen class (a class still), an instance of a class. A call of a name
+        imported from another module of the project, when imported names are deferred, is an
+        instance that only the project phase can confirm (framework None)."""
+        first = call.args[0] if call.args and call.args[0].keyword is None and not call.args[0].star else None
+        if qname == "builtins.type" and first is not None and len(call.args) == 1:
+            return _classes_of(self.possible(first.value, depth))
+        api = remat_api(qname)
+        if first is not None and (qname in PARTIAL or (api is not None and api.family == "flax")):
+            classes = self.possible(first.value, depth)
+            lifted = qname in PARTIAL or all(v.framework in ("flax", None) for v in classes or ())
+            if classes and lifted and all(v.kind == "module_class" for v in classes):
+                return tuple(v.sourced(qname or "") for v in classes)
+            return None
+        callee = self.possible(call.func, depth) if isinstance(call.func, (cst.Name, cst.Attribute, cst.Call)) else None
+        if callee and all(v.kind == "module_class" for v in callee):
+            return tuple(replace(v, kind="module_instance", node=call, via=None) for v in callee)
+        if callee and len(callee) == 1 and callee[0].kind == "imported":
+            return (Value("module_instance", qname=callee[0].qname, node=call),)
+        return None
 
     def _lookup(
         self,
@@ -409,17 +486,35 @@ class Values:
         return found
 
     def _elements(self, iterated: cst.BaseExpression, depth: int) -> Possible | None:
-        """What a loop variable over ``iterated`` can be: any element of the literal it is."""
+        """What a loop variable over ``iterated`` can be: any element of the literal or the
+        comprehension it is."""
         sequences = self._sequences(iterated, depth)
         if not sequences:
-            return None
+            return self._comprehension_element(iterated, depth)
         found: Possible | None = ()
         for items in sequences:
             found = union(found, items)
         return found or None
 
+    def _comprehension_element(self, expr: cst.BaseExpression, depth: int) -> Possible | None:
+        """What any element of a list, set or generator comprehension can be: ``expr`` itself, a
+        name bound once to one that nothing mutates, or ``self.<attr>`` its class assigns once."""
+        found: cst.BaseExpression | None = expr
+        for _ in range(MAX_DEPTH):
+            if isinstance(found, cst.Name) and not self._mutated(found.value):
+                found = self.model.assigned_value(found)
+            elif isinstance(found, cst.Attribute) and (cls := receiver_class(self.model, found.value)) is not None:
+                found = instance_attribute(self.model, cls, found.attr.value)
+            else:
+                break
+        return self.possible(found.elt, depth) if isinstance(found, _COMPREHENSIONS) else None
+
     def _item(self, sequence: cst.BaseExpression, key: cst.BaseExpression, depth: int) -> Possible | None:
-        """``sequence[i]`` of a tuple or list literal (or a name bound to one) and an integer ``i``."""
+        """``sequence[i]`` of a tuple or list literal (or a name bound to one) and an integer ``i``,
+        or any ``i`` of a list comprehension (any element)."""
+        element = self._comprehension_element(sequence, depth)
+        if element is not None:
+            return element
         index = self.single(key, depth)
         if index is None or index.kind != "int" or not isinstance(index.literal, int):
             return None
@@ -459,6 +554,20 @@ def _policy(qname: str | None) -> Value | None:
     if info is None:
         return None
     return Value("factory" if info.kind == "factory" else "policy", qname=qname)
+
+
+def _framework_class(qname: str | None) -> Value | None:
+    """A framework's Module class or layer (``flax.linen.Dense``)."""
+    family = MODULE_FAMILIES.get(qname or "")
+    return Value("module_class", qname=qname, framework=family) if family is not None else None
+
+
+def _classes_of(instances: Possible | None) -> Possible | None:
+    """The classes of ``instances`` when each is a Module instance (``block.__class__``)."""
+    if not instances or any(v.kind != "module_instance" for v in instances):
+        return None
+    # An imported class keeps the call that built the instance: it names the class as imported.
+    return tuple(replace(v, kind="module_class", node=v.definition or v.node, via=None) for v in instances)
 
 
 def _subscript_writes(module: cst.Module) -> set[str]:

@@ -19,7 +19,7 @@ from remat_lint.apis.records import BodyParam, DiffApi, DiffKind, Family, FlagLa
 
 __all__ = [
     "CHECKPOINT_NAME", "DIFF_APIS", "DISPLAY_NAMES", "FLAG_LAYERS", "FRAMEWORKS", "FUNCTION_NAMES", "LINEAR_LAYERS",
-    "LINEN_MODULE_CLASSES", "LOOP_APIS", "PARTIAL", "POLICIES", "POLICY_NAMESPACES", "REMAT_APIS", "REMOVED_APIS",
+    "LINEN_MODULE_CLASSES", "LOOP_APIS", "MODULE_FAMILIES", "PARTIAL", "POLICIES", "POLICY_NAMESPACES", "REMAT_APIS", "REMOVED_APIS",
     "SAME_BEHAVIOUR", "SAME_FUNCTION", "SCANS", "VJPS", "VMAP_APIS",
     "BodyParam", "DiffApi", "DiffKind", "Family", "FlagLayer", "PolicyInfo", "RematApi",
     "is_policy_namespace", "policy_info", "raises_when", "remat_api",
@@ -64,6 +64,25 @@ LINEAR_LAYERS = frozenset(_rows("LINEAR_LAYERS"))
 
 # Layers that test a mode flag in Python: qualified name -> how.
 FLAG_LAYERS: dict[str, FlagLayer] = _merged("FLAG_LAYERS")
+
+
+def _module_classes(framework: Any) -> frozenset[str]:
+    """The Module base class of a framework and the layer classes its tables name."""
+    tables = ("MODULE_CLASSES", "LINEAR_LAYERS", "LINEAR_CLASSES", "PARAM_LAYERS", "FLAG_LAYERS", "STATEFUL_LAYERS")
+    names = {getattr(framework, "MODULE", None), *(n for t in tables for n in getattr(framework, t, ()))}
+    return frozenset(n for n in names if n is not None)
+
+
+# Module classes by qualified name -> their framework: a class deriving from one is a Module of it.
+_MODULE_FRAMEWORKS: tuple[tuple[Family, Any], ...] = (
+    ("flax", linen),
+    ("nnx", nnx),
+    ("haiku", haiku),
+    ("equinox", equinox),
+)
+MODULE_FAMILIES: dict[str, Family] = {
+    qname: family for family, framework in _MODULE_FRAMEWORKS for qname in _module_classes(framework)
+}
 
 
 def raises_when(api: RematApi) -> str:

@@ -291,13 +291,9 @@ def _call_signature(model: SemanticModel, bodies: Bodies, cls: cst.ClassDef) -> 
     positional = positional_params(method)[1:]  # after self
     nodes = bodies.nodes(method)
     flags = [is_flag(model, nodes, p) for p in positional]
+    tested = {use.param.name.value for use in control_uses(model, nodes, {p.name.value: p for p in positional})}
     params = tuple(
-        Param(
-            p.name.value,
-            flag,
-            is_array_like(p) and not flag,
-            flag and any(control_uses(model, nodes, {p.name.value: p})),
-        )
+        Param(p.name.value, flag, is_array_like(p) and not flag, p.name.value in tested)
         for p, flag in zip(positional, flags, strict=True)
     )
     return Signature(params, isinstance(method.params.star_arg, cst.Param))

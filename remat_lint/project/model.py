@@ -8,9 +8,10 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Mapping
 
+from remat_lint.apis import LINEN_MODULE_CLASSES
 from remat_lint.findings import Position, RelatedLocation
 from remat_lint.project.modules import Ref, absolute, import_ref, is_package, module_names
-from remat_lint.project.summary import Constant, Constants, Differentiated, ImportedCall, ModuleSummary
+from remat_lint.project.summary import Constant, Constants, Differentiated, ImportedCall, ModuleSummary, Signature
 
 Symbol = tuple[str, str]  # (module, top-level name)
 _MAX_REEXPORTS = 8
@@ -90,6 +91,11 @@ class Project:
         except (OSError, SyntaxError, UnicodeDecodeError, LookupError):
             return ""
 
+    def defined_here(self, symbol: Symbol) -> tuple[RelatedLocation, ...]:
+        """A finding's related location for the class or name ``symbol`` it names: "`X` is defined here"."""
+        definition = self.definition(symbol, f"`{symbol[1]}` is defined here")
+        return (definition,) if definition is not None else ()
+
     def definition(self, symbol: Symbol, message: str) -> RelatedLocation | None:
         """Where the module-level name ``symbol`` is bound (its first ``def``, ``class`` or
         assignment; else a field of that name in one of its classes), as a related location; the
@@ -111,6 +117,17 @@ class Project:
             if symbol[1] in names:
                 return related(module, node.lineno, message, node.col_offset)  # type: ignore[arg-type]  # indentation: ASCII
         return None
+
+    def linen_class(self, module: ProjectModule, ref: Ref) -> Symbol | None:
+        """The project's class that ``ref`` (written in ``module``) names, when it derives from a
+        Flax linen Module (through the project's classes)."""
+        symbol = self.resolve(module, ref)
+        return symbol if symbol is not None and self.base_names(symbol) & LINEN_MODULE_CLASSES else None
+
+    def call_signature(self, symbol: Symbol) -> Signature | None:
+        """The ``__call__`` of the project's module-level class ``symbol``, when it defines one."""
+        module = self.modules.get(symbol[0])
+        return module.summary.signatures.get(symbol[1]) if module is not None else None
 
     def resolve(self, module: ProjectModule, ref: Ref) -> Symbol | None:
         """The project's module-level definition that ``ref``, written in ``module``, names."""

@@ -21,7 +21,7 @@ class Param:
     name: str
     bool_like: bool  # a flag (annotated ``bool``, a bool default, a flag's name)
     array_like: bool  # an array (annotated as one, or required and unannotated)
-    controls_flow: bool  # Python control flow on it in the body fails when it is traced
+    controls_flow: bool  # Python control flow on it in the body (a flag or not) fails when it is traced
 
 
 @dataclass(frozen=True)

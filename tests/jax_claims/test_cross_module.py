@@ -5,9 +5,13 @@ quiet twins run."""
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 import sys
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -27,19 +31,25 @@ def _forget_pkg() -> None:
         del sys.modules[name]
 
 
+@contextlib.contextmanager
+def fixture_package(root: Path, *modules: str) -> Iterator[ModuleType]:
+    """The fixture project's package ``pkg`` under ``root``, imported as its modules import each
+    other, with ``modules`` of it; forgotten afterwards."""
+    _forget_pkg()
+    sys.path.insert(0, str(root))
+    try:
+        for module in modules:
+            importlib.import_module(f"pkg.{module}")
+        yield sys.modules["pkg"]
+    finally:
+        sys.path.remove(str(root))
+        _forget_pkg()
+
+
 @pytest.fixture(scope="module")
 def pkg():
-    _forget_pkg()
-    sys.path.insert(0, str(ROOT))
-    try:
-        import pkg.layers
-        import pkg.model
-        import pkg.policies
-
-        yield pkg
-    finally:
-        sys.path.remove(str(ROOT))
-        _forget_pkg()
+    with fixture_package(ROOT, "layers", "model", "policies") as package:
+        yield package
 
 
 def _message(error: Exception) -> str:

@@ -98,7 +98,10 @@ def test_the_report_says_what_the_run_recorded_and_how_a_failing_command_ended(t
     project(tmp_path, files)
     proc = lint("--trace", "--trace-run", PYTEST, "pkg", cwd=tmp_path)
     assert "no abstract inputs" not in proc.stdout and "take one from a run of the project" not in proc.stdout
-    assert "trace: unconfirmed: no differentiated program of the run reached line 13 (it recorded grad of loss)" in proc.stdout
+    assert (
+        "trace: unconfirmed: no differentiated program of the run reached line 13 (it recorded grad of loss)"
+        in proc.stdout
+    )
     assert "exited with 1; its last output lines:\n" in proc.stderr
     assert "    E       RuntimeError: boom from the user's test\n" in proc.stderr
     assert "    FAILED tests/test_fail.py::test_boom - RuntimeError: boom from the user's test\n" in proc.stderr

@@ -227,8 +227,9 @@ class Run:
         a checkpoint, not only its line: ``a if self.rate > 0 else b`` runs the line and skips ``a``."""
         if item.on_site and matches_site([*self.sites, *self.wrappers], code, item.line):
             return None
+        recorded = self.source.startswith("recorded")
         if not any(self.under[n] for n in item.span):  # ``under``: lines run inside a differentiated trace
-            if self.source.startswith("recorded"):
+            if recorded:
                 return f"no differentiated program of the run reached line {item.line}"
             return f"tracing {self.name} never reached line {item.line}"
         line, column, end_line, end_column = item.data.get("test") or item.position
@@ -236,6 +237,7 @@ class Run:
             return None
         if any((line, column) <= (p[0], p[2]) and (p[1], p[3]) <= (end_line, end_column) for p in self.under_positions):
             return None
+        who = "the recorded run" if recorded else f"tracing {self.name}"
         return f"{who} ran line {item.line} but not the flagged expression at column {column + 1}"
 
     @cached_property

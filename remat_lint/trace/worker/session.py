@@ -501,7 +501,9 @@ class Session:
         missed = self.missed.get(item.id)
         if self.recorded or self.calls:  # --trace-run gave its programs: none ran the line
             programs = ", ".join(f"{r.transform} of {r.name}" for r in [*self.recorded, *self.calls])
-            return verdict("unconfirmed", f"no differentiated program of the run reached line {item.line} (it recorded {programs})")
+            return verdict(
+                "unconfirmed", f"no differentiated program of the run reached line {item.line} (it recorded {programs})"
+            )
         traced = f"no target traced went through line {item.line} ({', '.join(missed)}); " if missed else ""
         owners = [d for d in self.plan.owners(item.line, item.end_line)]
         functions = [d for d in [*owners, *self.plan.callers({d.name for d in owners})] if d.kind == "function"]
