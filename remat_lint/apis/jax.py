@@ -50,6 +50,11 @@ _POLICIES = [
     PolicyInfo("offload_dot_with_no_batch_dims", "factory", 2, 2, offloads=True),
 ]
 POLICIES: dict[str, PolicyInfo] = {p.name: p for p in _POLICIES}
+# Policies that save (or offload) only dots without batch dimensions: under ``vmap`` of every
+# operand, none (REM108).
+NO_BATCH_DIMS_POLICIES = frozenset(
+    {"dots_with_no_batch_dims_saveable", "checkpoint_dots_with_no_batch_dims", "offload_dot_with_no_batch_dims"}
+)
 
 CHECKPOINT_NAME = frozenset({"jax.ad_checkpoint.checkpoint_name"})
 
@@ -77,6 +82,7 @@ LOOP_APIS: dict[str, BodyParam] = {
 }
 SCANS = frozenset({"jax.lax.scan"})  # scans over a sequence given as ``xs``
 VMAP_APIS: dict[str, BodyParam] = {"jax.vmap": (0, "fun")}
+VMAP_IN_AXES = (1, "in_axes")  # ``jax.vmap``'s slot and keyword for the mapped axes
 
 # --- other functions the analyses resolve --------------------------------------------------------
 
@@ -111,4 +117,13 @@ IO_CALLBACKS = frozenset({"jax.experimental.io_callback"})
 MATMULS = frozenset({"jax.numpy.dot", "jax.numpy.matmul", "jax.lax.dot"})  # a single linear layer (REM106)
 # Products that apply weights to an input (REM301: a scan body applying its slice to its carry).
 CONTRACTIONS = MATMULS | frozenset({"jax.numpy.einsum", "jax.numpy.tensordot", "jax.lax.dot_general"})
-EINSUMS = frozenset({"jax.numpy.einsum"})  # with a subscripts string and two operands: one too (REM106)
+EINSUMS = frozenset({"jax.numpy.einsum"})
+# Elementwise functions: under ``vmap`` their result is batched when an argument is (REM108).
+ELEMENTWISE = frozenset(
+    {
+        "jax.numpy.tanh", "jax.numpy.exp", "jax.numpy.log", "jax.numpy.sin", "jax.numpy.cos",
+        "jax.numpy.sqrt", "jax.numpy.abs", "jax.numpy.maximum", "jax.numpy.minimum", "jax.numpy.square",
+        "jax.nn.relu", "jax.nn.gelu", "jax.nn.sigmoid", "jax.nn.silu", "jax.nn.swish", "jax.nn.softplus",
+        "jax.nn.softmax", "jax.nn.tanh", "jax.lax.tanh", "jax.lax.exp",
+    }
+)  # fmt: skip  # with a subscripts string and two operands: one too (REM106)

@@ -1,0 +1,235 @@
+from __future__ import annotations
+
+import libcst as cst
+
+from remat_lint.analysis.bodies import CheckpointedFunction
+from remat_lint.analysis.policies import site_policy
+from remat_lint.analysis.sites import RematSite
+from remat_lint.apis import policy_info
+from remat_lint.apis.jax import EINSUMS, ELEMENTWISE, MATMULS, NO_BATCH_DIMS_POLICIES, VMAP_APIS, VMAP_IN_AXES
+from remat_lint.findings import Severity
+from remat_lint.rule import Invalid, Rule
+
+_MAX_DEPTH = 16  # local assignments followed back from a dot operand
+
+
+class NoBatchDimsPolicyUnderVmap(Rule):
+    """
+    ## What it does
+    Flags a `dots_with_no_batch_dims_saveable` policy (or `checkpoint_dots_with_no_batch_dims`,
+    `offload_dot_with_no_batch_dims(...)`) on a checkpoint that `jax.vmap` maps over every
+    argument (`in_axes` left out, an integer, or a tuple of integers), when every operand of
+    every matrix product in the checkpointed function comes from its arguments.
+
+    ## Why is this bad?
+    `vmap` adds the mapped axis to every value computed from a mapped argument. A matrix product
+    of two such values becomes a batched `dot_general`: it has a batch dimension, so the policy
+    saves none of them and the checkpoint keeps the same residuals as `nothing_saveable`.
+    Measured on jax 0.10.2 (CPU; tanh MLPs of depth 2 and 4, widths 16 and 64, `grad` and
+    `value_and_grad`; `in_axes` left out, all 0, the weights on axis 1, and `vmap` inside the
+    checkpoint): the three policies keep 3 and 5 residuals, as `nothing_saveable` does, where
+    `dots_saveable` keeps 5 and 9, the residuals `dots_with_no_batch_dims_saveable` keeps without
+    `vmap`.
+
+    Not flagged: weights shared across the mapped axis (`in_axes=(0, None)`), a product with an
+    array the function reads from outside (a closure or module variable) or builds itself
+    (`jnp.eye(n)`), an argument with a default, and any body the rule cannot follow (a loop, a
+    helper call, a method). For an unmapped operand `vmap` folds the mapped axis into a free
+    dimension, the product has no batch dimension, and the policy saves it (measured: more
+    residuals than `nothing_saveable`; with every weight shared, as many as `dots_saveable`).
+
+    ## Example
+    ```python
+    import jax
+    cp = jax.checkpoint_policies
+
+    def block(x, w1, w2):
+        return jax.numpy.tanh(jax.numpy.tanh(x @ w1) @ w2)
+
+    per_example = jax.vmap(jax.checkpoint(block, policy=cp.dots_with_no_batch_dims_saveable))
+    ```
+
+    ## Use instead
+    ```python
+    per_example = jax.vmap(jax.checkpoint(block, policy=cp.dots_saveable))
+    ```
+    `dots_saveable` saves every product, including any that had a batch dimension before `vmap`
+    (an attention score); to keep only some, name them with `checkpoint_name` and use
+    `save_only_these_names` (measured under `vmap`: it saves the named products, as many
+    residuals as `dots_saveable` when every product is named). For
+    `offload_dot_with_no_batch_dims`, name the products and use
+    `save_and_offload_only_these_names`.
+
+    ## Fix safety
+    No fix: whether to save the products (more memory) or recompute them is the author's call.
+
+    ## References
+    - [Gradient checkpointing: policies](https://docs.jax.dev/en/latest/gradient-checkpointing.html)
+    - [`jax.vmap`](https://docs.jax.dev/en/latest/_autosummary/jax.vmap.html)
+    """
+
+    code = "REM108"
+    name = "no-batch-dims-policy-under-vmap"
+    severity = Severity.WARNING
+
+    VALID = [
+        "import jax\ncp = jax.checkpoint_policies\ndef f(x, w):\n    return x @ w\n"
+        "g = jax.vmap(jax.checkpoint(f, policy=cp.dots_with_no_batch_dims_saveable), in_axes=(0, None))",
+        "import jax, jax.numpy as jnp\ncp = jax.checkpoint_policies\nW = jnp.ones((4, 4))\ndef f(x):\n    return x @ W\n"
+        "g = jax.vmap(jax.checkpoint(f, policy=cp.dots_with_no_batch_dims_saveable))",
+        "import jax\ncp = jax.checkpoint_policies\ndef f(x, w):\n    return x @ w\n"
+        "g = jax.vmap(jax.checkpoint(f, policy=cp.dots_saveable))",
+    ]
+    INVALID = [
+        Invalid(
+            "import jax\ncp = jax.checkpoint_policies\ndef f(x, w):\n    return jax.numpy.tanh(x @ w)\n"
+            "g = jax.vmap(jax.checkpoint(f, policy=cp.dots_with_no_batch_dims_saveable))"
+        ),
+        Invalid(
+            "import jax\ncp = jax.checkpoint_policies\n"
+            "g = jax.vmap(jax.checkpoint(lambda x, w: x @ w, policy=cp.checkpoint_dots_with_no_batch_dims), in_axes=(0, 1))"
+        ),
+    ]
+
+    def check(self) -> None:
+        bodies = {id(fn.site): fn for fn in self.ctx.bodies.functions if fn.entry}
+        for site in self.ctx.sites:
+            policy = site_policy(site)
+            fn = bodies.get(id(site))
+            offloads = self._no_batch_dims(policy) if policy is not None else None
+            if policy is None or fn is None or offloads is None:
+                continue
+            if self._mapped_over_every_argument(site) and _Batching(self, fn).every_dot_batched():
+                verb, instead = (
+                    ("offloads", "save_and_offload_only_these_names") if offloads else ("saves", "dots_saveable")
+                )
+                self.report(
+                    policy,
+                    f"`{self.ctx.code(policy)}` {verb} nothing here: `jax.vmap` maps every argument, so every matrix "
+                    "product in the checkpoint has a batch dimension (measured: the same residuals as `nothing_saveable`). "
+                    f"Use `{instead}` (name the products with `checkpoint_name`)"
+                    + ("" if offloads else " or `save_only_these_names`"),
+                )
+
+    def _no_batch_dims(self, policy: cst.BaseExpression) -> bool | None:
+        """Whether the policy offloads, when it is certainly one of the no-batch-dims policies."""
+        infos = [
+            policy_info(value.qname) if value.kind == "policy" else None
+            for value in self.ctx.values.possible(policy) or ()
+        ]
+        if not infos or not all(info is not None and info.name in NO_BATCH_DIMS_POLICIES for info in infos):
+            return None
+        offloads = {info.offloads for info in infos if info is not None}
+        return offloads.pop() if len(offloads) == 1 else None
+
+    def _mapped_over_every_argument(self, site: RematSite) -> bool:
+        """``jax.vmap(<site>)`` or ``@jax.vmap`` right above the checkpoint's decorator, with
+        ``in_axes`` left out, an integer or a tuple of integers (no ``None``: nothing shared)."""
+        if site.form == "decorator":
+            decorated = site.target
+            if not isinstance(decorated, cst.FunctionDef) or not isinstance(site.node, cst.Decorator):
+                return False
+            position = next(i for i, d in enumerate(decorated.decorators) if d is site.node)
+            above = decorated.decorators[position - 1].decorator if position else None
+            return above is not None and self.ctx.qualified_name(above) in VMAP_APIS
+        vmap = self.ctx.model.parent(self.ctx.model.parent(site.node))
+        if not (
+            isinstance(vmap, cst.Call)
+            and self.ctx.qualified_name(vmap.func) in VMAP_APIS
+            and vmap.args
+            and vmap.args[0].value is site.node
+            and vmap.args[0].keyword is None
+            and not any(arg.star for arg in vmap.args)
+        ):
+            return False
+        slot, keyword = VMAP_IN_AXES
+        given = [a for i, a in enumerate(vmap.args) if (a.keyword is None and i == slot) or _keyword(a) == keyword]
+        return not given or _every_axis_mapped(given[0].value)
+
+
+class _Batching:
+    """Which values of a checkpointed function ``vmap`` batches, when it maps every argument:
+    the arguments, and what elementwise maths, indexing and products compute from one of them."""
+
+    def __init__(self, rule: NoBatchDimsPolicyUnderVmap, fn: CheckpointedFunction) -> None:
+        self.ctx = rule.ctx
+        self.fn = fn
+        self.params = {id(param) for param in fn.args}
+
+    def every_dot_batched(self) -> bool:
+        """The function takes only positional arguments without defaults, is a plain sequence of
+        assignments ending in a ``return`` (or a lambda), calls only elementwise functions and
+        products, and computes at least one product; each product's operands are all batched."""
+        fn = self.fn
+        if fn.star_args or fn.bound or fn.receiver is not None or fn.keyword_only or not self._straight_line():
+            return False
+        if any(param.default is not None for param in fn.args):
+            return False  # an argument the call may leave out: its default is not mapped
+        dots = 0
+        for node in self.ctx.bodies.nodes(self.fn.node):
+            if isinstance(node, (cst.FunctionDef, cst.Lambda)) and node is not self.fn.node:
+                return False
+            operands = self._operands(node)
+            if operands is None:
+                return False
+            if operands:
+                dots += 1
+                if not all(self._batched(operand, 0) for operand in operands):
+                    return False
+        return dots > 0
+
+    def _straight_line(self) -> bool:
+        node = self.fn.node
+        if isinstance(node, cst.Lambda):
+            return True
+        statements = node.body.body
+        return all(
+            isinstance(line, cst.SimpleStatementLine)
+            and all(isinstance(small, (cst.Assign, cst.Return)) for small in line.body)
+            for line in statements
+        )
+
+    def _operands(self, node: cst.CSTNode) -> tuple[cst.BaseExpression, ...] | None:
+        """A product's operands, ``()`` for any other node, None for a call the rule cannot follow."""
+        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.MatrixMultiply):
+            return node.left, node.right
+        if not isinstance(node, cst.Call):
+            return ()
+        qname = self.ctx.qualified_name(node.func)
+        if any(arg.star for arg in node.args) or qname not in MATMULS | EINSUMS | ELEMENTWISE:
+            return None
+        positional = tuple(arg.value for arg in node.args if arg.keyword is None)
+        if qname in MATMULS:
+            return positional
+        return positional[1:] if qname in EINSUMS else ()
+
+    def _batched(self, expr: cst.BaseExpression, depth: int) -> bool:
+        if depth > _MAX_DEPTH:
+            return False
+        if isinstance(expr, cst.Name):
+            bindings = self.ctx.model.bindings_at(expr)
+            return bool(bindings) and all(
+                id(b.node) in self.params
+                or (b.kind == "assign" and b.value is not None and self._batched(b.value, depth + 1))
+                for b in bindings or ()
+            )
+        if isinstance(expr, cst.BinaryOperation):
+            return self._batched(expr.left, depth + 1) or self._batched(expr.right, depth + 1)
+        if isinstance(expr, cst.UnaryOperation):
+            return self._batched(expr.expression, depth + 1)
+        if isinstance(expr, cst.Subscript):
+            return self._batched(expr.value, depth + 1)
+        if isinstance(expr, cst.Call) and self._operands(expr) is not None:
+            return any(self._batched(arg.value, depth + 1) for arg in expr.args if arg.keyword is None)
+        return False
+
+
+def _keyword(arg: cst.Arg) -> str | None:
+    return arg.keyword.value if arg.keyword is not None else None
+
+
+def _every_axis_mapped(in_axes: cst.BaseExpression) -> bool:
+    """``0``, ``1``, ``(0, 0)``, ``[0, 1]``: every argument mapped (no ``None``, nothing unknown)."""
+    if isinstance(in_axes, (cst.Tuple, cst.List)):
+        return bool(in_axes.elements) and all(_every_axis_mapped(element.value) for element in in_axes.elements)
+    return isinstance(in_axes, cst.Integer)
