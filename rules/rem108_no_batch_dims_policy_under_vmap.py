@@ -101,14 +101,18 @@ class NoBatchDimsPolicyUnderVmap(Rule):
                 continue
             if self._mapped_over_every_argument(site) and _Batching(self, fn).every_dot_batched():
                 verb, instead = (
-                    ("offloads", "save_and_offload_only_these_names") if offloads else ("saves", "dots_saveable")
+                    ("offloads", "name the products with `checkpoint_name` and use `save_and_offload_only_these_names`")
+                    if offloads
+                    else (
+                        "saves",
+                        "use `dots_saveable`, or name the products with `checkpoint_name` and use `save_only_these_names`",
+                    )
                 )
                 self.report(
                     policy,
                     f"`{self.ctx.code(policy)}` {verb} nothing here: `jax.vmap` maps every argument, so every matrix "
                     "product in the checkpoint has a batch dimension (measured: the same residuals as `nothing_saveable`). "
-                    f"Use `{instead}` (name the products with `checkpoint_name`)"
-                    + ("" if offloads else " or `save_only_these_names`"),
+                    f"To keep them, {instead}",
                 )
 
     def _no_batch_dims(self, policy: cst.BaseExpression) -> bool | None:

@@ -1,7 +1,7 @@
 """What REM018, REM019 and REM107 tell users about JAX and Flax, checked against the installed
 packages: the exception each message names (its text), the memory REM107 states, that the fixes
-run, and that their quiet fixture is correct code. Also why no rule flags a
-``*_with_no_batch_dims*`` policy under ``vmap``: the measured residuals do not support one."""
+run, and that their quiet fixture is correct code. Also why REM108 flags a
+``*_with_no_batch_dims*`` policy under ``vmap`` only when every operand is mapped."""
 
 from __future__ import annotations
 
@@ -244,7 +244,7 @@ def test_policy_none_is_the_full_checkpoint():
     assert saved[0] == saved[1]
 
 
-# --- no rule: a *_with_no_batch_dims* policy under vmap ------------------------------------------
+# --- REM108's limit: a *_with_no_batch_dims* policy under vmap with unmapped weights ------------
 
 
 def _vmapped_residuals(policy, weights_axis):

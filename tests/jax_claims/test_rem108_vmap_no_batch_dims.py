@@ -78,16 +78,20 @@ def test_with_an_unmapped_operand_the_policy_saves_the_product(name):
 
 
 def test_names_saved_under_vmap_keep_the_products():
-    """The message's other way out: products named with ``checkpoint_name`` are saved under vmap."""
+    """The message's other way out: a product named with ``checkpoint_name`` is saved (or offloaded)
+    under vmap."""
     from jax.ad_checkpoint import checkpoint_name
 
     def block(x, w1, w2):
         return jnp.tanh(checkpoint_name(jnp.tanh(x @ w1), "h") @ w2)
 
     cp = jax.checkpoint_policies
-    named = jax.vmap(jax.checkpoint(block, policy=cp.save_only_these_names("h")))
-    nothing = jax.vmap(jax.checkpoint(block, policy=cp.nothing_saveable))
-    assert residuals(named, (X, WB, WB)) > residuals(nothing, (X, WB, WB))
+    offload = cp.save_and_offload_only_these_names(
+        names_which_can_be_saved=[], names_which_can_be_offloaded=["h"], offload_src="device", offload_dst="pinned_host"
+    )
+    nothing = residuals(jax.vmap(jax.checkpoint(block, policy=cp.nothing_saveable)), (X, WB, WB))
+    for policy in (cp.save_only_these_names("h"), offload):
+        assert residuals(jax.vmap(jax.checkpoint(block, policy=policy)), (X, WB, WB)) == nothing + 1
 
 
 def test_the_message_states_the_measured_residuals():
