@@ -97,7 +97,7 @@ class NoBatchDimsPolicyUnderVmap(Rule):
             policy = site_policy(site)
             fn = bodies.get(id(site))
             offloads = self._no_batch_dims(policy) if policy is not None else None
-            if policy is None or fn is None or offloads is None:
+            if policy is None or fn is None or offloads is None or site.has_star_args or _static_arguments(site):
                 continue
             if self._mapped_over_every_argument(site) and _Batching(self, fn).every_dot_batched():
                 verb, instead = (
@@ -162,7 +162,7 @@ class _Batching:
 
     def every_dot_batched(self) -> bool:
         """The function takes only positional arguments without defaults, is a plain sequence of
-        assignments ending in a ``return`` (or a lambda), calls only elementwise functions and
+        assignments and expressions ending in a ``return`` (or a lambda), calls only elementwise functions and
         products, and computes at least one product; each product's operands are all batched."""
         fn = self.fn
         if fn.star_args or fn.bound or fn.receiver is not None or fn.keyword_only or not self._straight_line():
@@ -189,7 +189,7 @@ class _Batching:
         statements = node.body.body
         return all(
             isinstance(line, cst.SimpleStatementLine)
-            and all(isinstance(small, (cst.Assign, cst.Return)) for small in line.body)
+            and all(isinstance(small, (cst.Assign, cst.Return, cst.Expr)) for small in line.body)
             for line in statements
         )
 
@@ -226,6 +226,11 @@ class _Batching:
         if isinstance(expr, cst.Call) and self._operands(expr) is not None:
             return any(self._batched(arg.value, depth + 1) for arg in expr.args if arg.keyword is None)
         return False
+
+
+def _static_arguments(site: RematSite) -> bool:
+    """Static arguments are not traced: what vmap does to them is not the rule's case."""
+    return site.keyword("static_argnums") is not None or site.keyword("static_argnames") is not None
 
 
 def _keyword(arg: cst.Arg) -> str | None:

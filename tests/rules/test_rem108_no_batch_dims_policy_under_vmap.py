@@ -28,10 +28,11 @@ BATCHED = "def f(x, w):\n    h = jnp.tanh(x @ w)\n    return h @ w"
     [
         (mapped(BATCHED), 8),
         (mapped(BATCHED, ", in_axes=(0, 2)"), 8),
+        (mapped('def f(x, w):\n    """Doc."""\n    return x @ w'), 8),
         (mapped("def f(x, p):\n    return jax.nn.relu(-x[0] @ p['w']) @ (p['v'] + 1.0)", ", 1"), 7),
         ("f = lambda x, w: jnp.einsum('ij,jk->ik', x, w)\n" + "g = jax.vmap(jax.checkpoint(f, policy=P))\n", 6),
     ],
-    ids=["default", "tuple", "pytree-and-operators", "einsum-through-a-name"],
+    ids=["default", "tuple", "docstring", "pytree-and-operators", "einsum-through-a-name"],
 )
 def test_reports_on_the_policy_when_every_product_is_batched(source, row):
     source = source.replace("policy=P)", f"policy={POLICY})")
@@ -71,6 +72,10 @@ def test_reports_on_the_policy_when_every_product_is_batched(source, row):
         "g = jax.vmap(jax.checkpoint(f, policy=cp.dots_with_no_batch_dims_saveable))\n",
         "g = jax.vmap(jax.checkpoint(policy=cp.dots_with_no_batch_dims_saveable))\n",
         "g = jax.vmap()\n",
+        "def f(x, w):\n    return x @ w\n"
+        "g = jax.vmap(jax.checkpoint(f, policy=cp.dots_with_no_batch_dims_saveable, static_argnums=(1,)))\n",
+        "def f(x, w):\n    return x @ w\n"
+        "g = jax.vmap(jax.checkpoint(f, policy=cp.dots_with_no_batch_dims_saveable, **options))\n",
     ],
     ids=[
         "shared-weight",
@@ -97,6 +102,8 @@ def test_reports_on_the_policy_when_every_product_is_batched(source, row):
         "undefined-body",
         "no-target",
         "empty-vmap",
+        "static-argument",
+        "spread-options",
     ],
 )
 def test_silent_where_a_product_may_be_unbatched_or_the_code_is_unknown(source):
