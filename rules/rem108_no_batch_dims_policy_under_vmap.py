@@ -5,8 +5,8 @@ import libcst as cst
 from remat_lint.analysis.bodies import CheckpointedFunction
 from remat_lint.analysis.policies import site_policy
 from remat_lint.analysis.sites import RematSite
-from remat_lint.apis import policy_info
-from remat_lint.apis.jax import EINSUMS, ELEMENTWISE, MATMULS, NO_BATCH_DIMS_POLICIES, VMAP_APIS, VMAP_IN_AXES
+from remat_lint.apis import ARRAY_VMAPS, policy_info
+from remat_lint.apis.jax import EINSUMS, ELEMENTWISE, MATMULS, NO_BATCH_DIMS_POLICIES
 from remat_lint.findings import Severity
 from remat_lint.rule import Invalid, Rule
 
@@ -17,9 +17,9 @@ class NoBatchDimsPolicyUnderVmap(Rule):
     """
     ## What it does
     Flags a `dots_with_no_batch_dims_saveable` policy (or `checkpoint_dots_with_no_batch_dims`,
-    `offload_dot_with_no_batch_dims(...)`) on a checkpoint that `jax.vmap` maps over every
-    argument (`in_axes` left out, an integer, or a tuple of integers), when every operand of
-    every matrix product in the checkpointed function comes from its arguments.
+    `offload_dot_with_no_batch_dims(...)`) on a checkpoint that `jax.vmap` or `nnx.vmap` maps
+    over every argument (`in_axes` left out, an integer, or a tuple of integers), when every
+    operand of every matrix product in the checkpointed function comes from its arguments.
 
     ## Why is this bad?
     `vmap` adds the mapped axis to every value computed from a mapped argument. A matrix product
@@ -29,12 +29,13 @@ class NoBatchDimsPolicyUnderVmap(Rule):
     `value_and_grad`; `in_axes` left out, all 0, the weights on axis 1, and `vmap` inside the
     checkpoint): the three policies keep 3 and 5 residuals, as `nothing_saveable` does, where
     `dots_saveable` keeps 5 and 9, the residuals `dots_with_no_batch_dims_saveable` keeps without
-    `vmap`.
+    `vmap`. The same with `nnx.vmap`, and with `nnx.remat` inside either.
 
     Not flagged: weights shared across the mapped axis (`in_axes=(0, None)`), a product with an
     array the function reads from outside (a closure or module variable) or builds itself
     (`jnp.eye(n)`), an argument with a default, and any body the rule cannot follow (a loop, a
-    helper call, a method). For an unmapped operand `vmap` folds the mapped axis into a free
+    helper call, a method), and Flax linen's `nn.vmap` (it maps variable collections, not
+    arguments). For an unmapped operand `vmap` folds the mapped axis into a free
     dimension, the product has no batch dimension, and the policy saves it (measured: more
     residuals than `nothing_saveable`; with every weight shared, as many as `dots_saveable`).
 
@@ -110,7 +111,7 @@ class NoBatchDimsPolicyUnderVmap(Rule):
                 )
                 self.report(
                     policy,
-                    f"`{self.ctx.code(policy)}` {verb} nothing here: `jax.vmap` maps every argument, so every matrix "
+                    f"`{self.ctx.code(policy)}` {verb} nothing here: `vmap` maps every argument, so every matrix "
                     "product in the checkpoint has a batch dimension (measured: the same residuals as `nothing_saveable`). "
                     f"To keep them, {instead}",
                 )
@@ -127,26 +128,27 @@ class NoBatchDimsPolicyUnderVmap(Rule):
         return offloads.pop() if len(offloads) == 1 else None
 
     def _mapped_over_every_argument(self, site: RematSite) -> bool:
-        """``jax.vmap(<site>)`` or ``@jax.vmap`` right above the checkpoint's decorator, with
-        ``in_axes`` left out, an integer or a tuple of integers (no ``None``: nothing shared)."""
+        """``jax.vmap(<site>)``, ``nnx.vmap(<site>)`` or either as the decorator right above the
+        checkpoint's, with ``in_axes`` left out, an integer or a tuple of integers (no ``None``:
+        nothing shared)."""
         if site.form == "decorator":
             decorated = site.target
             if not isinstance(decorated, cst.FunctionDef) or not isinstance(site.node, cst.Decorator):
                 return False
-            position = next(i for i, d in enumerate(decorated.decorators) if d is site.node)
+            position = next((i for i, d in enumerate(decorated.decorators) if d is site.node), 0)
             above = decorated.decorators[position - 1].decorator if position else None
-            return above is not None and self.ctx.qualified_name(above) in VMAP_APIS
+            return above is not None and self.ctx.qualified_name(above) in ARRAY_VMAPS
         vmap = self.ctx.model.parent(self.ctx.model.parent(site.node))
         if not (
             isinstance(vmap, cst.Call)
-            and self.ctx.qualified_name(vmap.func) in VMAP_APIS
+            and (in_axes := ARRAY_VMAPS.get(self.ctx.qualified_name(vmap.func) or "")) is not None
             and vmap.args
             and vmap.args[0].value is site.node
             and vmap.args[0].keyword is None
             and not any(arg.star for arg in vmap.args)
         ):
             return False
-        slot, keyword = VMAP_IN_AXES
+        slot, keyword = in_axes
         given = [a for i, a in enumerate(vmap.args) if (a.keyword is None and i == slot) or _keyword(a) == keyword]
         return not given or _every_axis_mapped(given[0].value)
 

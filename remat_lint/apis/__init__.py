@@ -18,7 +18,7 @@ from remat_lint.apis.linen import MODULE_CLASSES as LINEN_MODULE_CLASSES
 from remat_lint.apis.records import BodyParam, DiffApi, DiffKind, Family, FlagLayer, PolicyInfo, RematApi
 
 __all__ = [
-    "CHECKPOINT_NAME", "DIFF_APIS", "DISPLAY_NAMES", "FLAG_LAYERS", "FRAMEWORKS", "FUNCTION_NAMES", "LINEAR_LAYERS",
+    "ARRAY_VMAPS", "CHECKPOINT_NAME", "DIFF_APIS", "DISPLAY_NAMES", "FLAG_LAYERS", "FRAMEWORKS", "FUNCTION_NAMES", "LINEAR_LAYERS",
     "LINEN_MODULE_CLASSES", "LOOP_APIS", "MODULE_FAMILIES", "PARTIAL", "POLICIES", "POLICY_NAMESPACES", "REMAT_APIS", "REMOVED_APIS",
     "SAME_BEHAVIOUR", "SAME_FUNCTION", "SCANS", "VJPS", "VMAP_APIS",
     "BodyParam", "DiffApi", "DiffKind", "Family", "FlagLayer", "PolicyInfo", "RematApi",
@@ -58,6 +58,8 @@ LOOP_APIS: dict[str, BodyParam] = _merged("LOOP_APIS")
 # Scans over a sequence given as ``xs`` (or Flax's lifted scan): where "over layers" applies.
 SCANS = frozenset(_rows("SCANS"))
 VMAP_APIS: dict[str, BodyParam] = _merged("VMAP_APIS")
+# Maps over arrays: qualified name -> the positional slot (None: keyword only) and keyword of ``in_axes``.
+ARRAY_VMAPS: dict[str, tuple[int | None, str]] = _merged("ARRAY_VMAPS")
 
 # A single linear layer given to a remat that takes instances (``hk.remat(hk.Linear(4))``; REM106).
 LINEAR_LAYERS = frozenset(_rows("LINEAR_LAYERS"))

@@ -82,7 +82,9 @@ LOOP_APIS: dict[str, BodyParam] = {
 }
 SCANS = frozenset({"jax.lax.scan"})  # scans over a sequence given as ``xs``
 VMAP_APIS: dict[str, BodyParam] = {"jax.vmap": (0, "fun")}
-VMAP_IN_AXES = (1, "in_axes")  # ``jax.vmap``'s slot and keyword for the mapped axes
+# Maps of a function over arrays, with the positional slot (None: keyword only) and the keyword of
+# their ``in_axes``: a no-batch-dims policy inside them was measured the same (REM108).
+ARRAY_VMAPS: dict[str, tuple[int | None, str]] = {"jax.vmap": (1, "in_axes")}
 
 # --- other functions the analyses resolve --------------------------------------------------------
 

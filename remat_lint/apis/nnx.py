@@ -39,6 +39,7 @@ LOOP_APIS: dict[str, BodyParam] = {
 SCANS = frozenset({"flax.nnx.scan"})
 LINEAR_LAYERS = frozenset({"flax.nnx.Linear"})  # a single linear layer (REM106), remat given an instance
 VMAP_APIS: dict[str, BodyParam] = {"flax.nnx.vmap": (0, "f")}
+ARRAY_VMAPS: dict[str, tuple[int | None, str]] = {"flax.nnx.vmap": (None, "in_axes")}  # see jax.ARRAY_VMAPS
 
 # Layers that test a mode flag in Python (analysis/layers.py).
 FLAG_LAYERS: dict[str, FlagLayer] = {

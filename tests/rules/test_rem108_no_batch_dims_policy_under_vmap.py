@@ -31,8 +31,24 @@ BATCHED = "def f(x, w):\n    h = jnp.tanh(x @ w)\n    return h @ w"
         (mapped('def f(x, w):\n    """Doc."""\n    return x @ w'), 8),
         (mapped("def f(x, p):\n    return jax.nn.relu(-x[0] @ p['w']) @ (p['v'] + 1.0)", ", 1"), 7),
         ("f = lambda x, w: jnp.einsum('ij,jk->ik', x, w)\n" + "g = jax.vmap(jax.checkpoint(f, policy=P))\n", 6),
+        (
+            "from flax import nnx\n"
+            + mapped(BATCHED).replace("jax.vmap", "nnx.vmap").replace("jax.checkpoint", "nnx.remat"),
+            9,
+        ),
+        ("from flax import nnx\n" + mapped(BATCHED, ", in_axes=(0, 0)").replace("jax.vmap", "nnx.vmap"), 9),
+        ("from flax import nnx\n@nnx.vmap\n@nnx.remat(policy=P)\ndef f(x, w):\n    return x @ w\n", 7),
     ],
-    ids=["default", "tuple", "docstring", "pytree-and-operators", "einsum-through-a-name"],
+    ids=[
+        "default",
+        "tuple",
+        "docstring",
+        "pytree-and-operators",
+        "einsum-through-a-name",
+        "nnx-remat-in-nnx-vmap",
+        "nnx-vmap-in-axes",
+        "nnx-decorators",
+    ],
 )
 def test_reports_on_the_policy_when_every_product_is_batched(source, row):
     source = source.replace("policy=P)", f"policy={POLICY})")
@@ -67,8 +83,10 @@ def test_reports_on_the_policy_when_every_product_is_batched(source, row):
         "@functools.partial(jax.checkpoint, policy=cp.dots_with_no_batch_dims_saveable)\ndef f(x, w):\n    return x @ w\n",
         "import functools\n@functools.partial(jax.checkpoint, policy=cp.dots_with_no_batch_dims_saveable)\n"
         "@jax.vmap\ndef f(x, w):\n    return x @ w\n",
+        "import flax.linen as nn\ndef f(x, w):\n    return x @ w\n"
+        "g = nn.vmap(jax.checkpoint(f, policy=cp.dots_with_no_batch_dims_saveable))\n",
         "from flax import nnx\ndef f(x, w):\n    return x @ w\n"
-        "g = nnx.vmap(jax.checkpoint(f, policy=cp.dots_with_no_batch_dims_saveable))\n",
+        "g = nnx.vmap(jax.checkpoint(f, policy=cp.dots_with_no_batch_dims_saveable), in_axes=(0, None))\n",
         "g = jax.vmap(jax.checkpoint(f, policy=cp.dots_with_no_batch_dims_saveable))\n",
         "g = jax.vmap(jax.checkpoint(policy=cp.dots_with_no_batch_dims_saveable))\n",
         "g = jax.vmap()\n",
@@ -98,7 +116,8 @@ def test_reports_on_the_policy_when_every_product_is_batched(source, row):
         "star-axes",
         "partial-vmap",
         "vmap-below",
-        "nnx-vmap",
+        "linen-vmap",
+        "nnx-vmap-shared",
         "undefined-body",
         "no-target",
         "empty-vmap",
