@@ -155,7 +155,8 @@ class NoBatchDimsPolicyUnderVmap(Rule):
 
 class _Batching:
     """Which values of a checkpointed function ``vmap`` batches, when it maps every argument:
-    the arguments, and what elementwise maths, indexing and products compute from one of them."""
+    the arguments, and what elementwise maths, indexing, ``.T`` and products compute from one of
+    them."""
 
     def __init__(self, rule: NoBatchDimsPolicyUnderVmap, fn: CheckpointedFunction) -> None:
         self.ctx = rule.ctx
@@ -224,6 +225,8 @@ class _Batching:
         if isinstance(expr, cst.UnaryOperation):
             return self._batched(expr.expression, depth + 1)
         if isinstance(expr, cst.Subscript):
+            return self._batched(expr.value, depth + 1)
+        if isinstance(expr, cst.Attribute) and expr.attr.value == "T":  # an argument's transpose
             return self._batched(expr.value, depth + 1)
         if isinstance(expr, cst.Call) and self._operands(expr) is not None:
             return any(self._batched(arg.value, depth + 1) for arg in expr.args if arg.keyword is None)

@@ -34,6 +34,7 @@ INVALID_ARGS: dict[str, tuple[Any, ...]] = {
     "through_a_name": (X, WB, WB),
     "params_batched": (X, {"w1": WB, "w2": WB}),
     "nnx_mapped": (X, WB, WB),
+    "per_head": (X, X, X),
     "einsum_lambda": (X, WB, WB),
     "decorated": (X, WB, WB),
 }
@@ -41,6 +42,7 @@ QUIET_ARGS: dict[str, tuple[Any, ...]] = {
     "shared": (X, W, W),
     "one_shared": (X, WB, W),
     "nnx_shared": (X, W, W),
+    "shared_keys": (X, X[0], X[0]),
     "closure": (X, WB, WB),
     "constant": (X, WB, WB),
     "default": (X, WB),
@@ -76,7 +78,7 @@ def test_with_an_unmapped_operand_the_policy_saves_the_product(name):
     kept = residuals(cases(QUIET)[name], args)
     dots = residuals(cases(QUIET, "cp.dots_saveable")[name], args)
     assert residuals(cases(QUIET, "cp.nothing_saveable")[name], args) < kept <= dots
-    assert (kept == dots) == (name in ("shared", "nnx_shared", "unmapped"))
+    assert (kept == dots) == (name in ("shared", "nnx_shared", "shared_keys", "unmapped"))
 
 
 def test_names_saved_under_vmap_keep_the_products():

@@ -37,6 +37,7 @@ BATCHED = "def f(x, w):\n    h = jnp.tanh(x @ w)\n    return h @ w"
             9,
         ),
         ("from flax import nnx\n" + mapped(BATCHED, ", in_axes=(0, 0)").replace("jax.vmap", "nnx.vmap"), 9),
+        (mapped("def f(q, k, v):\n    s = jax.nn.softmax(q @ k.T)\n    return s @ v"), 8),
         ("from flax import nnx\n@nnx.vmap\n@nnx.remat(policy=P)\ndef f(x, w):\n    return x @ w\n", 7),
     ],
     ids=[
@@ -47,6 +48,7 @@ BATCHED = "def f(x, w):\n    h = jnp.tanh(x @ w)\n    return h @ w"
         "einsum-through-a-name",
         "nnx-remat-in-nnx-vmap",
         "nnx-vmap-in-axes",
+        "attention-transpose",
         "nnx-decorators",
     ],
 )
@@ -68,6 +70,7 @@ def test_reports_on_the_policy_when_every_product_is_batched(source, row):
         mapped("def f(x, w):\n    return jnp.tanh(x @ w) @ W"),
         mapped("def f(x, w):\n    return jnp.tanh(x @ w) @ jnp.eye(4)"),
         mapped("def f(x, w):\n    return x @ jnp.ones_like(w)"),
+        mapped("def f(x, w):\n    return x @ w.shape"),
         mapped("def f(x, w=W):\n    return x @ w"),
         mapped("def f(x, *, w):\n    return x @ w"),
         mapped("def f(x, *ws):\n    for w in ws:\n        x = x @ w\n    return x"),
@@ -104,6 +107,7 @@ def test_reports_on_the_policy_when_every_product_is_batched(source, row):
         "module-array",
         "built-in-body",
         "ones-like",
+        "other-attribute",
         "default",
         "keyword-only",
         "loop",
