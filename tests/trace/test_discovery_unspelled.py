@@ -73,7 +73,7 @@ def test_a_checkpoint_a_registry_applies_is_found_where_no_site_is_spelled(tmp_p
     assert json.loads(static.stdout) == []
     proc = lint("--trace", "--trace-run", PYTEST, "--no-cache", "--output-format", "json", "pkg", cwd=tmp_path)
     found = [(f["code"], f["filename"], f["location"]["row"], f["trace"]["found_by"]) for f in json.loads(proc.stdout)]
-    # the function the registry's checkpoint wraps: 4 tanh layers before a squared error save nothing
-    assert found == [("REM401", "pkg/model.py", 8, "trace")], proc.stderr
+    # the registry call that applies the checkpoint to 4 tanh layers before a squared error: it saves nothing
+    assert found == [("REM401", "pkg/model.py", 14, "trace")], proc.stderr
     assert proc.returncode == 1
     assert not (tmp_path / "pkg" / "IMPORTED").exists()  # no recorded checkpoint ran its code: never imported
