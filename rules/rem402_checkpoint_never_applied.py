@@ -9,7 +9,8 @@ class CheckpointNeverApplied(DynamicRule):
     ## What it does
     Reports, under `--trace --trace-run CMD`, a checkpoint site the static pass knows that no
     differentiated program of the run applied: a branch on the layer count, a configuration flag or
-    a factory bypasses it. Found by tracing only, and only when the run recorded at least one
+    a factory bypasses it, or the run called it only forward (the message says both, since the
+    trace sees only the differentiated programs). Found by tracing only, and only when the run recorded at least one
     differentiated program that was built.
 
     ## Why is this bad?

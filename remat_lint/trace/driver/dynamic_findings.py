@@ -86,7 +86,8 @@ def findings_for(
         for line in sorted(set(sites) - observed.applied):
             message = (
                 f"This checkpoint was not applied in any differentiated program of `{command}` "
-                f"(a branch or a setting bypasses it; programs: {programs})"
+                f"(programs: {programs}): a branch or a setting bypasses it there, or the run called it "
+                "only outside a gradient"
             )
             trace = Verdict(
                 "confirmed",
