@@ -20,6 +20,7 @@ from remat_lint.project.summary import (
     ImportedCall,
     ModuleSummary,
     Signature,
+    TableEntry,
 )
 
 Symbol = tuple[str, str]  # (module, top-level name)
@@ -209,18 +210,26 @@ class Project:
         self, module: ProjectModule, ref: Ref, key: str | bool | int | float | None
     ) -> tuple[ProjectModule, Constants] | None:
         """What the entry ``key`` (None: any entry) of the table ``ref`` (imported in ``module``)
-        holds, when the table is a dict literal that no module changes; None when it is unknown or
-        the key is missing (``KeyError``)."""
-        symbol = self.resolve(module, ref)
-        owner = self.modules[symbol[0]] if symbol is not None else None
-        entries = owner.summary.tables.get(symbol[1]) if owner is not None and symbol is not None else None
-        if owner is None or entries is None or self._changed(symbol):  # type: ignore[arg-type]  # entries: a symbol
+        holds; None when it is unknown or the key is missing (``KeyError``)."""
+        found = self.table(module, ref)
+        if found is None:
             return None
+        owner, entries = found
         known = key is not None and all(e.key is not None for e in entries)
         chosen = [e for e in entries if e.key is not None and e.key.literal == key] if known else list(entries)
         if not chosen or any(e.values is None for e in chosen):
             return None
         return owner, tuple(c for e in chosen for c in e.values or ())
+
+    def table(self, module: ProjectModule, ref: Ref) -> tuple[ProjectModule, tuple[TableEntry, ...]] | None:
+        """The module and entries of the dict literal that ``ref`` (written in ``module``) names,
+        when no module of the project changes it in place."""
+        symbol = self.resolve(module, ref)
+        owner = self.modules[symbol[0]] if symbol is not None else None
+        entries = owner.summary.tables.get(symbol[1]) if owner is not None and symbol is not None else None
+        if owner is None or entries is None or self._changed(symbol):  # type: ignore[arg-type]  # entries: a symbol
+            return None
+        return owner, entries
 
     def _changed(self, symbol: Symbol) -> bool:
         """Some module changes the module-level name ``symbol`` in place, as it imports it."""
