@@ -163,7 +163,7 @@ class PolicyNotCallable(Rule):
             found = problem(resolved.values) if resolved is not None else None
             if resolved is None or found is None:
                 continue
-            finding.message = f"`policy={candidate.values['policy']}` (from {resolved.where}) {found}"
+            finding.message = f"`policy={candidate.values['policy']}`{resolved.source} {found}"
             finding.data = {"from": resolved.where}
             finding.related = resolved.related
             kept.append(finding)

@@ -334,7 +334,7 @@ class PolicyMisuse(Rule):
             if resolved is None or not infos or any(i is None or i.kind != "factory" for i in infos):
                 continue
             finding = candidate.finding
-            where = f"{_AS_POLICY} (from {resolved.where})"
+            where = f"{_AS_POLICY}{resolved.source}"
             finding.message = _uncalled_message(candidate.values["code"], infos, where)  # type: ignore[arg-type]  # checked: none is None
             finding.data, finding.related = {"from": resolved.where}, resolved.related
             kept.append(finding)

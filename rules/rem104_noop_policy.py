@@ -164,7 +164,7 @@ class NoopPolicy(Rule):
             if resolved is None or not _everything(resolved.values):
                 continue
             finding = candidate.finding
-            shown = f"`policy={candidate.values['policy']}` (from {resolved.where}) is `everything_saveable` and"
+            shown = f"`policy={candidate.values['policy']}`{resolved.source} is `everything_saveable` and"
             finding.message, finding.data, finding.related = _message(shown), {"from": resolved.where}, resolved.related
             kept.append(finding)
         return kept

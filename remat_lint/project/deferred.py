@@ -18,8 +18,13 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class Resolved:
     values: Constants
-    where: str  # the modules that told, relative to the module of the finding: ``config.py``
+    where: str  # the other modules that told, relative to the module of the finding: ``config.py``
     related: tuple[RelatedLocation, ...]  # where each name the placeholders read is defined there
+
+    @property
+    def source(self) -> str:
+        """`` (from config.py)`` for a message; empty when the finding's module alone told."""
+        return f" (from {self.where})" if self.where else ""
 
 
 def resolve(project: Project, module: ProjectModule, values: Sequence[Constant]) -> Resolved | None:
@@ -28,7 +33,8 @@ def resolve(project: Project, module: ProjectModule, values: Sequence[Constant])
     found = project.values(module, tuple(values))
     if found is None:
         return None
-    where = ", ".join(sorted({os.path.relpath(m.path, os.path.dirname(module.path)) for m in found[1]}))
+    others = {os.path.relpath(m.path, os.path.dirname(module.path)) for m in found[1] if m is not module}
+    where = ", ".join(sorted(others))
     names = sorted({(v.qname or "").rsplit(".", 1)[-1] for v in values if v.kind in DEFERRED_KINDS})
     defined = (project.definition((m.name, name), f"`{name}` is defined here") for m in found[1] for name in names)
     return Resolved(found[0], where, tuple(dict.fromkeys(d for d in defined if d is not None)))
