@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -34,7 +33,12 @@ class PolicyNotCallable(Rule):
     `%`, `.format()`, a conditional expression of strings). Values from another module of the
     project count alike: a constant (`from .constants import POLICY`, `constants.POLICY`) or a
     config class's field (`cfg.remat_policy` for `cfg: Config`, `Config()` or `Config` imported
-    from `config.py`, unless some module assigns that field); the message names the module.
+    from `config.py`, unless some module assigns that field); the message names the module. A
+    field read through a parameter annotated with the class (`def build(cfg: Config)`) counts
+    when its annotation allows only strings, or when every construction of the class in the
+    project leaves it at a string (its default, or what the construction or a
+    `dataclasses.replace` passes); a class no module constructs, constructed with `**kwargs`,
+    by position up to the field, passed on or subclassed, is unknown.
 
     Where it is reported: at the `policy=` argument, in the module that passes it, also when only
     that module is linted (pre-commit, flake8, an editor); the message names the module the value
@@ -127,6 +131,7 @@ class PolicyNotCallable(Rule):
     ]
 
     def check(self) -> None:
+        from remat_lint.analysis.deferred import deferred_value
         from remat_lint.analysis.values import Values, deferred
 
         across: Values | None = None
@@ -137,40 +142,30 @@ class PolicyNotCallable(Rule):
             possible = self.ctx.values.possible(arg.value)
             if possible is None:  # perhaps another module's name: the project phase decides (check_project)
                 across = across or Values(self.ctx.model, imported=deferred)
-                self._defer(site.node, arg.value, across.possible(arg.value))
+                later = deferred_value(self.ctx.model, arg.value, across)
+                if later is not None and problem(later.known or [Constant("str")]) is not None:
+                    data = {"values": later.values, "policy": self.ctx.code(arg.value)}
+                    self.candidate(site.node, later.symbols, data)
                 continue
             found = problem(possible)
             if found is not None:
                 self.report(site.node, f"`policy={self.ctx.code(arg.value)}` {found}", fix=self._fix(arg.value))
 
-    def _defer(self, node: cst.CSTNode, value: cst.BaseExpression, possible: tuple[Value, ...] | None) -> None:
-        """A candidate when ``value`` holds other modules' names (constants, config fields) and
-        nothing of this module is a policy; ``symbols``: the names whose files tell."""
-        imported = [v for v in possible or () if v.kind in ("imported", "imported_field")]
-        if not imported or problem([v for v in possible or () if v not in imported] or [Constant("str")]) is None:
-            return
-        plain = [Constant(v.kind, v.literal, v.qname) for v in possible or ()]
-        symbols = sorted({(v.qname or "").rsplit(".", 1)[-1] for v in imported})  # the defining file names it
-        self.candidate(node, symbols, {"values": plain, "policy": self.ctx.code(value)})
-
     @classmethod
     def check_project(cls, candidates: list[Candidate], module: ProjectModule, project: Project) -> list[Finding]:
         """Confirm the candidates whose imported values are all strings (or one bool or number)."""
+        from remat_lint.project.deferred import resolve
+
         kept = []
         for candidate in candidates:
             finding = candidate.finding
-            resolved = project.values(module, candidate.values["values"])
-            found = problem(resolved[0]) if resolved is not None else None
+            resolved = resolve(project, module, candidate.values["values"])
+            found = problem(resolved.values) if resolved is not None else None
             if resolved is None or found is None:
                 continue
-            where = ", ".join(sorted({os.path.relpath(m.path, os.path.dirname(module.path)) for m in resolved[1]}))
-            names = candidate.symbols
-            finding.message = f"`policy={candidate.values['policy']}` (from {where}) {found}"
-            finding.data = {"from": where}
-            defined = (
-                project.definition((m.name, name), f"`{name}` is defined here") for m in resolved[1] for name in names
-            )
-            finding.related = tuple(dict.fromkeys(d for d in defined if d is not None))
+            finding.message = f"`policy={candidate.values['policy']}`{resolved.source} {found}"
+            finding.data = {"from": resolved.where}
+            finding.related = resolved.related
             kept.append(finding)
         return kept
 

@@ -42,6 +42,7 @@ CALL_HINTS = {
     "offload_dot_with_no_batch_dims": "offload_src, offload_dst",
 }
 _READ_BY_KEY = "in a table of policies read by key"
+_AS_POLICY = "as `policy=`"
 # Saves everything whatever names it gets (REM104 reports it), so a list/tuple changes nothing.
 _NAMES_IGNORED = "save_anything_except_these_names"
 _TUPLE_EFFECT = {
@@ -65,7 +66,9 @@ class PolicyMisuse(Rule):
     (`dots_saveable()`, `nothing_saveable()`, `everything_saveable()` and their aliases), a
     policy factory used uncalled (`policy=save_only_these_names`, or as a value of a policy
     table that `policy=TABLE[key]` reads, also from another module of the project: reported at
-    the table's entry, naming the lookup), an attribute that `jax.checkpoint_policies` does not
+    the table's entry, naming the lookup; or a config field that every construction of its
+    class in the project leaves at a factory, read through a parameter annotated with the class,
+    as REM001 reads such a field), an attribute that `jax.checkpoint_policies` does not
     have, one list or tuple passed where the names are separate arguments, a factory called with
     the wrong number of arguments, a name that `save_and_offload_only_these_names` is told both
     to save and to offload, and an offloading policy inside `save_from_both_policies`.
@@ -228,8 +231,21 @@ class PolicyMisuse(Rule):
         for site in self.ctx.sites:
             value = policies.site_policy(site)
             if value is not None:
-                self._check_uncalled(value, "as `policy=`")
+                self._check_uncalled(value, _AS_POLICY)
+                self._defer_uncalled(value)
         self._check_policy_tables()
+
+    def _defer_uncalled(self, value: cst.BaseExpression) -> None:
+        """A candidate when ``value`` may be a field that the constructions in the project set
+        (``cfg.policy`` for ``cfg: Config``) and what this module tells of it is all factories."""
+        from remat_lint.analysis.deferred import deferred_value
+        from remat_lint.analysis.values import Values, deferred
+
+        if self.ctx.values.possible(value) is not None or self._expected(value, "TypeError"):
+            return
+        later = deferred_value(self.ctx.model, value, Values(self.ctx.model, imported=deferred))
+        if later is not None and all(c.kind == "factory" for c in later.known):
+            self.candidate(value, later.symbols, {"values": later.values, "code": self.ctx.code(value)})
 
     # --- the checks ---------------------------------------------------------------------------
 
@@ -300,6 +316,32 @@ class PolicyMisuse(Rule):
 
     @classmethod
     def check_project(cls, candidates: list[Candidate], module: ProjectModule, project: Project) -> list[Finding]:
+        """Two kinds of candidate: a policy that the project's modules tell (``values``), and the
+        uncalled factories in module-level tables that another module reads by key."""
+        held = [c for c in candidates if "values" in c.values]
+        tables = [c for c in candidates if "values" not in c.values]
+        return [*cls._held_uncalled(held, module, project), *cls._read_tables(tables, module, project)]
+
+    @staticmethod
+    def _held_uncalled(candidates: list[Candidate], module: ProjectModule, project: Project) -> list[Finding]:
+        """Confirm a policy whose every value, resolved across the project, is a factory."""
+        from remat_lint.project.deferred import resolve
+
+        kept = []
+        for candidate in candidates:
+            resolved = resolve(project, module, candidate.values["values"])
+            infos = [policy_info(v.qname) for v in resolved.values] if resolved is not None else []
+            if resolved is None or not infos or any(i is None or i.kind != "factory" for i in infos):
+                continue
+            finding = candidate.finding
+            where = f"{_AS_POLICY}{resolved.source}"
+            finding.message = _uncalled_message(candidate.values["code"], infos, where)  # type: ignore[arg-type]  # checked: none is None
+            finding.data, finding.related = {"from": resolved.where}, resolved.related
+            kept.append(finding)
+        return kept
+
+    @classmethod
+    def _read_tables(cls, candidates: list[Candidate], module: ProjectModule, project: Project) -> list[Finding]:
         """Confirm the uncalled factories in module-level tables (pending) that another module
         reads by key; the first such lookup is named."""
         from remat_lint.project.model import place, related
@@ -357,15 +399,7 @@ class PolicyMisuse(Rule):
         infos = [named] if named is not None else self._held_factories(value)
         if not infos or any(i.kind != "factory" for i in infos) or self._expected(value, "TypeError"):
             return
-        code = self.ctx.code(value)
-        names = list(dict.fromkeys(i.name for i in infos))  # a loop over two factories: either
-        only = infos[0] if len(names) == 1 else None
-        hint = (CALL_HINTS.get(only.name) or ", ".join(f"{k}=..." for k in only.keyword_only)) if only else ""
-        text = (
-            f"`{code}` is a policy factory used uncalled {where}. JAX accepts it when wrapping, and the first "
-            f"grad/vjp calls it as a policy and raises `TypeError: {' / '.join(names)}() got an unexpected keyword "
-            f"argument ...`; call it: `{code}({hint or repr('name') + ', ...'})`"
-        )
+        text = _uncalled_message(self.ctx.code(value), infos, where)
         if symbols is None:
             self.report(value, text)
         else:
@@ -489,6 +523,17 @@ class PolicyMisuse(Rule):
             if isinstance(self.ctx.model.parent(attribute), (cst.AssignTarget, cst.AugAssign, cst.AnnAssign, cst.Del))
         }
         return probed, assigned
+
+
+def _uncalled_message(code: str, infos: Sequence[PolicyInfo], where: str) -> str:
+    names = list(dict.fromkeys(i.name for i in infos))  # a loop over two factories: either
+    only = infos[0] if len(names) == 1 else None
+    hint = (CALL_HINTS.get(only.name) or ", ".join(f"{k}=..." for k in only.keyword_only)) if only else ""
+    return (
+        f"`{code}` is a policy factory used uncalled {where}. JAX accepts it when wrapping, and the first "
+        f"grad/vjp calls it as a policy and raises `TypeError: {' / '.join(names)}() got an unexpected keyword "
+        f"argument ...`; call it: `{code}({hint or repr('name') + ', ...'})`"
+    )
 
 
 def _literal_name(ctx: LintContext, args: Sequence[cst.Arg]) -> str | None:

@@ -132,6 +132,7 @@ class CheckpointLastStage(Rule):
     Whole-model checkpoints: when the stage is all the expensive work (the whole forward pass:
     `jax.checkpoint(forward)(params, x)`, `nnx.remat(lambda m: m(x))(model)`,
     `eqx.filter_checkpoint(model)(x)`, `model.apply(params, x)` of a `model = nn.remat(GPT)()`,
+    `RematGPT().apply(params, x)` with `RematGPT = nn.remat(GPT)`,
     or `return data_loss(p, b) + l2(p)` with `data_loss` checkpointed and `l2` a function of this
     module made of cheap work), the backward pass needs all of the model's residuals at once.
     Measured on jax 0.10.2 over 192 configurations (tanh-MLP layers and pre-LN residual-MLP

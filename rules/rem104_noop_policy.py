@@ -1,11 +1,26 @@
 from __future__ import annotations
 
-import libcst as cst
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from remat_lint.analysis.policies import constant_return, site_policy
 from remat_lint.apis import policy_info
-from remat_lint.findings import Severity
+from remat_lint.apis.jax import POLICY_NAMESPACE
+from remat_lint.findings import Candidate, Finding, Severity
+from remat_lint.lazy_import import LazyModule
+from remat_lint.project.deferred import resolve
+from remat_lint.project.summary import Constant
 from remat_lint.rule import Invalid, Rule
+
+if TYPE_CHECKING:
+    import libcst as cst
+
+    from remat_lint.analysis.values import Value, Values
+    from remat_lint.project.model import Project, ProjectModule
+else:
+    cst = LazyModule("libcst")
+
+# libcst and the analyses are imported where a file is checked: the project phase
+# (check_project), often all a warm run does, needs neither.
 
 # Measured on jax 0.10.2 (tests/jax_claims/test_policies.py).
 SAVES_EVERYTHING = (
@@ -13,6 +28,7 @@ SAVES_EVERYTHING = (
     "it can even use more temp memory than no checkpoint"
 )
 _ANYTHING_EXCEPT = "save_anything_except_these_names"
+_EVERYTHING = f"{POLICY_NAMESPACE}.everything_saveable"
 
 
 class NoopPolicy(Rule):
@@ -23,6 +39,9 @@ class NoopPolicy(Rule):
     returns `True`, and `save_from_both_policies` with one of those inside; also when the policy
     is one of those through a constant, a config object's field default (a dataclass, an
     `eqx.Module`), a lookup table or a helper's return, every value it can hold saving everything.
+    A field read through a parameter annotated with the class (`def build(cfg: Config)`) counts
+    when every construction of the class in the project leaves it at `everything_saveable` (as
+    REM001 reads such a field).
 
     ## Why is this bad?
     A checkpoint trades compute for memory by *not* saving intermediates for the backward pass.
@@ -71,6 +90,7 @@ class NoopPolicy(Rule):
     name = "noop-policy"
     severity = Severity.WARNING
     quiet_in_tests = True  # tests compare against everything_saveable on purpose
+    project_wide = True  # a config field's value may depend on constructions in other modules
 
     VALID = [
         "import jax\ng = jax.checkpoint(f, policy=jax.checkpoint_policies.dots_saveable)",
@@ -99,6 +119,10 @@ class NoopPolicy(Rule):
     ]
 
     def check(self) -> None:
+        from remat_lint.analysis.deferred import deferred_value
+        from remat_lint.analysis.policies import site_policy
+        from remat_lint.analysis.values import Values, deferred
+
         for call in self.ctx.model.calls:
             info = policy_info(self.ctx.qualified_name(call.func))
             if info is not None and info.name == _ANYTHING_EXCEPT:
@@ -117,15 +141,33 @@ class NoopPolicy(Rule):
                         "these, use `save_any_names_but_these`",
                     ),
                 )
+        across: Values | None = None
         for site in self.ctx.sites:
             value = site_policy(site)
             subject = None if value is None else self._subject(value)
             if subject is not None:
-                self.report(
-                    site.node,
-                    f"{subject} saves every intermediate: the checkpoint saves no memory. "
-                    f"{SAVES_EVERYTHING}; remove the checkpoint or save less",
-                )
+                self.report(site.node, _message(subject))
+            elif value is not None and self.ctx.values.possible(value) is None:
+                # perhaps a field any construction in the project may set: the project phase decides
+                across = across or Values(self.ctx.model, imported=deferred)
+                later = deferred_value(self.ctx.model, value, across)
+                if later is not None and _everything(later.known or [Constant("policy", qname=_EVERYTHING)]):
+                    self.candidate(site.node, later.symbols, {"values": later.values, "policy": self.ctx.code(value)})
+
+    @classmethod
+    def check_project(cls, candidates: list[Candidate], module: ProjectModule, project: Project) -> list[Finding]:
+        """Confirm the candidates whose every value, resolved across the project, is
+        ``everything_saveable``."""
+        kept = []
+        for candidate in candidates:
+            resolved = resolve(project, module, candidate.values["values"])
+            if resolved is None or not _everything(resolved.values):
+                continue
+            finding = candidate.finding
+            shown = f"`policy={candidate.values['policy']}`{resolved.source} is `everything_saveable` and"
+            finding.message, finding.data, finding.related = _message(shown), {"from": resolved.where}, resolved.related
+            kept.append(finding)
+        return kept
 
     def _subject(self, value: cst.BaseExpression) -> str | None:
         """The start of the message when ``value`` is a policy that saves everything, else None."""
@@ -142,8 +184,7 @@ class NoopPolicy(Rule):
     def _saves_everything(self, value: cst.BaseExpression) -> bool:
         """Every value ``value`` can hold is ``everything_saveable`` (through names, config
         fields, lookups, helpers: the value layer)."""
-        found = self.ctx.values.possible(value) or ()
-        return bool(found) and all(v.kind == "policy" and _policy_name(v.qname) == "everything_saveable" for v in found)
+        return _everything(self.ctx.values.possible(value) or ())
 
     def _is_everything_saveable(self, value: cst.BaseExpression) -> bool:
         """``value`` spells ``everything_saveable`` itself (an import of it, not a name bound to it)."""
@@ -152,6 +193,8 @@ class NoopPolicy(Rule):
         return spelled and _policy_name(self.ctx.qualified_name(value)) == "everything_saveable"
 
     def _always_true(self, value: cst.BaseExpression) -> bool:
+        from remat_lint.analysis.policies import constant_return
+
         constant = constant_return(self.ctx.values, value)
         return constant is not None and constant[0] is True
 
@@ -164,6 +207,18 @@ class NoopPolicy(Rule):
         if both.kind != "policy" or _policy_name(both.qname) != "save_from_both_policies":
             return []
         return [arg.value for arg in both.node.args if not arg.star] if isinstance(both.node, cst.Call) else []
+
+
+def _everything(values: Sequence[Value | Constant]) -> bool:
+    """Every value a policy can hold is ``everything_saveable``."""
+    return bool(values) and all(v.kind == "policy" and _policy_name(v.qname) == "everything_saveable" for v in values)
+
+
+def _message(subject: str) -> str:
+    return (
+        f"{subject} saves every intermediate: the checkpoint saves no memory. "
+        f"{SAVES_EVERYTHING}; remove the checkpoint or save less"
+    )
 
 
 def _policy_name(qname: str | None) -> str | None:

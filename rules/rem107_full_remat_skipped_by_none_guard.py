@@ -1,27 +1,42 @@
 from __future__ import annotations
 
-import libcst as cst
+import os
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from remat_lint.analysis.policies import site_policy
-from remat_lint.analysis.semantic import SemanticModel
-from remat_lint.analysis.values import Values
-from remat_lint.findings import Severity
+from remat_lint.findings import Candidate, Finding, Severity
+from remat_lint.lazy_import import LazyModule
+from remat_lint.project.modules import LOCAL
 from remat_lint.rule import Invalid, Rule
+
+if TYPE_CHECKING:
+    import libcst as cst
+
+    from remat_lint.analysis.semantic import SemanticModel
+    from remat_lint.analysis.values import Value, Values
+    from remat_lint.project.model import Project, ProjectModule
+    from remat_lint.project.summary import TableEntry
+else:
+    cst = LazyModule("libcst")
+
+# libcst and the analyses are imported where a file is checked: the project phase
+# (check_project), often all a warm run does, needs neither.
 
 # Settings whose name asks for a checkpoint that saves nothing, which JAX spells ``policy=None``
 # (MaxText's ``remat_policy: full``) or ``nothing_saveable``. A table mapping another setting
 # ("none", "off") to None may well mean "no checkpoint": it is left alone.
 _FULL_SETTINGS = frozenset({"full", "nothing_saveable"})
-_FUNCTION_BOUNDARIES = (cst.FunctionDef, cst.Lambda, cst.ClassDef)
 
 
 class FullRematSkippedByNoneGuard(Rule):
     """
     ## What it does
     Flags a checkpoint applied only under `if policy is not None:` (or `if policy:`) when
-    `policy` comes from a table of this file (a dict literal or `dict(...)`, looked up as
+    `policy` comes from a table (a dict literal or `dict(...)`, looked up as
     `POLICIES[setting]` or `POLICIES.get(setting)`) that maps the setting `"full"` (or
-    `"nothing_saveable"`) to `None`.
+    `"nothing_saveable"`) to `None`. The table may be another module's of the project (`from
+    .policies import POLICIES`, a dict literal no module changes in place): the finding is at the
+    guard, also when only its file is linted, and names the table's module.
 
     ## Why is this bad?
     `jax.checkpoint(f, policy=None)` is the full checkpoint: it saves nothing and recomputes
@@ -35,8 +50,9 @@ class FullRematSkippedByNoneGuard(Rule):
     Tables that map another setting (`"none"`, `"off"`) to `None` mean "no checkpoint" and are
     not flagged; nor is a guard on the setting itself (`if cfg.remat != "none":`).
 
-    On by default: it fires only when the table, the lookup and the guard are all in the file,
-    and the setting's own name asks for the full checkpoint.
+    On by default: it fires only when the table is known (in the file or imported from the
+    project), the lookup and the guard are in the file, and the setting's own name asks for the
+    full checkpoint.
 
     ## Example
     ```python
@@ -68,6 +84,7 @@ class FullRematSkippedByNoneGuard(Rule):
     code = "REM107"
     name = "full-remat-skipped-by-none-guard"
     severity = Severity.WARNING
+    project_wide = True  # the table may be another module's
 
     VALID = [
         "import jax\nP = {'none': None, 'dots': jax.checkpoint_policies.dots_saveable}\n"
@@ -88,23 +105,71 @@ class FullRematSkippedByNoneGuard(Rule):
     ]
 
     def check(self) -> None:
+        from remat_lint.analysis.policies import site_policy
+        from remat_lint.project.extract import ref_of
+
         model = self.ctx.model
         for site in self.ctx.sites:
             policy = site_policy(site)
             if not isinstance(policy, cst.Name):
                 continue
             guard = _none_guard(model, site.node, policy)
-            lookup = _full_setting_mapped_to_none(self.ctx.values, policy) if guard is not None else None
+            lookup = _lookup(self.ctx.values, policy) if guard is not None else None
             if guard is None or lookup is None:
                 continue
-            setting, table = lookup
-            self.report(
-                guard,
-                f"The guard `{self.ctx.code(guard)}` skips the checkpoint for the setting "
-                f'"{setting}", which `{self.ctx.code(table)}` maps to None. `policy=None` is the full checkpoint: '
-                "that setting gets no checkpoint at all (measured: 2.5x-6.4x the full checkpoint's temp memory); map it "
-                "to `jax.checkpoint_policies.nothing_saveable`, or test the setting instead of the policy",
-            )
+            table, asked = lookup
+            setting = _full_setting_mapped_to_none(self.ctx.values, table, asked)
+            if setting is not None:
+                self.report(guard, _message(self.ctx.code(guard), setting, self.ctx.code(table)))
+                continue
+            ref = ref_of(model, table) if self.ctx.values.entries(table) is None else None
+            if ref is not None and ref[0] != LOCAL:  # another module's table: the project phase decides
+                key = asked.literal if asked is not None else None
+                data = {"ref": ref, "asked": key, "guard": self.ctx.code(guard), "table": self.ctx.code(table)}
+                self.candidate(guard, [ref[1].rsplit(".", 1)[-1]], data)
+
+    @classmethod
+    def check_project(cls, candidates: list[Candidate], module: ProjectModule, project: Project) -> list[Finding]:
+        """Confirm a guard whose table, defined in another module, maps "full" to None."""
+        kept = []
+        for candidate in candidates:
+            data = candidate.values
+            found = project.table(module, tuple(data["ref"]))
+            setting = _full_setting(found[1], data["asked"]) if found is not None else None
+            if found is None or setting is None:
+                continue
+            where = os.path.relpath(found[0].path, os.path.dirname(module.path))
+            finding = candidate.finding
+            finding.message = _message(data["guard"], setting, data["table"], f" ({where})")
+            finding.data = {"from": where}
+            name = data["ref"][1].rsplit(".", 1)[-1]
+            finding.related = project.defined_here((found[0].name, name))
+            kept.append(finding)
+        return kept
+
+
+def _message(guard: str, setting: str, table: str, where: str = "") -> str:
+    return (
+        f"The guard `{guard}` skips the checkpoint for the setting "
+        f'"{setting}", which `{table}`{where} maps to None. `policy=None` is the full checkpoint: '
+        "that setting gets no checkpoint at all (measured: 2.5x-6.4x the full checkpoint's temp memory); map it "
+        "to `jax.checkpoint_policies.nothing_saveable`, or test the setting instead of the policy"
+    )
+
+
+def _full_setting(entries: Sequence[TableEntry], asked: object) -> str | None:
+    """The setting "full" of a table of another module, when it maps it to None and the lookup
+    may ask for it."""
+    for entry in entries:
+        if (
+            entry.key is not None
+            and entry.key.literal in _FULL_SETTINGS
+            and entry.values is not None
+            and [v.kind for v in entry.values] == ["none"]
+            and (asked is None or asked == entry.key.literal)
+        ):
+            return str(entry.key.literal)
+    return None
 
 
 def _none_guard(model: SemanticModel, node: cst.CSTNode, policy: cst.Name) -> cst.BaseExpression | None:
@@ -113,7 +178,7 @@ def _none_guard(model: SemanticModel, node: cst.CSTNode, policy: cst.Name) -> cs
     ``else``)."""
     child = node
     for ancestor in model.ancestors(node):
-        if isinstance(ancestor, _FUNCTION_BOUNDARIES):
+        if isinstance(ancestor, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
             return None
         if isinstance(ancestor, (cst.If, cst.IfExp)):
             for variable in _tested(ancestor.test, in_else=child is ancestor.orelse):
@@ -148,9 +213,8 @@ def _same_variable(model: SemanticModel, a: cst.Name, b: cst.Name) -> bool:
     return a.value == b.value and bool(first) and [id(x) for x in first] == [id(x) for x in second]
 
 
-def _full_setting_mapped_to_none(values: Values, policy: cst.Name) -> tuple[str, cst.BaseExpression] | None:
-    """The setting ``"full"`` and the table ``policy`` is looked up in, when the table maps it to None
-    and the lookup may ask for it (a key that certainly holds another setting does not)."""
+def _lookup(values: Values, policy: cst.Name) -> tuple[cst.BaseExpression, Value | None] | None:
+    """The table ``policy`` is looked up in (``P[key]``, ``P.get(key)``) and the key, when known."""
     value = values.model.assigned_value(policy)
     key: cst.BaseExpression | None
     if isinstance(value, cst.Subscript) and len(value.slice) == 1 and isinstance(value.slice[0].slice, cst.Index):
@@ -159,7 +223,12 @@ def _full_setting_mapped_to_none(values: Values, policy: cst.Name) -> tuple[str,
         table, key = value.func.value, value.args[0].value if value.args else None
     else:
         return None
-    asked = values.single(key) if key is not None else None
+    return table, values.single(key) if key is not None else None
+
+
+def _full_setting_mapped_to_none(values: Values, table: cst.BaseExpression, asked: Value | None) -> str | None:
+    """The setting ``"full"`` when ``table`` (of this file) maps it to None and the lookup may ask
+    for it (a key that certainly holds another setting does not)."""
     for setting, entry in values.entries(table) or ():
         if (
             setting is not None
@@ -167,5 +236,5 @@ def _full_setting_mapped_to_none(values: Values, policy: cst.Name) -> tuple[str,
             and getattr(values.single(entry), "kind", None) == "none"
             and not (asked is not None and asked.literal != setting.literal)
         ):
-            return str(setting.literal), table
+            return str(setting.literal)
     return None

@@ -155,8 +155,16 @@ class ConfigSources:
             return tuple(v.sourced(via) for v in values) if values is not None else None
         if binding.kind == "param":
             cls = self._config_class_of(expr.value)
-            return self._annotated_field(cls, field, via, depth) if cls is not None else None
+            return (self._annotated_field(cls, field, via, depth) or self._any_instance(cls, field)) if cls else None
         return None
+
+    def _any_instance(self, cls: cst.ClassDef, field: str) -> Possible | None:
+        """A field with a default of any instance of a module-level config class, when the value
+        layer defers to the project (``Values.imported``): a placeholder that the project resolves
+        from every construction of the class (``project.fields.instance_values``)."""
+        if self.values.imported is None or self.model.parent(cls) is not self.model.module:
+            return None
+        return (Value("local_field", qname=f"{cls.name.value}.{field}"),) if _field_default(cls, field) else None
 
     def _typed_attribute(self, expr: cst.Attribute) -> cst.ClassDef | None:
         """The config class of ``self.<attr>`` when the instance's class declares ``<attr>: Config``

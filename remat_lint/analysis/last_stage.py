@@ -181,17 +181,20 @@ def _in_tail(
 
 def _applied_linen_remat(model: SemanticModel, callables: Callables, call: cst.Call) -> RematSite | None:
     """The ``nn.remat(GPT)`` of ``model.apply`` where ``model = nn.remat(GPT)(...)`` (or of
-    ``nn.remat(GPT)(...).apply``): linen's remat lifts the class, so ``apply`` runs the whole
-    Module checkpointed."""
+    ``nn.remat(GPT)(...).apply``, or ``RematGPT(...).apply`` with ``RematGPT = nn.remat(GPT)``):
+    linen's remat lifts the class, so ``apply`` runs the whole Module checkpointed."""
     func = call.func
     if not isinstance(func, cst.Attribute) or func.attr.value != linen.APPLY:
         return None
     if any(arg.keyword is not None and arg.keyword.value == linen.APPLY_METHOD for arg in call.args):
         return None  # another method than ``__call__``: remat lifted only what its ``methods`` name
     instance = model.assigned_value(func.value) if isinstance(func.value, cst.Name) else func.value
-    if not isinstance(instance, cst.Call) or not isinstance(instance.func, cst.Call):
+    lifted = instance.func if isinstance(instance, cst.Call) else None
+    if isinstance(lifted, cst.Name):
+        lifted = model.assigned_value(lifted)  # ``RematGPT = nn.remat(GPT)``, bound once
+    if not isinstance(lifted, cst.Call):
         return None
-    site = callables.site_of(instance.func)
+    site = callables.site_of(lifted)
     return site if site is not None and site.api.family == "flax" else None
 
 

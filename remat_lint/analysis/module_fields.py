@@ -24,10 +24,12 @@ from remat_lint.analysis.callables import self_writes
 from remat_lint.analysis.semantic import SemanticModel
 from remat_lint.analysis.value import union
 from remat_lint.analysis.values import Possible, Values
-from remat_lint.apis import remat_api
+from remat_lint.apis import PARTIAL, remat_api
+from remat_lint.project.modules import LIBRARIES
 
 _CLASS_VARS = frozenset({"typing.ClassVar", "typing_extensions.ClassVar"})
 _CUSTOM_INIT = frozenset({"__init__", "__post_init__", "__new__", "__setattr__"})
+_COPY_METHODS = frozenset({"replace", "_replace"})
 
 
 @dataclass(frozen=True)
@@ -57,7 +59,7 @@ def held_field(model: SemanticModel, expr: cst.BaseExpression) -> HeldField | No
     if any(isinstance(line, cst.FunctionDef) and line.name.value in _CUSTOM_INIT for line in cls.body.body):
         return None  # its constructor's parameters need not be its fields
     name = expr.attr.value
-    fields = _own_fields(model, cls)
+    fields = own_fields(model, cls)
     declared = model.class_scopes[id(cls)].bindings.get(name, ())
     if name not in fields or len(declared) != 1 or _default(model, cls, name) is None:
         return None
@@ -72,7 +74,8 @@ def field_values(model: SemanticModel, values: Values, field: HeldField) -> Poss
     the module passes as ``<field>=``; None when one is unknown or a use of the class may set it
     otherwise."""
     cls = next(c for c in model.classes if c.name.value == field.cls and model.parent(c) is model.module)
-    if not all(_constructs(model, use, field.position) for use in _references(model, cls)):
+    arity = construction_arity(model, cls)
+    if arity is None or arity > field.position:
         return None
     found = values.possible(_default(model, cls, field.field))  # type: ignore[arg-type]  # held_field checked the default
     for passed in keyword_arguments(model, field.field):
@@ -81,16 +84,36 @@ def field_values(model: SemanticModel, values: Values, field: HeldField) -> Poss
 
 
 def keyword_arguments(model: SemanticModel, keyword: str) -> list[cst.BaseExpression]:
-    """The values the module's calls pass as ``keyword=``."""
+    """The values the module's calls that may construct a class pass as ``keyword=``."""
     return [
         arg.value
         for call in model.calls
+        if may_construct(model, call)
         for arg in call.args
         if arg.keyword is not None and arg.keyword.value == keyword
     ]
 
 
-def _own_fields(model: SemanticModel, cls: cst.ClassDef) -> list[str]:
+def may_construct(model: SemanticModel, call: cst.Call) -> bool:
+    """``call`` may build (or copy, ``dataclasses.replace``) a class of the project: it is not a
+    function of a library the project defines no class in (``jax.checkpoint(f, policy=...)``
+    passes ``policy=`` to JAX, not to a config class)."""
+    qname = model.qualified_name(call.func)
+    if qname in PARTIAL and call.args:  # ``partial(jax.checkpoint, policy=...)``: the function's
+        qname = model.qualified_name(call.args[0].value)
+    return qname is None or qname.split(".", 1)[0] not in LIBRARIES
+
+
+def copies(model: SemanticModel, call: cst.Call) -> bool:
+    """``call`` copies an instance with fields changed: ``dataclasses.replace(cfg, ...)``,
+    ``cfg.replace(...)`` (``flax.struct``), ``cfg._replace(...)`` (``NamedTuple``)."""
+    func = call.func
+    return model.qualified_name(func) == "dataclasses.replace" or (
+        isinstance(func, cst.Attribute) and func.attr.value in _COPY_METHODS and may_construct(model, call)
+    )
+
+
+def own_fields(model: SemanticModel, cls: cst.ClassDef) -> list[str]:
     """The annotated names of the class body, in order (``ClassVar`` ones are no fields)."""
     fields = []
     for line in cls.body.body:
@@ -117,17 +140,36 @@ def _references(model: SemanticModel, cls: cst.ClassDef) -> list[cst.Name]:
     ]
 
 
-def _constructs(model: SemanticModel, use: cst.BaseExpression, position: int, depth: int = 0) -> bool:
-    """``use`` (the class, or a remat wrap of it) is only constructed, by keyword or with fewer
-    positional arguments than ``position``: called, wrapped by a remat API (``nn.remat(Block)``)
-    that is itself only constructed, or bound to a name only constructed."""
+def construction_arity(model: SemanticModel, cls: cst.ClassDef) -> int | None:
+    """The most positional arguments a use of ``cls`` in the module passes when every use only
+    constructs it (-1 when none does); None when a use may do anything else."""
+    most = -1
+    for use in _references(model, cls):
+        if in_annotation(model, use):
+            continue  # ``cfg: Config`` builds nothing
+        arity = _arity(model, use)
+        if arity is None:
+            return None
+        most = max(most, arity)
+    return most
+
+
+def in_annotation(model: SemanticModel, node: cst.CSTNode) -> bool:
+    """``node`` is part of a type annotation (``cfg: Config``, ``-> Optional[Config]``)."""
+    return any(isinstance(a, cst.Annotation) for a in model.ancestors(node))
+
+
+def _arity(model: SemanticModel, use: cst.BaseExpression, depth: int = 0) -> int | None:
+    """The most positional arguments passed where ``use`` (the class, or a remat wrap of it) is
+    constructed, when it is only constructed: called without ``*``/``**``, wrapped by a remat API
+    (``nn.remat(Block)``) that is itself only constructed, or bound to a name only constructed;
+    None otherwise."""
     parent = model.parent(use)
     if isinstance(parent, cst.Call) and parent.func is use:
-        positional = [a for a in parent.args if a.keyword is None]
-        return not any(a.star for a in parent.args) and len(positional) <= position
+        return None if any(a.star for a in parent.args) else sum(a.keyword is None for a in parent.args)
     wrap = model.parent(parent) if isinstance(parent, cst.Arg) and parent.keyword is None else None
     if isinstance(wrap, cst.Call) and wrap.args[0] is parent and remat_api(model.qualified_name(wrap.func)):
-        return depth < 2 and _constructs(model, wrap, position, depth + 1)
+        return _arity(model, wrap, depth + 1) if depth < 2 else None
     if isinstance(parent, cst.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0].target, cst.Name):
         target = parent.targets[0].target
         uses = [
@@ -135,8 +177,9 @@ def _constructs(model: SemanticModel, use: cst.BaseExpression, position: int, de
             for n in model.names
             if n.value == target.value and n is not target and any(b.node is parent for b in model.bindings_at(n) or ())
         ]
-        return depth < 2 and all(_constructs(model, n, position, depth + 1) for n in uses)
-    return False
+        arities = [_arity(model, n, depth + 1) for n in uses] if depth < 2 else [None]
+        return None if None in arities else max([0, *(a for a in arities if a is not None)])
+    return None
 
 
 def _aliases(model: SemanticModel, cls: cst.ClassDef) -> tuple[str, ...]:

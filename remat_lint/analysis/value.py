@@ -26,6 +26,8 @@ Kind = Literal[
     "callable",
     "imported",
     "imported_field",
+    "local_field",
+    "imported_item",
     "module_class",
     "module_instance",
 ]

@@ -323,6 +323,9 @@ class Values:
             return self.config.environment(call, qname, depth)
         if qname in SAME_BEHAVIOUR and call.args and call.args[0].keyword is None and not call.args[0].star:
             return self.possible(call.args[0].value, depth)
+        table = self._get(call, depth)  # before ``_module_call``: ``POLICIES.get`` of an imported table
+        if table is not None:
+            return table
         module = self._module_call(call, qname, depth)
         if module is not None:
             return module
@@ -334,11 +337,18 @@ class Values:
             if receiver is not None and all(v.kind == "str" for v in receiver):
                 return (Value("str", node=call),)
         if isinstance(func, cst.Attribute) and func.attr.value == "get" and 1 <= len(call.args) <= 2:
-            if any(a.keyword is not None or a.star for a in call.args):
-                return None
-            default = call.args[1].value if len(call.args) == 2 else None
-            return self._lookup(func.value, call.args[0].value, default, depth, getter=True)
+            return None  # ``table.get`` of no table
         return self._returns(call, depth)
+
+    def _get(self, call: cst.Call, depth: int) -> Possible | None:
+        """``table.get(key, default)`` of a dict literal (or a table another module defines)."""
+        func = call.func
+        if not (isinstance(func, cst.Attribute) and func.attr.value == "get" and 1 <= len(call.args) <= 2):
+            return None
+        if any(a.keyword is not None or a.star for a in call.args):
+            return None
+        default = call.args[1].value if len(call.args) == 2 else None
+        return self._lookup(func.value, call.args[0].value, default, depth, getter=True)
 
     def _module_call(self, call: cst.Call, qname: str | None, depth: int) -> Possible | None:
         """A Module class or instance that ``call`` gives: ``type(block)``, ``partial(Block, ...)``,
@@ -373,7 +383,7 @@ class Values:
         """``table[key]`` or (``getter``) ``table.get(key, default)`` of a dict literal."""
         entries = self._entries(table, depth)
         if entries is None:
-            return None
+            return self._imported_lookup(table, key, default, depth, getter)
         wanted = self.single(key, depth)
         if wanted is not None and wanted.literal is not None and all(k is not None for k, _ in entries):
             chosen = [value for k, value in entries if k is not None and k.literal == wanted.literal]
@@ -390,13 +400,34 @@ class Values:
             found = union(found, self.possible(value, depth))
         return found
 
+    def _imported_lookup(
+        self,
+        table: cst.BaseExpression,
+        key: cst.BaseExpression,
+        default: cst.BaseExpression | None,
+        depth: int,
+        getter: bool,
+    ) -> Possible | None:
+        """Left to the project (with ``imported``): an entry of a table imported from another
+        module (``from .config import POLICIES``; ``literal``: the key, None for any entry), and
+        for ``.get`` the default too (whether the key may miss is the project's to tell)."""
+        binding = self.model.single_binding(table) if isinstance(table, cst.Name) else None
+        if self.imported is None or binding is None or binding.kind != "import" or self.mutated(table.value):  # type: ignore[attr-defined]  # a binding: a Name
+            return None
+        wanted = self.single(key, depth)
+        literal = wanted.literal if wanted is not None and wanted.kind in ("str", "int") else None
+        found: Possible | None = (Value("imported_item", literal=literal, qname=binding.qname),)
+        if getter:
+            found = union(found, self.possible(default, depth) if default is not None else (Value("none"),))
+        return found
+
     def _entries(self, table: cst.BaseExpression, depth: int) -> list[tuple[Value | None, cst.BaseExpression]] | None:
         """The (key, value) pairs of a dict literal or ``dict(k=v)`` that ``table`` is, or that a
         name bound once and never mutated holds; None for anything else (``**other`` in it too)."""
         for _ in range(MAX_DEPTH):  # ``POLICIES = _TABLE``: a name bound once to another
             if not isinstance(table, cst.Name):
                 break
-            if self._mutated(table.value):
+            if self.mutated(table.value):
                 return None
             table = self.model.assigned_value(table)  # type: ignore[assignment]  # None falls through the isinstance tests below to ``return None``
         entries = [e for e in table.elements if isinstance(e, cst.DictElement)] if isinstance(table, cst.Dict) else []
@@ -410,7 +441,7 @@ class Values:
             return [(Value("str", a.keyword.value), a.value) for a in table.args]  # type: ignore[union-attr]  # all() above: every argument has a keyword
         return None
 
-    def _mutated(self, name: str) -> bool:
+    def mutated(self, name: str) -> bool:
         """A name that some statement of the module changes in place (``D[k] = v``, ``D.update``)."""
         for attribute in self.model.attributes:
             if (
@@ -476,7 +507,7 @@ class Values:
     ) -> list[tuple[Value, ...]] | None:
         """The items of every literal of ``kinds`` ``expr`` can hold (a name bound to one that
         nothing mutates); None when one of its values is anything else."""
-        if isinstance(expr, cst.Name) and self._mutated(expr.value):
+        if isinstance(expr, cst.Name) and self.mutated(expr.value):
             return None
         found: list[tuple[Value, ...]] = []
         for value in self.possible(expr, depth) or (None,):
@@ -501,7 +532,7 @@ class Values:
         name bound once to one that nothing mutates, or ``self.<attr>`` its class assigns once."""
         found: cst.BaseExpression | None = expr
         for _ in range(MAX_DEPTH):
-            if isinstance(found, cst.Name) and not self._mutated(found.value):
+            if isinstance(found, cst.Name) and not self.mutated(found.value):
                 found = self.model.assigned_value(found)
             elif isinstance(found, cst.Attribute) and (cls := receiver_class(self.model, found.value)) is not None:
                 found = instance_attribute(self.model, cls, found.attr.value)

@@ -10,6 +10,7 @@ from remat_lint.analysis.bodies import Bodies, positional_params
 from remat_lint.analysis.control_flow import control_uses, is_array_like, is_flag
 from remat_lint.analysis.differentiation import pullback_deferred
 from remat_lint.analysis.last_stage import tail_calls
+from remat_lint.analysis.module_fields import construction_arity, copies, in_annotation, may_construct, own_fields
 from remat_lint.analysis.semantic import Binding, SemanticModel, dotted_import_name, leftmost_name
 from remat_lint.analysis.smoke_tests import in_smoke_test
 from remat_lint.analysis.tracing import calls_of
@@ -18,7 +19,9 @@ from remat_lint.analysis.values import Possible, Values, deferred
 from remat_lint.apis import linen
 from remat_lint.project.modules import LIBRARIES, LOCAL, Ref
 from remat_lint.project.summary import (
+    ANNOTATION,
     OPAQUE,
+    ConfigField,
     Constant,
     Constants,
     Differentiated,
@@ -26,6 +29,7 @@ from remat_lint.project.summary import (
     ModuleSummary,
     Param,
     Signature,
+    TableEntry,
     TailCall,
 )
 
@@ -50,7 +54,15 @@ def summarize(ctx: LintContext) -> ModuleSummary:
             constants = plain(values.possible(bindings[0].value))
             if constants is not None:
                 summary.constants[name] = constants
-    summary.keyword_values = _keyword_values(model)
+            entries = values.entries(bindings[0].value) if isinstance(bindings[0].value, cst.Dict) else None
+            if entries is not None and not values.mutated(name):
+                summary.tables[name] = tuple(
+                    TableEntry(plain((key,))[0] if key is not None else None, plain(values.possible(value)))  # type: ignore[index]  # one value: one constant
+                    for key, value in entries
+                )
+    summary.changed_imports = {name for name in summary.imports if values.mutated(name)}
+    summary.keyword_values = _keyword_values(model, [c for c in model.calls if may_construct(model, c)])
+    summary.copied_values = _keyword_values(model, [c for c in model.calls if copies(model, c)])
     summary.imported_uses = _imported_uses(model)
     summary.written_fields = {
         a.attr.value for a in model.attributes if isinstance(model.parent(a), (cst.AssignTarget, cst.AugAssign))
@@ -70,12 +82,14 @@ def summarize(ctx: LintContext) -> ModuleSummary:
         signature = _call_signature(model, bodies, statement)
         if signature is not None:
             summary.signatures[statement.name.value] = signature
-        fields = {
-            name: (plain(default), plain(instance))
-            for name, (default, instance) in values.config.fields(statement).items()
-        }
-        if fields:
-            summary.config_fields[statement.name.value] = fields
+        declared = values.config.fields(statement)
+        if declared:
+            positions = own_fields(model, statement)
+            summary.config_fields[statement.name.value] = {
+                name: ConfigField(plain(default), plain(bounded), positions.index(name) if name in positions else -1)
+                for name, (default, bounded) in declared.items()
+            }
+            summary.constructed[statement.name.value] = construction_arity(model, statement)
     return summary
 
 
@@ -206,12 +220,12 @@ def _imported_calls(ctx: LintContext) -> list[ImportedCall]:
     return found
 
 
-def _keyword_values(model: SemanticModel) -> dict[str, Constants | None]:
-    """Every value the module's calls pass by each keyword (None once one is unknown). Only a
+def _keyword_values(model: SemanticModel, calls: list[cst.Call]) -> dict[str, Constants | None]:
+    """Every value ``calls`` pass by each keyword (None once one is unknown). Only a
     literal or a module constant bound once to one is read: anything else is unknown (evaluating
     every argument of every call cost more than the semantic model on maxtext's largest files)."""
     found: dict[str, Constants | None] = {}
-    for call in model.calls:
+    for call in calls:
         for arg in call.args:
             keyword = arg.keyword.value if arg.keyword is not None else None
             if keyword is None or (keyword in found and found[keyword] is None):
@@ -248,6 +262,9 @@ def _imported_uses(model: SemanticModel) -> set[tuple[Ref, int]]:
         key = (id(binding.node), name.value)
         ref = refs[key] if key in refs else refs.setdefault(key, _import_ref(binding.node, name.value))
         if ref is None or not _from_project(ref):
+            continue
+        if in_annotation(model, name):
+            found.add((ref, ANNOTATION))
             continue
         use: cst.CSTNode = name
         while isinstance(parent := model.parent(use), cst.Attribute) and parent.value is use:

@@ -10,8 +10,18 @@ from typing import Any, Iterator, Mapping
 
 from remat_lint.apis import LINEN_MODULE_CLASSES
 from remat_lint.findings import Position, RelatedLocation
-from remat_lint.project.modules import Ref, absolute, import_ref, is_package, module_names
-from remat_lint.project.summary import Constant, Constants, Differentiated, ImportedCall, ModuleSummary, Signature
+from remat_lint.project.fields import instance_values
+from remat_lint.project.modules import LOCAL, Ref, absolute, import_ref, is_package, module_names
+from remat_lint.project.summary import (
+    DEFERRED_KINDS,
+    Constant,
+    Constants,
+    Differentiated,
+    ImportedCall,
+    ModuleSummary,
+    Signature,
+    TableEntry,
+)
 
 Symbol = tuple[str, str]  # (module, top-level name)
 _MAX_REEXPORTS = 8
@@ -161,7 +171,7 @@ class Project:
         found: list[Constant] = []
         sources: list[ProjectModule] = []
         for value in values:
-            if value.kind not in ("imported", "imported_field"):
+            if value.kind not in DEFERRED_KINDS:
                 found.append(value)
                 continue
             answer = self._imported_value(module, value) if depth < _MAX_REEXPORTS else None
@@ -173,9 +183,12 @@ class Project:
         return tuple(found), sources
 
     def _imported_value(self, module: ProjectModule, value: Constant) -> tuple[ProjectModule, Constants] | None:
-        """Where ``value.qname``, imported in ``module``, is defined and what it holds there: a
-        module-level constant, the default of a config class's field, or any instance's field."""
-        level, dotted = import_ref(value.qname or "")
+        """Where ``value.qname``, imported in ``module`` (kind ``local_field``: a class of
+        ``module``), is defined and what it holds there: a module-level constant, the default of a
+        config class's field, or any instance's field (``fields.instance_values``)."""
+        level, dotted = import_ref(value.qname or "") if value.kind != "local_field" else (LOCAL, value.qname or "")
+        if value.kind == "imported_item":
+            return self._entry(module, (level, dotted), value.literal)
         symbol = self.resolve(module, (level, dotted)) if value.kind == "imported" else None
         if symbol is not None:
             owner = self.modules[symbol[0]]
@@ -186,9 +199,45 @@ class Project:
         if symbol is None or any(field in m.summary.written_fields for m in self.by_path.values()):
             return None  # not a config class of the project, or some module assigns the field
         owner = self.modules[symbol[0]]
-        default, instance = owner.summary.config_fields.get(symbol[1], {}).get(field, (None, None))
-        constants = instance if value.kind == "imported_field" else default
+        if value.kind == "imported":
+            declared = owner.summary.config_fields.get(symbol[1], {}).get(field)
+            constants = declared.default if declared is not None else None
+        else:
+            constants = instance_values(self, owner, symbol[1], field)
         return (owner, constants) if constants is not None else None
+
+    def _entry(
+        self, module: ProjectModule, ref: Ref, key: str | bool | int | float | None
+    ) -> tuple[ProjectModule, Constants] | None:
+        """What the entry ``key`` (None: any entry) of the table ``ref`` (imported in ``module``)
+        holds; None when it is unknown or the key is missing (``KeyError``)."""
+        found = self.table(module, ref)
+        if found is None:
+            return None
+        owner, entries = found
+        known = key is not None and all(e.key is not None for e in entries)
+        chosen = [e for e in entries if e.key is not None and e.key.literal == key] if known else list(entries)
+        if not chosen or any(e.values is None for e in chosen):
+            return None
+        return owner, tuple(c for e in chosen for c in e.values or ())
+
+    def table(self, module: ProjectModule, ref: Ref) -> tuple[ProjectModule, tuple[TableEntry, ...]] | None:
+        """The module and entries of the dict literal that ``ref`` (written in ``module``) names,
+        when no module of the project changes it in place."""
+        symbol = self.resolve(module, ref)
+        owner = self.modules[symbol[0]] if symbol is not None else None
+        entries = owner.summary.tables.get(symbol[1]) if owner is not None and symbol is not None else None
+        if owner is None or entries is None or self._changed(symbol):  # type: ignore[arg-type]  # entries: a symbol
+            return None
+        return owner, entries
+
+    def _changed(self, symbol: Symbol) -> bool:
+        """Some module changes the module-level name ``symbol`` in place, as it imports it."""
+        return any(
+            self.resolve(m, m.summary.imports[name]) == symbol
+            for m in self.by_path.values()
+            for name in m.summary.changed_imports
+        )
 
     def base_names(self, symbol: Symbol, depth: int = 0) -> set[str]:
         """The dotted names of every base class of the class ``symbol``, through the project's

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from remat_lint.project.modules import Ref
 
 OPAQUE = -1  # ``ModuleSummary.imported_uses``: a use other than a plain call
+ANNOTATION = -2  # ``ModuleSummary.imported_uses``: a type annotation (``cfg: Config``), which builds nothing
 
 
 @dataclass(frozen=True)
@@ -79,7 +80,8 @@ class ImportedCall:
 class Constant:
     """One value a module-level name or a config field can hold: ``analysis.values.Value`` as
     plain data. Kinds ``imported``/``imported_field`` name another module's value (``qname``, as
-    this module imports it), which the project resolves. A tuple or list of literal strings
+    this module imports it), ``local_field`` a field of this module's config class
+    (``Config.policy``), which the project resolves (``DEFERRED_KINDS``). A tuple or list of literal strings
     carries them (``KEEP = ("q_proj", "k_proj")``: checkpoint names another module spreads)."""
 
     kind: str
@@ -89,6 +91,28 @@ class Constant:
 
 
 Constants = tuple[Constant, ...]
+# The kinds of placeholder that the project resolves: another module's name, a field of any
+# instance of another module's config class, a field of any instance of one of this module's.
+# An entry of another module's table (``POLICIES[key]``: ``literal`` the key, None for any).
+DEFERRED_KINDS = ("imported", "imported_field", "local_field", "imported_item")
+
+
+@dataclass(frozen=True)
+class TableEntry:
+    """An entry of a dict literal bound once to a module-level name that the module never changes."""
+
+    key: Constant | None  # None: unknown
+    values: Constants | None  # what the entry's value can be; None: unknown
+
+
+@dataclass(frozen=True)
+class ConfigField:
+    """A field of a config class (a dataclass, ``NamedTuple``, ``eqx.Module``, ``flax.struct``
+    class) that nothing in its module assigns. None: unknown."""
+
+    default: Constants | None  # its default's values (``Config.field``, ``Config().field``)
+    bounded: Constants | None  # what its annotation allows any instance (``Literal[...]``, ``str``)
+    position: int  # its place among the class's fields: more positional arguments may set it
 
 
 @dataclass
@@ -103,15 +127,23 @@ class ModuleSummary:
     tail_calls: dict[str, list[TailCall]] = field(default_factory=dict)  # top-level def -> its tail calls
     imported_calls: list[ImportedCall] = field(default_factory=list)
     constants: dict[str, Constants] = field(default_factory=dict)  # module-level name bound once -> its values
-    # config class -> field -> (its default's values, any instance's values); None: unknown
-    config_fields: dict[str, dict[str, tuple[Constants | None, Constants | None]]] = field(default_factory=dict)
+    tables: dict[str, tuple[TableEntry, ...]] = field(default_factory=dict)  # module-level dict literal -> its entries
+    config_fields: dict[str, dict[str, ConfigField]] = field(default_factory=dict)  # config class -> field -> it
+    # config class -> the most positional arguments a use of it here passes when every use only
+    # constructs it (-1: none does); None when one may do anything else (analysis/module_fields.py)
+    constructed: dict[str, int | None] = field(default_factory=dict)
     written_fields: set[str] = field(default_factory=set)  # attributes assigned here (``cfg.policy = ...``)
+    changed_imports: set[str] = field(default_factory=set)  # imported names changed in place (``POLICIES[k] = v``)
     # keyword -> every value the module's calls pass as ``keyword=`` (None: one is unknown); what
     # a Module field can be set to here (analysis/module_fields.py)
     keyword_values: dict[str, Constants | None] = field(default_factory=dict)
+    # the same for the calls that copy an instance with fields changed (``dataclasses.replace``),
+    # which need not name its class
+    copied_values: dict[str, Constants | None] = field(default_factory=dict)
     # The uses of names imported from the project's other modules: (name, positional arguments)
-    # for a call of it without ``*``/``**``, (name, OPAQUE) for any other use (passed on, wrapped,
-    # subclassed, spread): how the module may construct another module's class.
+    # for a call of it without ``*``/``**``, (name, ANNOTATION) in a type annotation, (name, OPAQUE)
+    # for any other use (passed on, wrapped, subclassed, spread): how the module may construct
+    # another module's class.
     imported_uses: set[tuple[Ref, int]] = field(default_factory=set)
 
     def related_names(self, names: frozenset[str]) -> set[str]:

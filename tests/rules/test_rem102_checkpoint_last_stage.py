@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import os
 
+import pytest
+
 from tests.helpers import lint as lint_one
 from tests.project_messages import project_messages
 
@@ -175,3 +177,40 @@ def test_a_penalty_function_after_a_whole_stage_may_leave_it_a_no_op_under_grad(
     assert "the checkpoint is a no-op when what follows is linear in the stage's output, and otherwise the whole" in (
         finding.message
     )
+
+
+REMAT_CLASS = """\
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+
+RematMLP = nn.remat(MLP)
+
+
+def loss(params, x, y):
+    pred = RematMLP().apply(params, x)
+    return jnp.mean((pred - y) ** 2)
+
+
+G = jax.grad(loss)
+"""
+
+
+def test_apply_of_an_instance_of_a_name_bound_to_a_linen_remat_is_the_whole_forward_pass():
+    assert rem102(REMAT_CLASS) == [
+        (9, "`RematMLP().apply(...)` is the last stage of `loss`: checkpointing it saves little or no memory")
+    ]
+    built = REMAT_CLASS.replace("    pred = RematMLP()", "    model = RematMLP()\n    pred = model")
+    assert [row for row, _ in rem102(built)] == [10]
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        ("RematMLP().apply(params, x)", "RematMLP().apply(params, x, method=MLP.encode)"),  # another method
+        ("RematMLP = nn.remat(MLP)", "RematMLP = nn.remat(MLP)\nif small:\n    RematMLP = MLP"),  # bound twice
+        ("RematMLP = nn.remat(MLP)", "RematMLP = make(MLP)"),  # not a remat
+    ],
+)
+def test_apply_of_what_may_not_be_a_linen_remat_is_not_reported(change):
+    assert rem102(REMAT_CLASS.replace(*change)) == []

@@ -99,3 +99,15 @@ def test_a_module_that_never_names_the_class_does_not_set_its_field(tmp_path, ca
     }
     messages = project_messages(tmp_path, capsys, monkeypatch, files, "REM202")
     assert [(path, row) for path, row, _ in messages] == [("pkg/block.py", 11)]
+
+
+def test_a_module_that_only_annotates_with_the_class_does_not_set_its_field(tmp_path, capsys, monkeypatch) -> None:
+    typed = "from pkg.block import Block\n\n\ndef describe(block: Block) -> str:\n    return repr(block)\n"
+    files = {
+        "pkg/__init__.py": "",
+        "pkg/block.py": BLOCK,
+        "pkg/model.py": model("RematBlock(4)"),
+        "pkg/typed.py": typed,
+    }
+    messages = project_messages(tmp_path, capsys, monkeypatch, files, "REM202")
+    assert [(path, row) for path, row, _ in messages] == [("pkg/block.py", 11)]
