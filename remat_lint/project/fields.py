@@ -78,4 +78,3 @@ def _may_be(project: Project, module: ProjectModule, ref: Ref, symbols: set[tupl
     """``ref``, as ``module`` imports it, is one of ``symbols``, or may be (unresolved, same name)."""
     found = project.resolve(module, ref)
     return found in symbols if found is not None else any(ref[1].rsplit(".", 1)[-1] == s[1] for s in symbols)
-
