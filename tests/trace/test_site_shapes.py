@@ -60,3 +60,20 @@ def test_a_table_at_declared_shapes_recommends(tmp_path: Path) -> None:
     site, text = _site(tmp_path, DECLARED)
     assert site["shapes"] == "declared" and not site["recommendation"].startswith("none:")
     assert "m.py:9: checkpoint site (traced as loss(f32[16,16], f32[4,16]))\n" in text
+
+
+def test_removing_a_checkpoint_within_the_slack_says_what_it_saves() -> None:
+    """A decoder's nothing_saveable at 616.7 KiB vs 672.5 KiB without it (bench/done_when/p4): the
+    fewest FLOPs within 10 % is "none", but the checkpoint does save 8 %; saying "no memory" was false."""
+    from remat_lint.trace.worker.residuals import _recommend
+
+    def row(policy: str, temp: int, flops: float) -> dict[str, object]:
+        return {"policy": policy, "temp_bytes": temp, "flops": flops, "compiled": True}
+
+    class Site:
+        prevent_cse = True
+
+    saving = [row("none", 688_640, 5.06e7), row("nothing_saveable", 631_504, 5.48e7)]
+    assert _recommend(Site(), saving).endswith("; the checkpoint saves at most 8% of temp memory here")  # type: ignore[arg-type]
+    equal = [row("none", 631_504, 5.06e7), row("nothing_saveable", 631_504, 5.48e7)]
+    assert _recommend(Site(), equal).endswith("; the checkpoint saves no memory here")  # type: ignore[arg-type]

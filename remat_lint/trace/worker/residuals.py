@@ -164,7 +164,10 @@ def _recommend(site: Site, rows: list[dict[str, Any]]) -> str:
     rule = f"the fewest FLOPs among {among} within {MEMORY_SLACK:.0%} of the lowest temp memory ({lowest} bytes)"
     cse = "" if site.prevent_cse else " (the policies measured with this site's prevent_cse=False, as written)"
     if best["policy"] == "none":
-        return f"remove the checkpoint: {rule}{cse}; the checkpoint saves no memory here"
+        # within the slack, removing it may still cost memory: say how much rather than "none"
+        saved = 1 - lowest / best["temp_bytes"] if best["temp_bytes"] else 0.0
+        gain = "saves no memory here" if saved <= 0 else f"saves at most {saved:.0%} of temp memory here"
+        return f"remove the checkpoint: {rule}{cse}; the checkpoint {gain}"
     choice = best["policy"] if best["policy"] == "prevent_cse=True" else f"policy={best['policy']}"
     return f"{choice}: {rule}{cse}"
 
