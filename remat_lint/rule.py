@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Iterable, Mapping
 
 from remat_lint.findings import Applicability, Candidate, Finding, Severity
-from remat_lint.trace.protocol import TraceCheck
+from remat_lint.trace.checks import TraceCheck
 
 if TYPE_CHECKING:
     import libcst as cst

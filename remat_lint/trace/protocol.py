@@ -11,6 +11,8 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from remat_lint.trace.checks import TraceCheck
+
 # XLA:CPU merges a checkpoint's recomputation away without this flag: workers run with it (driver/dispatch.py),
 # and compiled costs measured without it are not reported (worker/session.py, worker/budget.py).
 CPU_XLA_FLAGS = "--xla_disable_hlo_passes=cse_barrier_expander"
@@ -33,36 +35,6 @@ SITECUSTOMIZE = (  # every Python process of the command runs this at startup
 # The codes of what discovery finds in a recorded program (worker/discovery.py, driver/dynamic_findings.py).
 NO_SAVING = "REM401"
 UNKNOWN_NAMES = "REM403"
-
-# How --trace judges a rule's findings (evidence.py, costs.py).
-EVIDENCE = ("exception", "static-argnames", "saved-name", "cost", "trace-time-effect", "callback-count")
-# What a cost rule claims (costs.py): no memory saved for FLOPs spent; nothing saved, nothing spent;
-# the saving lost to prevent_cse=False.
-COST_CLAIMS = ("recompute-for-nothing", "saves-nothing", "cse-lost")
-
-
-@dataclass(frozen=True)
-class TraceCheck:
-    """What a trace can show about a rule's findings.
-
-    ``raises``: the exceptions the misuse raises (class name, start of the message) in jax 0.10.2 /
-    flax 0.12.8; one of them at the flagged checkpoint confirms a finding, for every evidence kind.
-    ``refutes``: every finding of the rule predicts one of ``raises``, so a trace through the
-    checkpoint without one refutes it (at declared or recorded shapes).
-    ``cost``: for ``cost`` rules, the claim compiled costs check (costs.py).
-    """
-
-    evidence: str
-    raises: tuple[tuple[str, str], ...] = ()
-    refutes: bool = False
-    cost: str = ""
-
-    def __post_init__(self) -> None:
-        if self.evidence not in EVIDENCE:
-            raise ValueError(f"unknown trace evidence {self.evidence!r} (known: {', '.join(EVIDENCE)})")
-        if (self.evidence == "cost") != (self.cost in COST_CLAIMS):
-            raise ValueError(f"a cost check needs a claim ({', '.join(COST_CLAIMS)}), other checks none")
-        object.__setattr__(self, "raises", tuple(tuple(r) for r in self.raises))
 
 
 @dataclass
@@ -100,7 +72,7 @@ class WorkerRequest:
     run: str = ""  # --trace-run CMD: what to say when it recorded nothing that reaches a finding
 
     def to_json(self) -> str:
-        import json  # only --trace sends requests: a lint run (rule.py imports TraceCheck) needs no json
+        import json  # only --trace sends requests: a lint run needs no json
 
         return json.dumps(dataclasses.asdict(self), default=str)
 

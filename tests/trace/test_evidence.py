@@ -21,7 +21,8 @@ import pytest
 jax = pytest.importorskip("jax")
 import jax.numpy as jnp  # noqa: E402
 
-from remat_lint.trace.protocol import EVIDENCE, Item, TraceCheck  # noqa: E402
+from remat_lint.trace.checks import EVIDENCE, TraceCheck  # noqa: E402
+from remat_lint.trace.protocol import Item  # noqa: E402
 from remat_lint.trace.worker import evidence as ev  # noqa: E402
 from remat_lint.trace.worker.build import Prepared  # noqa: E402
 

@@ -30,6 +30,7 @@ from typing import Any, Callable
 from remat_lint.config.settings import ConfigError, Settings
 from remat_lint.findings import Finding
 from remat_lint.trace import isolation
+from remat_lint.trace.checks import TraceCheck
 from remat_lint.trace.driver.progress import Progress, Tail
 from remat_lint.trace.inputs import parse_targets
 from remat_lint.trace.protocol import (
@@ -46,7 +47,6 @@ from remat_lint.trace.protocol import (
     RecordedReply,
     Reply,
     SiteReply,
-    TraceCheck,
     Verdict,
     VerdictReply,
     WorkerRequest,

@@ -297,7 +297,7 @@ def _effects(jaxpr: Any, filename: str, checkpointed_only: bool = False) -> list
 
 # --- judging ------------------------------------------------------------------------------------------
 
-# The judge of each evidence kind (protocol.EVIDENCE), registered with @judges where it is defined:
+# The judge of each evidence kind (checks.EVIDENCE), registered with @judges where it is defined:
 # (finding, traced target, the module's source) -> a verdict, or None when the trace shows nothing.
 Judge = Callable[[Item, Run, str], "Verdict | None"]
 JUDGES: dict[str, Judge] = {}
