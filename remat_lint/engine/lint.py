@@ -55,7 +55,7 @@ def lint_source(
         return result
     prefilter = prefilter_for(frozenset(rule.code for rule in rules))
     if words:
-        prefilter = Prefilter((*prefilter.words, *words), prefilter.needs)
+        prefilter = Prefilter((*prefilter.words, *words), prefilter.needs, symbols=True)
     verdict = prefilter.check(source, tree)
     if not verdict.keep:
         return result

@@ -231,7 +231,7 @@ class _Scan:
         codes = settings.codes_for(path)
         facts = project_codes(settings.enabled_codes())  # of every file, whatever its per-file ignores
         wanted = codes | facts
-        named = bool(words) and Prefilter(words).textual(source.text) is True
+        named = bool(words) and Prefilter(words, symbols=True).textual(source.text) is True
         if self.named_only and not named:
             return None  # neither calls nor re-exports a candidate's wrap: nothing of it is needed
         if not wanted:

@@ -21,6 +21,7 @@ from typing import Iterable
 # A statement at module level starts on such a line (a closing bracket continues one: ``):``).
 _UNINDENTED = re.compile(rb"^[^\s#)\]}]", re.M)
 _DEF_OR_CLASS = re.compile(rb"(?:async\s+)?(?:def|class)\b")
+_STAR = re.compile(r"^[ \t]*from[ \t]+[\w.]+[ \t]+import[ \t]*\*", re.M)
 
 
 def may_export(source: bytes, needs: Iterable[tuple[str, ...]]) -> bool:
@@ -35,6 +36,13 @@ def may_export(source: bytes, needs: Iterable[tuple[str, ...]]) -> bool:
             if all(_at_top_level(source, word, starts) for word in encoded):
                 return True
     return False
+
+
+def reexports_all(text: str) -> bool:
+    """``text`` holds a star import (``from .layers import *``), which binds whatever the other
+    module exports, a wrap's name among them: such a module names every symbol (a line in a
+    string counts too)."""
+    return _STAR.search(text) is not None
 
 
 def _at_top_level(source: bytes, word: bytes, starts: list[int]) -> bool:

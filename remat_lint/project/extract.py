@@ -61,6 +61,11 @@ def summarize(ctx: LintContext) -> ModuleSummary:
                     for key, value in entries
                 )
     summary.changed_imports = {name for name in summary.imports if values.mutated(name)}
+    summary.star_imports = [
+        (len(node.relative), dotted_import_name(node.module) if node.module is not None else "")
+        for node in model.imports  # Python allows them at module level only
+        if isinstance(node, cst.ImportFrom) and isinstance(node.names, cst.ImportStar)
+    ]
     summary.keyword_values = _keyword_values(model, [c for c in model.calls if may_construct(model, c)])
     summary.copied_values = _keyword_values(model, [c for c in model.calls if copies(model, c)])
     summary.imported_uses = _imported_uses(model)

@@ -160,7 +160,33 @@ class Project:
         if ref is not None:  # re-exported: ``from .losses import loss_fn`` in a package's __init__
             exported = absolute(ref, target.name, target.package)
             return self._lookup(exported, depth + 1) if exported is not None else None
+        for star in reversed(target.summary.star_imports):  # ``from .layers import *``: the last one binding it
+            source = absolute(star, target.name, target.package)
+            exports = self._star_exports(source, name) if source is not None else None
+            if exports is None:
+                return None  # it may bind ``name``, or not: left alone
+            if exports:
+                return self._lookup(f"{source}.{name}", depth + 1)
         return None
+
+    def _star_exports(self, dotted: str, name: str) -> bool | None:
+        """Whether ``from <dotted> import *`` binds ``name``: listed in the module's ``__all__`` (a
+        literal list or tuple of strings bound once), or without one a public name the module
+        defines or imports; None when the module is not the project's or its ``__all__`` is not
+        known. A name it binds only through star imports of its own counts where its ``__all__``
+        lists it; without one it is left alone."""
+        module = self.modules.get(dotted) if dotted not in self._ambiguous else None
+        if module is None:
+            return None
+        summary = module.summary
+        if "__all__" in summary.defines or "__all__" in summary.imports:
+            listed = summary.constants.get("__all__")
+            if listed is None or len(listed) != 1 or listed[0].strings is None:
+                return None
+            return name in listed[0].strings
+        if name.startswith("_"):
+            return False
+        return True if name in summary.defines or name in summary.imports else (None if summary.star_imports else False)
 
     def values(
         self, module: ProjectModule, values: Constants, depth: int = 0

@@ -118,6 +118,7 @@ class ConfigField:
 @dataclass
 class ModuleSummary:
     imports: dict[str, Ref] = field(default_factory=dict)  # module-level name -> what it imports
+    star_imports: list[Ref] = field(default_factory=list)  # ``from m import *`` at module level, in order
     defines: set[str] = field(default_factory=set)  # module-level names bound otherwise
     calls: dict[str, list[Ref]] = field(default_factory=dict)  # top-level def or class (its methods) -> what it calls
     loop_bodies: list[Ref] = field(default_factory=list)  # handed to scan/fori_loop/... bodies

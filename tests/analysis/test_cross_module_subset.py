@@ -347,6 +347,40 @@ def test_each_import_form_brings_the_wrap_when_the_caller_is_linted_alone(projec
     assert rows(json_findings(capsys, "--no-cache", "mypkg/stack.py")) == [(CALL[0], row, "REM012")]
 
 
+STAR_CALLER = (
+    "from .ops import rotary_attention\n\n\ndef stack(q, k, v):\n    return rotary_attention(q, k, v, num_heads=4)\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("init", "exported", "found"),
+    [
+        ("from ..layers import *\n", "", True),
+        ("from ..layers import *\n", "__all__ = ['rotary_attention']\n", True),
+        ("from jax.numpy import *\nfrom ..layers import *\n", "", True),  # the last one binds it
+        # left alone: the name is not exported, or one cannot tell which module binds it last
+        ("from ..layers import *\n", "__all__ = ['other']\n", False),
+        ("from ..layers import *\n", "__all__ = sorted(['rotary_attention'])\n", False),
+        ("from ..layers import *\nfrom jax.numpy import *\n", "", False),
+        ("from ..layers import *\nfrom .plain import *\n", "", False),  # plain.py's own rotary_attention
+    ],
+)
+def test_a_wrap_re_exported_by_a_star_import_is_followed_as_python_binds_it(project, capsys, init, exported, found):
+    write(
+        project,
+        {
+            "mypkg/ops/__init__.py": init,
+            "mypkg/ops/plain.py": "def rotary_attention(q, k, v, num_heads):\n    return q\n",
+            "mypkg/layers.py": exported + LAYERS,
+            "mypkg/stack.py": STAR_CALLER,
+        },
+    )
+    expected = [("mypkg/stack.py", 5, "REM012")] if found else []
+    assert rows(json_findings(capsys, "--no-cache", ".")) == expected
+    assert rows(json_findings(capsys, "--no-cache", "mypkg/stack.py")) == expected
+    assert flake8_rows("mypkg/stack.py") == [(row, code) for _, row, code in expected]
+
+
 def test_a_wrap_in_an_excluded_folder_is_not_read_for_a_file_linted_alone(project, capsys):
     write(project, {"pyproject.toml": "[tool.remat-lint]\nextend-exclude = ['mypkg/layers.py']\n"})
     assert json_findings(capsys, "--no-cache", ".") == []
@@ -371,7 +405,7 @@ ROOT = Path(__file__).resolve().parents[2]
             (
                 "REM016",
                 "mypkg/stack.py",
-                20,
+                24,
                 "mypkg/layers.py",
                 23,
                 "`remat_mlp` is wrapped by `nn_partitioning.remat` here",

@@ -49,6 +49,7 @@ from remat_lint.apis import CHECKPOINT_NAME, DIFF_APIS, POLICY_NAMESPACES, REMAT
 from remat_lint.apis.linen import REMAT_SCAN
 from remat_lint.engine.prefilter.layer_scans import may_scan_layers
 from remat_lint.engine.prefilter.walk import walk
+from remat_lint.project.exports import reexports_all
 
 # Dotted names the analysis looks for besides the remat APIs (tests/engine/test_prefilter.py keeps this complete).
 EXTRA_QNAMES = (REMAT_SCAN,)
@@ -93,15 +94,22 @@ class Prefilter:
     """``words``: the selected rules' ``prefilter_words``; ``needs``: their ``prefilter_apis``,
     each a tuple of ``API_GROUPS`` names that must all be referenced."""
 
-    def __init__(self, words: Iterable[str] = (), needs: Iterable[tuple[str, ...]] = ()) -> None:
+    def __init__(
+        self, words: Iterable[str] = (), needs: Iterable[tuple[str, ...]] = (), *, symbols: bool = False
+    ) -> None:
         self.words = tuple(sorted(set(words)))
+        # ``words`` holds symbols the project phase looks for: a star import, which re-exports
+        # whatever the other module binds, names them all (project/exports.py).
+        self.symbols = symbols
         self._spellings = frozenset(spelling for w in self.words for spelling in (w, w.lower(), w.upper()))
         self.needs = tuple(sorted(set(needs)))
 
     def textual(self, source: str) -> bool | None:
         """Stages 1-2: False when the file cannot hold a finding, True when a rule's word keeps
         it, None when stage 3 decides."""
-        if self._spellings and _has_word(source, self._spellings, self._spellings):
+        if self._spellings and (
+            _has_word(source, self._spellings, self._spellings) or self.symbols and reexports_all(source)
+        ):
             return True
         if _has_word(source, _SUBSTRINGS, API_TOKENS):
             return None
