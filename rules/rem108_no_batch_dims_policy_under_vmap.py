@@ -22,7 +22,11 @@ class NoBatchDimsPolicyUnderVmap(Rule):
     Flags a `dots_with_no_batch_dims_saveable` policy (or `checkpoint_dots_with_no_batch_dims`,
     `offload_dot_with_no_batch_dims(...)`) on a checkpoint that `jax.vmap` or `nnx.vmap` maps
     over every argument (`in_axes` left out, an integer, or a tuple of integers), when every
-    operand of every matrix product in the checkpointed function comes from its arguments.
+    operand of every matrix product in the checkpointed function comes from its arguments. Also
+    on a linen Module checkpointed with it that Flax's `nn.vmap` maps over every argument and
+    over its parameters (`nn.vmap(nn.remat(Block, policy=...), variable_axes={"params": 0})`, an
+    ensemble), when every product in its `__call__` is an `nn.Dense(...)` layer or a product of
+    its inputs and its `self.param(...)` parameters.
 
     ## Why is this bad?
     `vmap` adds the mapped axis to every value computed from a mapped argument. A matrix product
@@ -32,13 +36,19 @@ class NoBatchDimsPolicyUnderVmap(Rule):
     `value_and_grad`; `in_axes` left out, all 0, the weights on axis 1, and `vmap` inside the
     checkpoint): the three policies keep 3 and 5 residuals, as `nothing_saveable` does, where
     `dots_saveable` keeps 5 and 9, the residuals `dots_with_no_batch_dims_saveable` keeps without
-    `vmap`. The same with `nnx.vmap`, and with `nnx.remat` inside either.
+    `vmap`. The same with `nnx.vmap`, and with `nnx.remat` inside either. With Flax linen
+    (flax 0.12.8; `nn.Dense` or `self.param` layers, depth 2 and 4, widths 16 and 64, the
+    parameters on axis 0 or 1): 5 and 9 residuals, as `nothing_saveable`, where `dots_saveable`
+    keeps 7 and 13.
 
     Not flagged: weights shared across the mapped axis (`in_axes=(0, None)`), a product with an
     array the function reads from outside (a closure or module variable) or builds itself
     (`jnp.eye(n)`), an argument with a default, and any body the rule cannot follow (a loop, a
-    helper call, a method), and Flax linen's `nn.vmap` (it maps variable collections, not
-    arguments). For an unmapped operand `vmap` folds the mapped axis into a free
+    helper call, a method). Under linen's `nn.vmap`: parameters shared
+    (`variable_axes={"params": None}`, measured: the policy saves as many as `dots_saveable`),
+    an input left unmapped (`in_axes=None`: the policy saves its product), layers defined in
+    `setup` or other than `nn.Dense`, and a remat inside the mapped Module. For an unmapped
+    operand `vmap` folds the mapped axis into a free
     dimension, the product has no batch dimension, and the policy saves it (measured: more
     residuals than `nothing_saveable`; with every weight shared, as many as `dots_saveable`).
 
