@@ -26,7 +26,8 @@ class NoBatchDimsPolicyUnderVmap(Rule):
     on a linen Module checkpointed with it that Flax's `nn.vmap` maps over every argument and
     over its parameters (`nn.vmap(nn.remat(Block, policy=...), variable_axes={"params": 0})`, an
     ensemble), when every product in its `__call__` is an `nn.Dense(...)` layer or a product of
-    its inputs and its `self.param(...)` parameters.
+    its inputs and its `self.param(...)` parameters. A checkpoint bound to a name in a function
+    (`step = jax.checkpoint(...)`) counts when every read of the name is such a `vmap`.
 
     ## Why is this bad?
     `vmap` adds the mapped axis to every value computed from a mapped argument. A matrix product
@@ -43,14 +44,16 @@ class NoBatchDimsPolicyUnderVmap(Rule):
 
     Not flagged: weights shared across the mapped axis (`in_axes=(0, None)`), a product with an
     array the function reads from outside (a closure or module variable) or builds itself
-    (`jnp.eye(n)`), an argument with a default, and any body the rule cannot follow (a loop, a
-    helper call, a method). Under linen's `nn.vmap`: parameters shared
-    (`variable_axes={"params": None}`, measured: the policy saves as many as `dots_saveable`),
-    an input left unmapped (`in_axes=None`: the policy saves its product), layers defined in
-    `setup` or other than `nn.Dense`, and a remat inside the mapped Module. For an unmapped
-    operand `vmap` folds the mapped axis into a free
-    dimension, the product has no batch dimension, and the policy saves it (measured: more
-    residuals than `nothing_saveable`; with every weight shared, as many as `dots_saveable`).
+    (`jnp.eye(n)`), an argument with a default, any body the rule cannot follow (a loop, a
+    helper call, a method), and a checkpoint bound to a module-level name (another module may
+    call it unmapped, where the policy saves). For an unmapped operand `vmap` folds the mapped
+    axis into a free dimension, the product has no batch dimension, and the policy saves it
+    (measured: more residuals than `nothing_saveable`; with every weight shared, as many as
+    `dots_saveable`). Under linen's `nn.vmap` the same holds for shared parameters
+    (`variable_axes={"params": None}`: as many as `dots_saveable`) and an unmapped input
+    (`in_axes=None`: its product saved); also not flagged there: layers built in `setup` or
+    other than `nn.Dense`, and a remat inside the mapped Module or a vmap inside the remat
+    (measured the same as the flagged form, but the rule does not follow them).
 
     ## Example
     ```python
@@ -146,7 +149,7 @@ class NoBatchDimsPolicyUnderVmap(Rule):
     def _mapped_over_every_argument(self, site: RematSite) -> bool:
         """``jax.vmap(<site>)``, ``nnx.vmap(<site>)`` or either as the decorator right above the
         checkpoint's, with ``in_axes`` left out, an integer or a tuple of integers (no ``None``:
-        nothing shared)."""
+        nothing shared). Also ``f = <site>`` in a function, every read of ``f`` such a map."""
         if site.form == "decorator":
             decorated = site.target
             if not isinstance(decorated, cst.FunctionDef) or not isinstance(site.node, cst.Decorator):
@@ -154,12 +157,40 @@ class NoBatchDimsPolicyUnderVmap(Rule):
             position = next((i for i, d in enumerate(decorated.decorators) if d is site.node), 0)
             above = decorated.decorators[position - 1].decorator if position else None
             return above is not None and self.ctx.qualified_name(above) in ARRAY_VMAPS
-        vmap = self.ctx.model.parent(self.ctx.model.parent(site.node))
+        uses = self._local_uses(site.node)
+        return bool(uses) and all(self._maps_every_argument_of(use) for use in uses)
+
+    def _local_uses(self, checkpoint: cst.CSTNode) -> list[cst.CSTNode]:
+        """Where the checkpoint's callable is used: itself, or every read of the local name it is
+        bound to in a function (``f = jax.checkpoint(g, ...)``) that this binding reaches; no
+        other module can reach a local name, so no call elsewhere may leave it unmapped."""
+        model = self.ctx.model
+        assign = model.parent(checkpoint)
+        if not (
+            isinstance(assign, cst.Assign)
+            and len(assign.targets) == 1
+            and isinstance(target := assign.targets[0].target, cst.Name)
+        ):
+            return [checkpoint]
+        scope = model.scope_of(checkpoint)
+        name = target.value
+        if scope.kind != "function" or name in scope.global_names:
+            return []
+        return [
+            use
+            for use in model.names
+            if use.value == name
+            and not isinstance(model.parent(use), cst.AssignTarget)  # a binding, not a read
+            and any(binding.node is assign for binding in model.bindings_at(use) or ())
+        ]
+
+    def _maps_every_argument_of(self, callable_: cst.CSTNode) -> bool:
+        vmap = self.ctx.model.parent(self.ctx.model.parent(callable_))
         if not (
             isinstance(vmap, cst.Call)
             and (in_axes := ARRAY_VMAPS.get(self.ctx.qualified_name(vmap.func) or "")) is not None
             and vmap.args
-            and vmap.args[0].value is site.node
+            and vmap.args[0].value is callable_
             and vmap.args[0].keyword is None
             and not any(arg.star for arg in vmap.args)
         ):

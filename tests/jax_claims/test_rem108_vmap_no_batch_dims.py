@@ -38,6 +38,7 @@ INVALID_ARGS: dict[str, tuple[Any, ...]] = {
     "per_head": (X, X, X),
     "einsum_lambda": (X, WB, WB),
     "decorated": (X, WB, WB),
+    "through_a_local_name": (X, WB, WB),
 }
 QUIET_ARGS: dict[str, tuple[Any, ...]] = {
     "shared": (X, W, W),

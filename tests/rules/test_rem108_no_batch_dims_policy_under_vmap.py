@@ -233,3 +233,60 @@ def test_reports_linen_vmap_of_a_module_whose_parameters_and_inputs_are_mapped(s
 )
 def test_silent_on_linen_vmap_unless_parameters_and_inputs_are_certainly_mapped(source):
     assert rows(source.replace("policy=P)", f"policy={POLICY})")) == []
+
+
+def local(*lines: str) -> str:
+    """A function that binds a checkpoint to a local name ``k``, then runs ``lines``."""
+    return "\n".join(
+        [
+            "def f(x, w):\n    return x @ w",
+            "def make():",
+            f"    k = jax.checkpoint(f, policy={POLICY})",
+            *(f"    {line}" for line in lines),
+        ]
+    )
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        local("return jax.vmap(k)"),
+        local("return jax.vmap(k), jax.vmap(k, in_axes=(0, 1))"),
+        local("def inner():", "    return jax.vmap(k)", "return inner"),
+        local("k = jax.vmap(k)", "return k"),
+    ],
+    ids=["mapped", "mapped-twice", "mapped-in-a-closure", "rebound-to-its-map"],
+)
+def test_reports_a_local_name_that_is_only_mapped_over_every_argument(source):
+    [(code, row, column)] = rows(source)
+    assert (code, row, column) == ("REM108", HEAD.count("\n") + 4, 33)
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        local("return jax.vmap(k), k"),
+        local("return jax.vmap(k, in_axes=(0, None))"),
+        local("return jax.vmap(k, in_axes=AXES)"),
+        local("pass"),
+        local("return jax.vmap(fun=k)"),
+        local("return jax.jit(k)"),
+        local("global k", "return jax.vmap(k)"),
+        local("return nn.vmap(k, variable_axes={'params': 0})").replace("def f", "import flax.linen as nn\ndef f"),
+        "def f(x, w):\n    return x @ w\n"
+        f"k = jax.checkpoint(f, policy={POLICY})\ndef make():\n    return jax.vmap(k)\n",
+    ],
+    ids=[
+        "also-unmapped",
+        "shared-weight",
+        "unknown-in-axes",
+        "unused",
+        "keyword-function",
+        "jit",
+        "global",
+        "linen-vmap",
+        "module-level-name",
+    ],
+)
+def test_silent_on_a_name_that_may_be_called_unmapped(source):
+    assert rows(source) == []
