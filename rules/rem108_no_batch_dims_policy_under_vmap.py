@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import TypeVar
+
 import libcst as cst
 
 from remat_lint.analysis.bodies import CheckpointedFunction, is_call_method
@@ -14,6 +17,7 @@ from remat_lint.findings import Severity
 from remat_lint.rule import Invalid, Rule
 
 _MAX_DEPTH = 16  # local assignments followed back from a dot operand
+_Spec = TypeVar("_Spec")  # a map's row in its table (``apis.ARRAY_VMAPS``, ``apis.linen.MODULE_VMAPS``)
 
 
 class NoBatchDimsPolicyUnderVmap(Rule):
@@ -185,35 +189,38 @@ class NoBatchDimsPolicyUnderVmap(Rule):
         ]
 
     def _maps_every_argument_of(self, callable_: cst.CSTNode) -> bool:
+        found = self._map_of(callable_, ARRAY_VMAPS)
+        if found is None:
+            return False
+        vmap, in_axes = found
+        given = _argument(vmap, *in_axes)
+        return given is None or _every_axis_mapped(given)
+
+    def _map_of(self, callable_: cst.CSTNode, maps: Mapping[str, _Spec]) -> tuple[cst.Call, _Spec] | None:
+        """The call of one of ``maps`` whose function (its first argument) is ``callable_``, and
+        that map's row; None when there is none, or another argument is spread (``*axes``)."""
         vmap = self.ctx.model.parent(self.ctx.model.parent(callable_))
         if not (
             isinstance(vmap, cst.Call)
-            and (in_axes := ARRAY_VMAPS.get(self.ctx.qualified_name(vmap.func) or "")) is not None
             and vmap.args
             and vmap.args[0].value is callable_
             and vmap.args[0].keyword is None
             and not any(arg.star for arg in vmap.args)
         ):
-            return False
-        given = _argument(vmap, *in_axes)
-        return given is None or _every_axis_mapped(given)
+            return None
+        spec = maps.get(self.ctx.qualified_name(vmap.func) or "")
+        return None if spec is None else (vmap, spec)
 
     def _maps_module(self, site: RematSite, fn: CheckpointedFunction) -> bool:
         """``nn.vmap(nn.remat(Block, policy=P), variable_axes={"params": 0}, ...)``: the lifted
         vmap of a linen Module's ``__call__`` over every argument (``in_axes`` as for ``jax.vmap``)
         and over its parameters (an integer axis)."""
-        vmap = self.ctx.model.parent(self.ctx.model.parent(site.node))
-        if not (
-            is_call_method(fn.node)
-            and isinstance(vmap, cst.Call)
-            and (spec := MODULE_VMAPS.get(self.ctx.qualified_name(vmap.func) or "")) is not None
-            and vmap.args
-            and vmap.args[0].value is site.node
-            and vmap.args[0].keyword is None
-            and not any(arg.star for arg in vmap.args)
-            and all(_keyword(arg) != spec.methods for arg in vmap.args)
-        ):
+        found = self._map_of(site.node, MODULE_VMAPS) if is_call_method(fn.node) else None
+        if found is None:
             return False
+        vmap, spec = found
+        if any(_keyword(arg) == spec.methods for arg in vmap.args):
+            return False  # other methods than ``__call__``
         in_axes = _argument(vmap, *spec.in_axes)
         variable_axes = _argument(vmap, *spec.variable_axes)
         return (in_axes is None or _every_axis_mapped(in_axes)) and (
