@@ -3,7 +3,7 @@ against the installed package)."""
 
 from __future__ import annotations
 
-from remat_lint.apis.records import BodyParam, DiffApi, FlagLayer, RematApi
+from remat_lint.apis.records import BodyParam, DiffApi, FlagLayer, ModuleVmap, RematApi
 
 REMAT = "flax.linen.remat"
 PARTITIONING_REMAT = "flax.linen.partitioning.remat"
@@ -68,6 +68,16 @@ LOOP_APIS: dict[str, BodyParam] = {
 }
 SCANS = frozenset({"flax.linen.scan", "flax.linen.transforms.scan"})  # lifted scans
 VMAP_APIS: dict[str, BodyParam] = {"flax.linen.vmap": (0, "target")}
+# The lifted vmap maps the variable collections ``variable_axes`` names (``{"params": 0}``: an
+# ensemble) besides the arguments (REM108; measured in tests/jax_claims/linen_vmap_residuals.py).
+MODULE_VMAPS: dict[str, ModuleVmap] = {"flax.linen.vmap": ModuleVmap((3, "in_axes"), (1, "variable_axes"), "methods")}
+PARAMS = "params"  # the collection of a Module's parameters
+PARAM_METHOD = "param"  # ``self.param(name, init, *shape)``: a parameter of the Module
+# Layers whose call is one matrix product of its input with a kernel parameter, unless one of the
+# keywords listed replaces the product (a custom ``dot_general``).
+DENSE_LAYERS: dict[str, frozenset[str]] = dict.fromkeys(
+    ("flax.linen.Dense", "flax.linen.linear.Dense"), frozenset({"dot_general", "dot_general_cls"})
+)
 
 # Layers that test a mode flag in Python (analysis/layers.py).
 _DROPOUT = FlagLayer("deterministic", 1, "rate", 0)

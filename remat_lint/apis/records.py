@@ -65,3 +65,13 @@ class FlagLayer:
     rate_position: int | None  # the rate's position among the constructor's arguments
     default_rate: float | None = None  # the rate when the constructor is not given one
     also: str | None = None  # a second keyword for the flag (Equinox's deprecated ``deterministic``)
+
+
+@dataclass(frozen=True)
+class ModuleVmap:
+    """A map of a Module class over its ``__call__``'s arguments and its variable collections
+    (Flax linen's lifted ``vmap``): where it takes each option (positional slot, keyword)."""
+
+    in_axes: BodyParam
+    variable_axes: BodyParam
+    methods: str  # the keyword that maps other methods than ``__call__``

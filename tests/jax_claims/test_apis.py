@@ -8,6 +8,7 @@ framework modules' tables exists. An upgrade that changes any of these fails her
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import inspect
 import re
@@ -17,6 +18,7 @@ from typing import Any
 import pytest
 
 from remat_lint import apis
+from remat_lint.apis import linen
 
 jax = pytest.importorskip("jax")
 
@@ -188,6 +190,27 @@ def test_linen_module_classes_match_flax():
     listed = {qname for qname in apis.LINEN_MODULE_CLASSES if qname.startswith("flax.linen.") and qname.count(".") == 2}
     assert listed == exported
     assert all(issubclass(resolve(qname), nn.Module) for qname in apis.LINEN_MODULE_CLASSES)
+
+
+# --- linen's lifted vmap and dense layers (REM108) ------------------------------------------------
+
+
+@pytest.mark.parametrize("qname", sorted(linen.MODULE_VMAPS))
+def test_module_vmap_options_are_where_the_table_says(qname):
+    pytest.importorskip("flax")
+    params = list(inspect.signature(resolve(qname)).parameters)
+    row = linen.MODULE_VMAPS[qname]
+    for slot, keyword in (row.in_axes, row.variable_axes):
+        assert params[slot] == keyword
+    assert row.methods in params
+
+
+@pytest.mark.parametrize("qname", sorted(linen.DENSE_LAYERS))
+def test_keywords_that_replace_a_dense_product_are_fields_of_the_layer(qname):
+    pytest.importorskip("flax")
+    layer = resolve(qname)
+    assert linen.DENSE_LAYERS[qname] <= {field.name for field in dataclasses.fields(layer)}
+    assert callable(getattr(layer, linen.PARAM_METHOD))  # ``self.param`` of every linen Module
 
 
 # --- every name in the tables ----------------------------------------------------------------------

@@ -1,7 +1,8 @@
 """What REM108 tells users about JAX, checked against the installed package: each case of its
 fixture keeps the residuals of ``nothing_saveable`` (fewer than ``dots_saveable``), and each case
 of its quiet twin keeps more than ``nothing_saveable`` (the policy saves the unmapped products):
-all of ``dots_saveable``'s when every weight is shared or vmap is absent."""
+all of ``dots_saveable``'s when every weight is shared or vmap is absent. The linen cases (a
+Module class that ``nn.vmap`` maps) run through ``init`` and ``apply``."""
 
 from __future__ import annotations
 
@@ -37,6 +38,7 @@ INVALID_ARGS: dict[str, tuple[Any, ...]] = {
     "per_head": (X, X, X),
     "einsum_lambda": (X, WB, WB),
     "decorated": (X, WB, WB),
+    "through_a_local_name": (X, WB, WB),
 }
 QUIET_ARGS: dict[str, tuple[Any, ...]] = {
     "shared": (X, W, W),
@@ -48,6 +50,9 @@ QUIET_ARGS: dict[str, tuple[Any, ...]] = {
     "default": (X, WB),
     "unmapped": (X[0], W, W),
 }
+# Flax linen's ``nn.vmap`` of a Module: its input (the parameters are made by ``init``).
+LINEN_INVALID = {"linen_ensemble": X, "linen_params_on_axis_one": X, "linen_self_param": X}
+LINEN_QUIET = {"linen_shared": X, "linen_input_unmapped": X[0]}
 
 
 def cases(path: Path, policy: str | None = None) -> dict[str, Callable[..., Any]]:
@@ -64,21 +69,33 @@ def residuals(fn: Callable[..., Any], args: tuple[Any, ...]) -> int:
     return len(saved_residuals(lambda *a: jnp.sum(fn(*a)), *args))
 
 
-@pytest.mark.parametrize("name", INVALID_ARGS)
+def module_residuals(module_class: Callable[[], Any], x: Any) -> int:
+    """The residuals of a linen Module's loss, differentiated with respect to its parameters and input."""
+    module = module_class()
+    return residuals(module.apply, (module.init(jax.random.key(0), x), x))
+
+
+def run(path: Path, name: str, policy: str | None = None) -> int:
+    """The residuals a fixture case keeps (with its policies replaced by ``policy``)."""
+    case = cases(path, policy)[name]
+    if name in LINEN_INVALID or name in LINEN_QUIET:
+        return module_residuals(case, {**LINEN_INVALID, **LINEN_QUIET}[name])
+    return residuals(case, {**INVALID_ARGS, **QUIET_ARGS}[name])
+
+
+@pytest.mark.parametrize("name", [*INVALID_ARGS, *LINEN_INVALID])
 def test_under_vmap_of_every_argument_the_policy_keeps_what_nothing_saveable_keeps(name):
-    args = INVALID_ARGS[name]
-    kept = residuals(cases(INVALID)[name], args)
-    assert kept == residuals(cases(INVALID, "cp.nothing_saveable")[name], args)
-    assert kept < residuals(cases(INVALID, "cp.dots_saveable")[name], args)
+    kept = run(INVALID, name)
+    assert kept == run(INVALID, name, "cp.nothing_saveable")
+    assert kept < run(INVALID, name, "cp.dots_saveable")
 
 
-@pytest.mark.parametrize("name", QUIET_ARGS)
+@pytest.mark.parametrize("name", [*QUIET_ARGS, *LINEN_QUIET])
 def test_with_an_unmapped_operand_the_policy_saves_the_product(name):
-    args = QUIET_ARGS[name]
-    kept = residuals(cases(QUIET)[name], args)
-    dots = residuals(cases(QUIET, "cp.dots_saveable")[name], args)
-    assert residuals(cases(QUIET, "cp.nothing_saveable")[name], args) < kept <= dots
-    assert (kept == dots) == (name in ("shared", "nnx_shared", "shared_keys", "unmapped"))
+    kept = run(QUIET, name)
+    dots = run(QUIET, name, "cp.dots_saveable")
+    assert run(QUIET, name, "cp.nothing_saveable") < kept <= dots
+    assert (kept == dots) == (name in ("shared", "nnx_shared", "shared_keys", "unmapped", "linen_shared"))
 
 
 def test_names_saved_under_vmap_keep_the_products():

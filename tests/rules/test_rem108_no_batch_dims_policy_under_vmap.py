@@ -131,3 +131,162 @@ def test_reports_on_the_policy_when_every_product_is_batched(source, row):
 )
 def test_silent_where_a_product_may_be_unbatched_or_the_code_is_unknown(source):
     assert rows(source) == []
+
+
+LINEN_BODY = "h = jnp.tanh(nn.Dense(4)(x))\n        return nn.Dense(4)(h)"
+ENSEMBLE = ', variable_axes={"params": 0}, split_rngs={"params": True}'
+
+
+def linen(body: str = LINEN_BODY, options: str = ENSEMBLE, call: str = "__call__(self, x)") -> str:
+    """A linen Module with ``body`` in its ``__call__``, checkpointed and mapped by ``nn.vmap``."""
+    return (
+        "import flax.linen as nn\n"
+        f"class Block(nn.Module):\n    @nn.compact\n    def {call}:\n        {body}\n"
+        f"g = nn.vmap(nn.remat(Block, policy={POLICY}){options})\n"
+    )
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        linen(),
+        linen(options=", variable_axes={'params': 1, 'batch_stats': 0}, split_rngs={'params': True}, in_axes=(0,)"),
+        linen(options=", dict(params=0), {'params': True}, 0"),
+        linen("w = self.param('w', nn.initializers.lecun_normal(), (x.shape[-1], 4))\n        return jnp.tanh(x @ w)"),
+        linen("return nn.Dense(4, use_bias=False)(x) @ self.param('v', nn.initializers.zeros, (4, 4))"),
+        linen(call="__call__(self, x, y)", body="return nn.Dense(4)(x) @ y.T"),
+        "AXES = {'params': 0}\n" + linen(options=", variable_axes=AXES, split_rngs={'params': True}"),
+    ],
+    ids=["dense", "axis-one-and-tuple", "positional", "self-param", "dense-times-param", "two-inputs", "named-axes"],
+)
+def test_reports_linen_vmap_of_a_module_whose_parameters_and_inputs_are_mapped(source):
+    [(code, row, _)] = rows(source)
+    assert (code, row) == ("REM108", HEAD.count("\n") + source.count("\n"))
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        linen(options=', variable_axes={"params": None}, split_rngs={"params": False}'),
+        linen(options=""),
+        linen(options=", variable_axes=AXES"),
+        linen(options=", variable_axes={True: 0}"),
+        linen(options=", variable_axes={'params': -1}"),
+        linen(options=", variable_axes={'params': AXIS}"),
+        linen(options=", variable_axes={**AXES, 'params': 0}"),
+        linen(options=ENSEMBLE + ", in_axes=None, axis_size=3"),
+        linen(options=ENSEMBLE + ", in_axes=(0, None)", call="__call__(self, x, y)", body="return nn.Dense(4)(x) @ y"),
+        linen(options=ENSEMBLE + ", methods=['encode']"),
+        linen(options=ENSEMBLE + ", **options"),
+        linen("return nn.Dense(4, dot_general=custom)(x)"),
+        linen("return nn.DenseGeneral(4)(x)"),
+        linen("return nn.Dense(4)(x, y)"),
+        linen("return nn.Dense(4)(x) @ W"),
+        linen("return nn.Dense(4)(x) @ self.scale"),
+        linen("return nn.Dropout(0.1)(nn.Dense(4)(x), deterministic=False)"),
+        linen("return helper(nn.Dense(4)(x))"),
+        linen("for _ in range(2):\n            x = nn.Dense(4)(x)\n        return x"),
+        linen("return jnp.tanh(x)"),
+        linen(call="__call__(self, x, train=True)"),
+        linen(call="encode(self, x)"),
+        linen(call="encode(self, x)").replace(f"policy={POLICY})", f"policy={POLICY}, methods=['encode'])"),
+        linen("w = other.param('w', init, (4, 4))\n        return x @ w"),
+        "import flax.linen as nn\nclass Block(nn.Module):\n    @nn.compact\n    def __call__(self, x):\n"
+        "        return nn.remat(Inner, policy=P)()(x)\ng = nn.vmap(Block, variable_axes={'params': 0})\n",
+        "import flax.linen as nn\nclass Block(nn.Module):\n    @nn.compact\n    def __call__(self, x):\n"
+        f"        return nn.Dense(4)(x)\ng = nn.remat(nn.vmap(Block, variable_axes={{'params': 0}}), policy={POLICY})\n",
+        "import flax.linen as nn\nfrom models import Block\n"
+        f"g = nn.vmap(nn.remat(Block, policy={POLICY}), variable_axes={{'params': 0}})\n",
+        "import flax.linen as nn\nclass Block(nn.Module):\n    def setup(self):\n        self.dense = nn.Dense(4)\n"
+        f"    def __call__(self, x):\n        return self.dense(x)\ng = nn.vmap(nn.remat(Block, policy={POLICY}), variable_axes={{'params': 0}})\n",
+    ],
+    ids=[
+        "params-shared",
+        "no-variable-axes",
+        "unknown-variable-axes",
+        "every-collection-key",
+        "negative-params-axis",
+        "unknown-params-axis",
+        "spread-variable-axes",
+        "input-unmapped",
+        "input-shared",
+        "other-methods",
+        "spread-options",
+        "custom-dot-general",
+        "dense-general",
+        "dense-two-arguments",
+        "module-array",
+        "field",
+        "dropout",
+        "helper",
+        "loop",
+        "no-product",
+        "default-argument",
+        "not-call",
+        "remat-of-another-method",
+        "other-param",
+        "remat-inside-the-mapped-module",
+        "vmap-inside-remat",
+        "imported-module",
+        "setup-layer",
+    ],
+)
+def test_silent_on_linen_vmap_unless_parameters_and_inputs_are_certainly_mapped(source):
+    assert rows(source.replace("policy=P)", f"policy={POLICY})")) == []
+
+
+def local(*lines: str) -> str:
+    """A function that binds a checkpoint to a local name ``k``, then runs ``lines``."""
+    return "\n".join(
+        [
+            "def f(x, w):\n    return x @ w",
+            "def make():",
+            f"    k = jax.checkpoint(f, policy={POLICY})",
+            *(f"    {line}" for line in lines),
+        ]
+    )
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        local("return jax.vmap(k)"),
+        local("return jax.vmap(k), jax.vmap(k, in_axes=(0, 1))"),
+        local("def inner():", "    return jax.vmap(k)", "return inner"),
+        local("k = jax.vmap(k)", "return k"),
+    ],
+    ids=["mapped", "mapped-twice", "mapped-in-a-closure", "rebound-to-its-map"],
+)
+def test_reports_a_local_name_that_is_only_mapped_over_every_argument(source):
+    [(code, row, column)] = rows(source)
+    assert (code, row, column) == ("REM108", HEAD.count("\n") + 4, 33)
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        local("return jax.vmap(k), k"),
+        local("return jax.vmap(k, in_axes=(0, None))"),
+        local("return jax.vmap(k, in_axes=AXES)"),
+        local("pass"),
+        local("return jax.vmap(fun=k)"),
+        local("return jax.jit(k)"),
+        local("global k", "return jax.vmap(k)"),
+        local("return nn.vmap(k, variable_axes={'params': 0})").replace("def f", "import flax.linen as nn\ndef f"),
+        "def f(x, w):\n    return x @ w\n"
+        f"k = jax.checkpoint(f, policy={POLICY})\ndef make():\n    return jax.vmap(k)\n",
+    ],
+    ids=[
+        "also-unmapped",
+        "shared-weight",
+        "unknown-in-axes",
+        "unused",
+        "keyword-function",
+        "jit",
+        "global",
+        "linen-vmap",
+        "module-level-name",
+    ],
+)
+def test_silent_on_a_name_that_may_be_called_unmapped(source):
+    assert rows(source) == []
