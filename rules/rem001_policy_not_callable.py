@@ -72,7 +72,8 @@ class PolicyNotCallable(Rule):
     ## Fix safety
     Safe when the string literal names a built-in policy: it is replaced by that policy
     (`jax.checkpoint_policies.<name>`, through an existing import when there is one). Other
-    values have no fix.
+    values have no fix, nor a string in a table of options spread from a name (`**OPTIONS`),
+    which other code may read.
 
     ## References
     - [`jax.checkpoint`](https://docs.jax.dev/en/latest/_autosummary/jax.checkpoint.html)
@@ -149,7 +150,9 @@ class PolicyNotCallable(Rule):
                 continue
             found = problem(possible)
             if found is not None:
-                self.report(site.node, f"`policy={self.ctx.code(arg.value)}` {found}", fix=self._fix(arg.value))
+                written_here = any(a is site.node for a in self.ctx.model.ancestors(arg.value))
+                fix = self._fix(arg.value) if written_here else None  # a spread table may be read elsewhere too
+                self.report(site.node, f"`policy={self.ctx.code(arg.value)}` {found}", fix=fix)
 
     @classmethod
     def check_project(cls, candidates: list[Candidate], module: ProjectModule, project: Project) -> list[Finding]:

@@ -17,12 +17,16 @@ Forms recognised (``api`` is any of ``apis.REMAT_APIS`` reached through imports 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, Sequence
+from typing import Callable, Literal, Sequence
 
 import libcst as cst
 
 from remat_lint.analysis.semantic import Scope, SemanticModel
+from remat_lint.analysis.value import Value
 from remat_lint.apis import PARTIAL, RematApi, remat_api
+
+# ``Values.entries``: the (key, value) pairs of the dict an expression certainly is, None if unknown.
+Entries = Callable[[cst.BaseExpression], "list[tuple[Value | None, cst.BaseExpression]] | None"]
 
 
 @dataclass(eq=False)
@@ -113,6 +117,7 @@ def _gives_target(args: Sequence[cst.Arg], api: RematApi) -> bool:
 
 def _site(
     model: SemanticModel,
+    entries: Entries,
     ref: RematRef,
     node: cst.Call | cst.Decorator,
     call: cst.Call | None,
@@ -129,7 +134,7 @@ def _site(
             if arg.star:
                 star = True  # still a spread: fixes that edit or count arguments stay away
                 if arg.star == "**":
-                    keywords.update(_spread_keywords(model, arg.value))
+                    keywords.update(_spread_keywords(entries, arg.value))
             elif arg.keyword is not None:
                 keywords[arg.keyword.value] = arg
             else:
@@ -147,31 +152,30 @@ def _site(
     return RematSite(ref.api, node, form, ref, call, target, keywords, positional, star, model.scope_of(node))
 
 
-def _spread_keywords(model: SemanticModel, value: cst.BaseExpression) -> dict[str, cst.Arg]:
-    """The keywords ``**value`` certainly passes when it is a literal ``dict(k=v)`` or
-    ``{"k": v}`` (``jax.checkpoint(f, **{"policy": "dots_saveable"})``); else none."""
-    if isinstance(value, cst.Call) and model.qualified_name(value.func) == "builtins.dict":
-        if all(a.keyword is not None and not a.star for a in value.args):
-            return {a.keyword.value: a for a in value.args if a.keyword is not None}
-    if isinstance(value, cst.Dict):
-        keys = [
-            e.key.evaluated_value if isinstance(e, cst.DictElement) and isinstance(e.key, cst.SimpleString) else None
-            for e in value.elements
-        ]
-        names = [k for k in keys if isinstance(k, str) and k.isidentifier()]
-        if len(names) == len(keys):
-            return {k: cst.Arg(e.value, keyword=cst.Name(k)) for k, e in zip(names, value.elements, strict=True)}
-    return {}
+def _spread_keywords(entries: Entries, value: cst.BaseExpression) -> dict[str, cst.Arg]:
+    """The keywords ``**value`` certainly passes: the entries of the dict it is, as the evaluator
+    knows them (``**{"policy": p}``, ``**dict(policy=p)``, a name bound once to one that nothing
+    changes), when every key is a known string; else none. A ``dict(k=v)`` keeps its own arguments."""
+    found = entries(value)
+    keywords: dict[str, cst.Arg] = {}
+    for key, item in found or ():
+        name = key.literal if key is not None and key.kind == "str" else None
+        if not isinstance(name, str) or not name.isidentifier():
+            return {}
+        keywords[name] = cst.Arg(item, keyword=cst.Name(name))
+    return keywords
 
 
-def find_sites(model: SemanticModel) -> list[RematSite]:
+def find_sites(model: SemanticModel, entries: Entries) -> list[RematSite]:
+    """Every remat site of the module; ``entries``: the evaluator's ``Values.entries``, for the
+    keywords a ``**`` spreads."""
     sites: list[RematSite] = []
     decorator_calls: set[int] = set()
     for owner in (*(info.node for info in model.functions.values()), *model.classes):
         for decorator in getattr(owner, "decorators", ()):
             ref = resolve_remat(model, decorator.decorator)
             if ref is not None:
-                sites.append(_site(model, ref, decorator, None, owner))
+                sites.append(_site(model, entries, ref, decorator, None, owner))
                 if isinstance(decorator.decorator, cst.Call):
                     decorator_calls.add(id(decorator.decorator))
     for call in model.calls:
@@ -183,11 +187,11 @@ def find_sites(model: SemanticModel) -> list[RematSite]:
         if ref.factory is None and not ref.partials and not _gives_target(call.args, ref.api):
             if not any(a.star for a in call.args):
                 continue  # ``api(**kw)`` alone: a factory, its application is the site
-        sites.append(_site(model, ref, call, call, None))
-    return sites + _unapplied_partials(model, sites)
+        sites.append(_site(model, entries, ref, call, call, None))
+    return sites + _unapplied_partials(model, entries, sites)
 
 
-def _unapplied_partials(model: SemanticModel, sites: list[RematSite]) -> list[RematSite]:
+def _unapplied_partials(model: SemanticModel, entries: Entries, sites: list[RematSite]) -> list[RematSite]:
     """``partial(api, **kw)`` and ``nnx.remat(**kw)`` calls that no site applies: their arguments
     are still checked where they are written (``remat = partial(jax.checkpoint, policy=...)``)."""
     candidates = []
@@ -201,7 +205,7 @@ def _unapplied_partials(model: SemanticModel, sites: list[RematSite]) -> list[Re
             candidates.append((call, ref))
     applied = {id(p) for site in sites for p in (*site.ref.partials, site.ref.factory)}
     applied |= {id(p) for _, ref in candidates for p in ref.partials[:-1]}  # partial of a partial
-    return [_site(model, ref, call, None, None) for call, ref in candidates if id(call) not in applied]
+    return [_site(model, entries, ref, call, None, None) for call, ref in candidates if id(call) not in applied]
 
 
 def missing_target(model: SemanticModel, call: cst.Call) -> RematApi | None:

@@ -36,7 +36,7 @@ class LintContext:
 
     @cached_property
     def sites(self) -> list[RematSite]:
-        return find_sites(self.model)
+        return find_sites(self.model, self.values.entries)
 
     @cached_property
     def bodies(self) -> Bodies:

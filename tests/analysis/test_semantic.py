@@ -14,6 +14,7 @@ import pytest
 
 from remat_lint.analysis.semantic import SemanticModel
 from remat_lint.analysis.sites import find_sites
+from remat_lint.analysis.values import Values
 from tests.helpers import codes, lint
 
 
@@ -31,7 +32,7 @@ def sites(code: str) -> list[tuple[str, str, str | None]]:
             if s.target is None or isinstance(s.target, (cst.FunctionDef, cst.ClassDef))
             else m.module.code_for_node(s.target),
         )
-        for s in find_sites(m)
+        for s in find_sites(m, Values(m).entries)
     ]
 
 
@@ -244,7 +245,7 @@ def test_partial_bound_to_a_name_then_applied_and_used_as_decorator():
             return x
     """
     m = model(code)
-    found = find_sites(m)
+    found = find_sites(m, Values(m).entries)
     assert sorted((s.form, s.api.qname) for s in found) == [("call", "jax.checkpoint"), ("decorator", "jax.checkpoint")]
     assert all("policy" in s.keywords for s in found)
 
@@ -258,7 +259,7 @@ def test_partial_keywords_merge_and_later_ones_win():
         g = p2(f)
     """
     m = model(code)
-    (site,) = find_sites(m)
+    (site,) = find_sites(m, Values(m).entries)
     assert m.module.code_for_node(site.keyword("policy").value) == "b"
     assert m.module.code_for_node(site.keyword("prevent_cse").value) == "False"
     assert m.module.code_for_node(site.target) == "f"
@@ -281,7 +282,7 @@ def test_nnx_remat_factory_form():
         g = nnx.remat(prevent_cse=False)(block)
     """
     m = model(code)
-    found = find_sites(m)
+    found = find_sites(m, Values(m).entries)
     assert sorted((s.form, s.api.qname) for s in found) == [("call", "flax.nnx.remat"), ("decorator", "flax.nnx.remat")]
     by_form = {s.form: s for s in found}
     assert "policy" in by_form["decorator"].keywords and by_form["decorator"].ref.factory is not None

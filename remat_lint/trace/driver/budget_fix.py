@@ -21,6 +21,7 @@ from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
 from remat_lint.analysis.semantic import SemanticModel
 from remat_lint.analysis.sites import RematSite, find_sites
+from remat_lint.analysis.values import Values
 from remat_lint.apis.jax import PREFIX as JAX_PREFIX
 from remat_lint.engine.runner import read_source
 from remat_lint.engine.sources import Notebook, SourceFile, display_path
@@ -152,7 +153,8 @@ def _attempt(
     )
     edits: dict[int, TextEdit] = {}
     failed: dict[int, str] = {}
-    for site in find_sites(SemanticModel(module)):
+    model = SemanticModel(module)
+    for site in find_sites(model, Values(model).entries):
         line = positions[site.node].start.line
         if line not in changes:
             continue

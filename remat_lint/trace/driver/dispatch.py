@@ -229,6 +229,7 @@ def site_lines(path: str) -> list[int] | None:
 
     from remat_lint.analysis.semantic import SemanticModel
     from remat_lint.analysis.sites import find_sites
+    from remat_lint.analysis.values import Values
     from remat_lint.engine.runner import read_source
     from remat_lint.findings import Finding
 
@@ -244,7 +245,8 @@ def site_lines(path: str) -> list[int] | None:
         return None
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
     positions = wrapper.resolve(PositionProvider)
-    found = find_sites(SemanticModel(module))
+    model = SemanticModel(module)
+    found = find_sites(model, Values(model).entries)
     return sorted({positions[site.node].start.line for site in found})
 
 
