@@ -9,8 +9,8 @@ ALWAYS_FALSE = (
     "always returns `False`, so it saves nothing. It behaves exactly like the default policy "
     "(`nothing_saveable`); drop `policy=` or write `jax.checkpoint_policies.nothing_saveable`"
 )
-ALWAYS_NONE = (
-    "always returns `None`, which is not a bool. JAX accepts it when wrapping, and the first grad/vjp raises `TypeError: Value "
+NOT_A_BOOL = (
+    "always returns `{}`, which is not a bool. JAX accepts it when wrapping, and the first grad/vjp raises `TypeError: Value "
     "returned by a remat policy should be a bool or ...`; return `False` to save nothing, or drop `policy=`"
 )
 
@@ -19,15 +19,18 @@ class TrivialCustomPolicy(Rule):
     """
     ## What it does
     Flags a custom checkpoint policy (a `def` or `lambda` passed as `policy=`) that returns the
-    same falsy constant on every path: always `False`, or always `None` (including a function
-    that never returns).
+    same constant on every path other than `True`: always `False`, or always a value that is not
+    a bool (`None`, including a function that never returns, a number such as `0` or `1`, a
+    string).
 
     ## Why is this bad?
     A policy that always returns `False` saves nothing, which is what every checkpoint does
     without a policy (`nothing_saveable`): the custom function only hides that. A policy that
     returns `None` is worse: JAX accepts it when wrapping, plain calls, `jit` and `jvp` never
     consult it, and the first `grad`/`vjp` raises `TypeError: Value returned by a remat policy
-    should be a bool or ...`. Often the function was meant to decide per primitive
+    should be a bool or ...`; so does any other value that is not a bool, `0` and `1` included
+    (measured, jax 0.10.2: `None`, `0`, `1`, `0.0` and `"yes"` raise under `grad` and
+    `value_and_grad`; `False` and `True` do not). Often the function was meant to decide per primitive
     (`return prim is lax.dot_general_p`) and lost its condition.
 
     Not reported in test files (`tests/`, `test_*.py`, `*_test.py`).
@@ -75,6 +78,7 @@ class TrivialCustomPolicy(Rule):
             "import jax\ndef policy(prim, *args, **params):\n    return False\ng = jax.checkpoint(f, policy=policy)"
         ),
         Invalid("import haiku as hk\ndef policy(prim, *args, **params):\n    pass\ng = hk.remat(f, policy=policy)"),
+        Invalid("import jax\ng = jax.checkpoint(f, policy=lambda prim, *_, **__: 0)"),
     ]
 
     def check(self) -> None:
@@ -83,5 +87,5 @@ class TrivialCustomPolicy(Rule):
             constant = None if value is None else constant_return(self.ctx.values, value)
             if constant is None or constant[0] is True:
                 continue
-            problem = ALWAYS_FALSE if constant[0] is False else ALWAYS_NONE
+            problem = ALWAYS_FALSE if constant[0] is False else NOT_A_BOOL.format(repr(constant[0]))
             self.report(site.node, f"`policy={self.ctx.code(value)}` is a custom policy that {problem}")  # type: ignore[arg-type]  # ``constant`` is None when ``value`` is

@@ -37,10 +37,13 @@ def site_policy(site: RematSite) -> cst.BaseExpression | None:
     return None
 
 
-def constant_return(values: Values, expr: cst.BaseExpression) -> tuple[bool | None, cst.CSTNode] | None:
+Returned = bool | int | float | str | None  # a constant a policy returns
+
+
+def constant_return(values: Values, expr: cst.BaseExpression) -> tuple[Returned, cst.CSTNode] | None:
     """For a custom policy (a def or lambda ``expr`` certainly holds, by the value layer) that
-    returns the same constant on every path: that constant (True, False or None) and the
-    definition; else None."""
+    returns the same literal constant on every path: that constant (a bool, None, a number or a
+    string) and the definition; else None."""
     policy = values.single(expr)
     definition = policy.node if policy is not None and policy.kind == "callable" else None
     returned: list[cst.BaseExpression | None] | None
@@ -52,20 +55,20 @@ def constant_return(values: Values, expr: cst.BaseExpression) -> tuple[bool | No
         return None
     if returned is None:
         return None  # a generator
-    # One entry per distinct returned constant (a bare or implicit ``return`` is None); None marks
-    # a return of anything else.
+    # One entry per distinct returned constant (a bare or implicit ``return`` is None), typed so
+    # that ``1`` and ``True`` differ; None marks a return of anything else.
     constants = {_constant(values, r) for r in returned}
     if len(constants) != 1 or None in constants:
         return None
     (constant,) = constants
-    return constant[0], definition  # type: ignore[index]  # ``None in constants`` returned above
+    return constant[1], definition  # type: ignore[index]  # ``None in constants`` returned above
 
 
-def _constant(values: Values, expr: cst.BaseExpression | None) -> tuple[bool | None] | None:
+def _constant(values: Values, expr: cst.BaseExpression | None) -> tuple[str, Returned] | None:
     value = Value("none") if expr is None else values.single(expr)
-    if value is not None and value.kind == "bool" and isinstance(value.literal, bool):
-        return (value.literal,)
-    return (None,) if value is not None and value.kind == "none" else None
+    if value is None or value.kind not in ("bool", "none", "int", "float", "str"):
+        return None
+    return (value.kind, value.literal)
 
 
 # --- checkpoint names ------------------------------------------------------------------------

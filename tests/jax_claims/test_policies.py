@@ -139,6 +139,16 @@ def test_always_none_fails_at_the_first_grad_only():
     assert str(error.value).startswith(quoted)
 
 
+@pytest.mark.parametrize("returned", [0, 1, 0.0, "'yes'"])
+@pytest.mark.parametrize("transform", [jax.grad, jax.value_and_grad])
+def test_any_constant_other_than_a_bool_fails_at_the_first_grad(returned, transform):
+    fn = jax.checkpoint(layer, policy=eval(f"lambda *_, **__: {returned}"))  # noqa: S307 (the case's own literal)
+    with pytest.raises(TypeError, match="Value returned by a remat policy should be a bool"):
+        transform(fn)(W, X)
+    msg = message(f"import jax\ng = jax.checkpoint(f, policy=lambda *_, **__: {returned})", "REM105")
+    assert f"always returns `{returned}`, which is not a bool" in msg
+
+
 # --- REM008 ----------------------------------------------------------------------------------
 
 
