@@ -54,7 +54,10 @@ class TracedPythonControlFlow(Rule):
     keeps it traced), and is a scalar or array: annotated `bool`, `int`, `float` or as an array,
     defaulting to `True`/`False`, used as a flag and nothing else (tested, given to a layer's flag,
     otherwise only handed on: never indexed, compared, computed with, and not defaulting to None;
-    its name never counts), or passed a literal
+    its name never counts), computed with by an operator that no container has (`n - 1`,
+    `n -= 1`, `x / n`, `-n`: measured, `while n:` then raises `TracerBoolConversionError` for a
+    number or an array, a set or a string is no JAX type, and a list, tuple, dict or None has no
+    such operator), or passed a literal
     `True`/`False`/number by a call in the module (`jax.checkpoint(f)(x, flag=False)` with
     `def f(x, flag=None)`). Ordering comparisons
     (`n > 1`) and `range(n)` fail for any traced value. `is None` tests, `.shape`/`.ndim`/`.dtype`,

@@ -82,6 +82,57 @@ def plain_params(
     return frozenset(tested - used_otherwise - optional)
 
 
+# Operators that no container has (a list, tuple, dict, str or None): ``n - 1``, ``x / n``, ``-n``.
+_NUMERIC_OPERATORS = (
+    cst.Subtract,
+    cst.Divide,
+    cst.FloorDivide,
+    cst.Power,
+    cst.MatrixMultiply,
+    cst.LeftShift,
+    cst.RightShift,
+)
+_NUMERIC_ASSIGNS = (
+    cst.SubtractAssign,
+    cst.DivideAssign,
+    cst.FloorDivideAssign,
+    cst.PowerAssign,
+    cst.MatrixMultiplyAssign,
+    cst.LeftShiftAssign,
+    cst.RightShiftAssign,
+)
+
+
+def numeric_params(model: SemanticModel, nodes: list[cst.CSTNode], params: dict[str, cst.Param]) -> frozenset[str]:
+    """The parameters ``nodes`` (a body) compute with by an operator that no container has
+    (``n - 1``, ``n -= 1``, ``x / n``, ``-n``), where every binding reaching the operand is the
+    parameter or a step of it: a number or an array, whose truth value raises when it is traced.
+    Any other value of a checkpointed function's argument is a pytree container or no JAX type."""
+    found: set[str] = set()
+    for node in nodes:
+        operands: tuple[cst.BaseExpression, ...]
+        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, _NUMERIC_OPERATORS):
+            operands = (node.left, node.right)
+        elif isinstance(node, cst.UnaryOperation) and isinstance(node.operator, (cst.Minus, cst.BitInvert)):
+            operands = (node.expression,)
+        elif isinstance(node, cst.AugAssign) and isinstance(node.operator, _NUMERIC_ASSIGNS):
+            operands = (node.target,)
+        else:
+            continue
+        found.update(o.value for o in operands if isinstance(o, cst.Name) and _is_param(model, o, params))
+    return frozenset(found)
+
+
+def _is_param(model: SemanticModel, name: cst.Name, params: dict[str, cst.Param]) -> bool:
+    """Every binding that reaches ``name`` is the parameter of its name or a step of it
+    (``steps = steps - 1``, ``n -= 1``: a traced number stays traced)."""
+    param = params.get(name.value)
+    bindings = model.bindings_at(name)
+    if param is None or not bindings or not any(b.node is param for b in bindings):
+        return False
+    return all(b.node is param or is_step(b, name.value) for b in bindings)
+
+
 def is_flag(model: SemanticModel, nodes: list[cst.CSTNode], param: cst.Param) -> bool:
     """Declared a flag (``is_bool_like``), or used as one by ``nodes`` (``plain_params``)."""
     return is_bool_like(param) or param.name.value in plain_params(model, nodes, {param.name.value: param})
@@ -167,7 +218,8 @@ def control_uses(
     when they are traced (the leaf evidence for truth and equality tests is checked here; ``leaves``
     names parameters known to be scalars from elsewhere: a literal passed by a call; ``fields``: a
     layer whose rate is held in a Module field counts, and the use names the field)."""
-    finder = _Finder(model, params, leaves=leaves | plain_params(model, nodes, params, fields), fields=fields)
+    known = leaves | plain_params(model, nodes, params, fields) | numeric_params(model, nodes, params)
+    finder = _Finder(model, params, leaves=known, fields=fields)
     for node in nodes:
         yield from finder.visit(node)
 
@@ -252,7 +304,8 @@ class _Finder:
                 self.model,
                 received,
                 self.depth + 1,
-                leaves=plain_params(self.model, body, received, self.fields),
+                leaves=plain_params(self.model, body, received, self.fields)
+                | numeric_params(self.model, body, received),
                 fields=self.fields,
             )
             use = next((u for n in body for u in inner.visit(n)), None)
@@ -330,10 +383,6 @@ class _Finder:
     def _param(self, expr: cst.BaseExpression) -> cst.Param | None:
         """The parameter ``expr`` names, when every binding that reaches it is the parameter or a
         step of it (``steps = steps - 1``, ``n -= 1``: a traced number stays traced)."""
-        if not isinstance(expr, cst.Name):
+        if not isinstance(expr, cst.Name) or not _is_param(self.model, expr, self.params):
             return None
-        param = self.params.get(expr.value)
-        bindings = self.model.bindings_at(expr)
-        if param is None or not bindings or not any(b.node is param for b in bindings):
-            return None
-        return param if all(b.node is param or is_step(b, expr.value) for b in bindings) else None
+        return self.params[expr.value]

@@ -142,6 +142,9 @@ def test_rem202_fixture_flagged_code_fails_and_quiet_code_runs():
         f.repeated_remat(X, w, 2)
     with pytest.raises(TRACER_BOOL):
         f.scaled_remat(X, 2.0)
+    for steps in (3, 3.0, jnp.int32(3)):  # a number computed with ``-=``: traced, whatever it is
+        with pytest.raises(TRACER_BOOL):
+            f.countdown_remat(X, steps)
     with pytest.raises(TRACER_BOOL):
         f.decoder(X, X, X)
     with pytest.raises(TRACER_BOOL):
@@ -158,6 +161,8 @@ def test_rem202_fixture_flagged_code_fails_and_quiet_code_runs():
     f.bound_remat(X)
     f.cached_remat(X, {"k": X})
     f.cached_remat(X, None)
+    f.consume_remat(X, [2.0, 0.5])
+    f.consume_remat(X, [])
 
 
 def test_rem202_a_flag_handed_on_fails_where_it_is_tested():
