@@ -34,13 +34,16 @@ object whose class is imported: built without arguments (``cfg = Config()``: the
 parameter annotated with it (``cfg: Config``: ``imported("config.Config.remat_policy", True)``,
 any instance). ``deferred`` answers with placeholders (kinds ``imported``, ``imported_field``)
 that the project phase resolves from the other modules' summaries (``project.model.Project``).
-Without a callback, imported names are unknown unless they name a policy.
+Without a callback, imported names are unknown unless they name a policy. A file's rules share
+one ``Values`` (``LintContext.values``, no callback) and its ``deferred_imports`` twin, so that
+each expression is evaluated once per configuration.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
+from functools import cached_property
 
 import libcst as cst
 
@@ -87,6 +90,12 @@ class Values:
         self._active: set[int] = set()
         self._subscript_writes: set[str] | None = None
         self.config = ConfigSources(self)
+
+    @cached_property
+    def deferred_imports(self) -> Values:
+        """This module's evaluator that answers imported names with placeholders for the project
+        phase (``deferred``), built once so that its node cache is shared too."""
+        return self if self.imported is deferred else Values(self.model, imported=deferred)
 
     def possible(self, expr: cst.CSTNode, depth: int = 0) -> Possible | None:
         """Every value ``expr`` can hold, or None when one of them is unknown."""
