@@ -15,7 +15,7 @@ from remat_lint.analysis.semantic import Binding, SemanticModel, dotted_import_n
 from remat_lint.analysis.smoke_tests import in_smoke_test
 from remat_lint.analysis.tracing import calls_of
 from remat_lint.analysis.value import literal_value
-from remat_lint.analysis.values import Possible, Values
+from remat_lint.analysis.values import Possible, Value, Values
 from remat_lint.apis import linen
 from remat_lint.project.modules import LIBRARIES, LOCAL, Ref
 from remat_lint.project.summary import (
@@ -57,8 +57,7 @@ def summarize(ctx: LintContext) -> ModuleSummary:
             entries = values.entries(bindings[0].value) if isinstance(bindings[0].value, cst.Dict) else None
             if entries is not None and not values.mutated(name):
                 summary.tables[name] = tuple(
-                    TableEntry(plain((key,))[0] if key is not None else None, plain(values.possible(value)))  # type: ignore[index]  # one value: one constant
-                    for key, value in entries
+                    TableEntry(_plain_key(key), plain(values.possible(value))) for key, value in entries
                 )
     summary.changed_imports = {name for name in summary.imports if values.mutated(name)}
     summary.keyword_values = _keyword_values(model, [c for c in model.calls if may_construct(model, c)])
@@ -106,6 +105,13 @@ def _loop_body_refs(model: SemanticModel, loops: Loops) -> list[Ref]:
             inside = (call for call in model.calls if any(a is function for a in model.ancestors(call)))
             found.update(ref for call in inside if (ref := ref_of(model, call.func)) is not None)
     return sorted(found)
+
+
+def _plain_key(key: Value | None) -> Constant | None:
+    """A table's key as plain data; None (unknown) when it is not plain (``(1, f)``: a tuple
+    holding a function)."""
+    known = plain((key,)) if key is not None else None
+    return known[0] if known else None
 
 
 def plain(values: Possible | None) -> Constants | None:
