@@ -13,7 +13,7 @@ from remat_lint.rule import FixAvailability, FixSpec, Invalid, Rule
 if TYPE_CHECKING:
     import libcst as cst
 
-    from remat_lint.analysis.values import Value, Values
+    from remat_lint.analysis.values import Value
     from remat_lint.project.model import Project, ProjectModule
 else:
     cst = LazyModule("libcst")
@@ -133,17 +133,14 @@ class PolicyNotCallable(Rule):
 
     def check(self) -> None:
         from remat_lint.analysis.deferred import deferred_value
-        from remat_lint.analysis.values import Values, deferred
 
-        across: Values | None = None
         for site in self.ctx.sites:
             arg = site.keyword("policy")
             if arg is None:
                 continue
             possible = self.ctx.values.possible(arg.value)
             if possible is None:  # perhaps another module's name: the project phase decides (check_project)
-                across = across or Values(self.ctx.model, imported=deferred)
-                later = deferred_value(self.ctx.model, arg.value, across)
+                later = deferred_value(self.ctx.values, arg.value)
                 if later is not None and problem(later.known or [Constant("str")]) is not None:
                     data = {"values": later.values, "policy": self.ctx.code(arg.value)}
                     self.candidate(site.node, later.symbols, data)

@@ -239,11 +239,10 @@ class PolicyMisuse(Rule):
         """A candidate when ``value`` may be a field that the constructions in the project set
         (``cfg.policy`` for ``cfg: Config``) and what this module tells of it is all factories."""
         from remat_lint.analysis.deferred import deferred_value
-        from remat_lint.analysis.values import Values, deferred
 
         if self.ctx.values.possible(value) is not None or self._expected(value, "TypeError"):
             return
-        later = deferred_value(self.ctx.model, value, Values(self.ctx.model, imported=deferred))
+        later = deferred_value(self.ctx.values, value)
         if later is not None and all(c.kind == "factory" for c in later.known):
             self.candidate(value, later.symbols, {"values": later.values, "code": self.ctx.code(value)})
 

@@ -7,7 +7,7 @@ import libcst as cst
 from remat_lint.analysis.guards import only_where_error_expected
 from remat_lint.analysis.linen import bound_linen_method
 from remat_lint.analysis.sites import RematSite
-from remat_lint.analysis.values import Possible, Value, Values, deferred
+from remat_lint.analysis.values import Possible, Value
 from remat_lint.findings import Applicability, Candidate, Finding, Severity
 from remat_lint.project.extract import ref_of
 from remat_lint.project.modules import LOCAL
@@ -140,7 +140,7 @@ class RematModuleInstance(Rule):
     ]
 
     def check(self) -> None:
-        values = Values(self.ctx.model, imported=deferred)  # an imported class: the project phase decides
+        values = self.ctx.values.deferred_imports  # an imported class: the project phase decides
         for site in self.ctx.sites:
             if site.api.family != "flax" or site.form != "call" or site.target is None:
                 continue

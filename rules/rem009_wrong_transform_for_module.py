@@ -121,7 +121,7 @@ class WrongTransformForModule(Rule):
     ]
 
     def check(self) -> None:
-        model = self.ctx.model
+        model, values = self.ctx.model, self.ctx.values
         for site in self.ctx.sites:
             if site.api.qname not in _JAX_REMATS or site.target is None:
                 continue
@@ -132,11 +132,11 @@ class WrongTransformForModule(Rule):
                 owner = model.functions[id(target)].class_node
                 if owner is not None and is_linen_classdef(model, owner) and is_instance_method(model, target):
                     self._report_method(site, f"{owner.name.value}.{target.name.value}")
-            elif is_linen_class(model, target):
+            elif is_linen_class(values, target):
                 self._report_class(site, self.ctx.code(target))
-            elif linen_class_method(model, target) is not None:  # Block.__call__ = jax.checkpoint(Block.__call__)
+            elif linen_class_method(values, target) is not None:  # Block.__call__ = jax.checkpoint(Block.__call__)
                 self._report_method(site, self.ctx.code(target), how="is applied to")
-            elif (constructor := linen_constructor(model, target)) is not None:
+            elif (constructor := linen_constructor(values, target)) is not None:
                 self.report(
                     site.node,
                     f"`{api}` is applied to the Flax Module instance `{self.ctx.code(target)}`. The result is a "

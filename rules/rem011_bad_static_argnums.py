@@ -199,8 +199,8 @@ class BadStaticArgnums(Rule):
         non-arrays static; Haiku is not checked."""
         if fn.site.api.family not in ("jax", "flax", "nnx"):
             return
-        traced = tracing.traced_params(self.ctx.model, fn) or {}
-        for name, value in tracing.passed_arguments(self.ctx.model, fn):
+        traced = tracing.traced_params(self.ctx.values, fn) or {}
+        for name, value in tracing.passed_arguments(self.ctx.values, fn):
             held = self.ctx.values.possible(value) if name in traced else None
             if held and all(v.kind == "str" for v in held):
                 self.report(
@@ -344,7 +344,7 @@ class BadStaticArgnums(Rule):
             rule = "flax-self"  # ``nnx.remat`` / ``jax.checkpoint`` on a method count ``self`` as 0 as well
         elif fn.receiver is None:
             return []
-        traced = tracing.traced_params(self.ctx.model, fn) or {}
+        traced = tracing.traced_params(self.ctx.values, fn) or {}
         shift = 1 if rule == "flax-self" else -1  # where the index points under the other convention
         problems = []
         for index in indices:
@@ -356,9 +356,9 @@ class BadStaticArgnums(Rule):
                 continue
             flag = fn.args[position]
             name = flag.name.value
-            if name not in traced or not control_flow.is_flag(self.ctx.model, self.ctx.bodies.nodes(fn.node), flag):
+            if name not in traced or not control_flow.is_flag(self.ctx.values, self.ctx.bodies.nodes(fn.node), flag):
                 continue
-            if not any(control_flow.control_uses(self.ctx.model, self.ctx.bodies.nodes(fn.node), {name: flag})):
+            if not any(control_flow.control_uses(self.ctx.values, self.ctx.bodies.nodes(fn.node), {name: flag})):
                 continue
             counting = "counts `self` as argument 0" if rule == "flax-self" else "does not count `self`"
             problems.append(
@@ -386,13 +386,13 @@ class BadStaticArgnums(Rule):
         if not all(0 <= position < len(fn.args) for position in positions):
             return []
         meant = [fn.args[position] for position in positions]
-        if not all(control_flow.is_flag(self.ctx.model, self.ctx.bodies.nodes(fn.node), p) for p in meant):
+        if not all(control_flow.is_flag(self.ctx.values, self.ctx.bodies.nodes(fn.node), p) for p in meant):
             return []
         left = [p for p in meant if p not in selected and p.name.value in traced]
         failing = [
             p
             for p in left
-            if any(control_flow.control_uses(self.ctx.model, self.ctx.bodies.nodes(fn.node), {p.name.value: p}))
+            if any(control_flow.control_uses(self.ctx.values, self.ctx.bodies.nodes(fn.node), {p.name.value: p}))
         ]
         if not failing:
             return []

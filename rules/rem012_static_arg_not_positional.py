@@ -116,12 +116,14 @@ class StaticArgNotPositional(Rule):
                 or fn.site.api.family not in ("jax", "haiku", "flax")
             ):
                 continue
-            if fn.site.api.family == "flax" and not (flax_class_target(model, fn.site) and is_call_method(fn.node)):
+            if fn.site.api.family == "flax" and not (
+                flax_class_target(self.ctx.values, fn.site) and is_call_method(fn.node)
+            ):
                 continue  # a lifted function is called with its Module first; another method is not called as ``m(...)``
             written = static_argnums(fn.site, self.ctx.values)  # a constant (``STATIC = (1,)``) too
             if not written.indices or fn.site.has_star_args or fails_at_wrap(model, fn.site) or written.form == "list":
                 continue
-            for call in invocations(model, fn.site):
+            for call in invocations(self.ctx.values, fn.site):
                 self._check_call(fn, call, written.indices)
             self._export(fn, written.indices)
 

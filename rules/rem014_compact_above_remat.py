@@ -135,7 +135,7 @@ class CompactAboveRemat(Rule):
             stack.extend(child_nodes(node))
             if not isinstance(node, cst.Call):
                 continue
-            if is_linen_class(model, node.func):
+            if is_linen_class(self.ctx.values, node.func):
                 return "submodule"
             func = node.func
             if (

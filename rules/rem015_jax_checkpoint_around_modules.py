@@ -9,6 +9,7 @@ from remat_lint.analysis.linen import is_linen_classdef
 from remat_lint.analysis.semantic import SemanticModel, child_nodes
 from remat_lint.analysis.sites import RematSite
 from remat_lint.analysis.tracing import self_attribute
+from remat_lint.analysis.values import Value, Values
 from remat_lint.apis import haiku, linen
 from remat_lint.findings import Severity
 from remat_lint.rule import Invalid, Rule
@@ -16,6 +17,7 @@ from remat_lint.rule import Invalid, Rule
 Framework = Literal["Flax", "Haiku"]
 
 _FIX = {"Flax": "`nn.remat` (a lifted transform) on a Module class", "Haiku": "`hk.remat`"}
+_FRAMEWORKS: dict[str, Framework] = {"flax": "Flax", "haiku": "Haiku"}
 
 
 class JaxCheckpointAroundModules(Rule):
@@ -107,7 +109,7 @@ class JaxCheckpointAroundModules(Rule):
             # (a Flax instance is REM009's).
             if site.api.family == "jax" and site.form == "call" and isinstance(site.target, cst.BaseExpression):
                 constructor = self._constructor(site.target, site.node)
-                if constructor is not None and _framework(self.ctx.model, constructor.func) == "Haiku":
+                if constructor is not None and _framework(self.ctx.values, constructor.func) == "Haiku":
                     self._report(site, "Haiku", self.ctx.code(constructor.func))
 
     def _report(self, site: RematSite, framework: Framework, layer: str) -> None:
@@ -137,7 +139,7 @@ class JaxCheckpointAroundModules(Rule):
             constructor = self._constructor(node.func, fn.node)
             if constructor is None:
                 continue
-            framework = _framework(model, constructor.func)
+            framework = _framework(self.ctx.values, constructor.func)
             if framework == "Haiku" or (framework == "Flax" and in_linen_method):
                 return framework, self.ctx.code(constructor.func)
         return None
@@ -167,19 +169,23 @@ class JaxCheckpointAroundModules(Rule):
         return value if inside else None
 
 
-def _framework(model: SemanticModel, cls: cst.BaseExpression) -> Framework | None:
-    """Flax or Haiku when ``cls`` is a layer class that creates parameters."""
-    qname = model.qualified_name(cls)
-    if qname in linen.PARAM_LAYERS:
-        return "Flax"
-    if qname in haiku.PARAM_LAYERS:
-        return "Haiku"
-    definition = model.definition(cls)
-    if not isinstance(definition, cst.ClassDef) or not _creates_parameters(model, definition):
+def _framework(values: Values, cls: cst.BaseExpression) -> Framework | None:
+    """Flax or Haiku when every class ``cls`` can be (as the value layer tells: an alias, a
+    ``functools.partial`` of a layer...) is a layer class of that framework that creates parameters."""
+    found = {_layer_framework(values.model, v) for v in values.possible(cls) or (None,)}
+    return found.pop() if len(found) == 1 else None
+
+
+def _layer_framework(model: SemanticModel, cls: Value | None) -> Framework | None:
+    if cls is None or cls.kind != "module_class":
         return None
-    if is_linen_classdef(model, definition):
+    if cls.qname in linen.PARAM_LAYERS:
         return "Flax"
-    return "Haiku" if any(model.qualified_name(b.value) == haiku.MODULE for b in definition.bases) else None
+    if cls.qname in haiku.PARAM_LAYERS:
+        return "Haiku"
+    if cls.definition is None or not _creates_parameters(model, cls.definition):
+        return None
+    return _FRAMEWORKS.get(cls.framework or "")
 
 
 def _creates_parameters(model: SemanticModel, cls: cst.ClassDef) -> bool:

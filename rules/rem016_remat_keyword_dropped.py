@@ -102,9 +102,9 @@ class RematKeywordDropped(Rule):
             site = fn.site
             if site.api.qname != PARTITIONING_REMAT or not fn.entry or not is_call_method(fn.node):
                 continue
-            if not flax_class_target(model, site):
+            if not flax_class_target(self.ctx.values, site):
                 continue
-            for call in invocations(model, site):
+            for call in invocations(self.ctx.values, site):
                 if not any(a.star for a in call.args):
                     self._check_call(fn, call)
             name = exported_name(model, site, conditional=True)

@@ -6,6 +6,7 @@ from remat_lint.analysis.bodies import method, receiver_class
 from remat_lint.analysis.callables import instance_attribute
 from remat_lint.analysis.layers import AppliedLayer, flag_argument, layer_of
 from remat_lint.analysis.semantic import SemanticModel, child_nodes
+from remat_lint.analysis.values import Values
 from remat_lint.apis.nnx import STATEFUL_LAYERS
 from remat_lint.findings import Severity
 from remat_lint.rule import Invalid, Rule
@@ -106,7 +107,7 @@ class NnxRematClosureState(Rule):
             closure = model.definition(target) if not isinstance(target, cst.FunctionDef) else target
             if not isinstance(closure, (cst.Lambda, cst.FunctionDef)) or _is_method(model, closure):
                 continue
-            for call, variable in _stateful_closure_calls(model, closure):
+            for call, variable in _stateful_closure_calls(self.ctx.values, closure):
                 if id(call) in reported:
                     continue
                 reported.add(id(call))
@@ -124,12 +125,12 @@ def _is_method(model: SemanticModel, node: cst.Lambda | cst.FunctionDef) -> bool
     return info is not None and info.class_node is not None
 
 
-def _stateful_closure_calls(model: SemanticModel, closure: cst.Lambda | cst.FunctionDef) -> list[tuple[cst.Call, str]]:
+def _stateful_closure_calls(values: Values, closure: cst.Lambda | cst.FunctionDef) -> list[tuple[cst.Call, str]]:
     """Calls in ``closure`` of a ``self.<attr>`` of the enclosing method that update state, with the
     variable types written (``BatchStat or RngCount``)."""
     found: list[tuple[cst.Call, str]] = []
-    for call in _self_calls(model, closure.body):
-        variables = _state_updates(model, call, 0)
+    for call in _self_calls(values.model, closure.body):
+        variables = _state_updates(values, call, 0)
         if variables:
             found.append((call, " or ".join(sorted(variables))))
     return found
@@ -148,11 +149,12 @@ def _self_calls(model: SemanticModel, body: cst.CSTNode) -> list[cst.Call]:
     return calls
 
 
-def _state_updates(model: SemanticModel, call: cst.Call, depth: int) -> set[str]:
+def _state_updates(values: Values, call: cst.Call, depth: int) -> set[str]:
     """The variable types that ``call`` (``self.<attr>(...)``) writes: a stateful layer's that nothing
     may switch off, or those its Module writes when ``<attr>`` is an instance of a class of this file
     (its undecorated ``__call__``, followed down the same way)."""
-    layer = layer_of(model, call)
+    model = values.model
+    layer = layer_of(values, call)
     if layer is not None:
         qname = model.qualified_name(layer.construction.func) or ""
         return {STATEFUL_LAYERS[qname]} if qname in STATEFUL_LAYERS and not _may_be_off(call, layer) else set()
@@ -162,7 +164,7 @@ def _state_updates(model: SemanticModel, call: cst.Call, depth: int) -> set[str]
     forward = method(model, module, "__call__") if isinstance(module, cst.ClassDef) and depth < _MAX_DEPTH else None
     if forward is None or forward.decorators:  # a checkpointed __call__ raises too, but names other state
         return set()
-    return {v for inner in _self_calls(model, forward.body) for v in _state_updates(model, inner, depth + 1)}
+    return {v for inner in _self_calls(model, forward.body) for v in _state_updates(values, inner, depth + 1)}
 
 
 def _may_be_off(call: cst.Call, layer: AppliedLayer) -> bool:

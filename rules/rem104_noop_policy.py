@@ -14,7 +14,7 @@ from remat_lint.rule import Invalid, Rule
 if TYPE_CHECKING:
     import libcst as cst
 
-    from remat_lint.analysis.values import Value, Values
+    from remat_lint.analysis.values import Value
     from remat_lint.project.model import Project, ProjectModule
 else:
     cst = LazyModule("libcst")
@@ -121,7 +121,6 @@ class NoopPolicy(Rule):
     def check(self) -> None:
         from remat_lint.analysis.deferred import deferred_value
         from remat_lint.analysis.policies import site_policy
-        from remat_lint.analysis.values import Values, deferred
 
         for call in self.ctx.model.calls:
             info = policy_info(self.ctx.qualified_name(call.func))
@@ -141,7 +140,6 @@ class NoopPolicy(Rule):
                         "these, use `save_any_names_but_these`",
                     ),
                 )
-        across: Values | None = None
         for site in self.ctx.sites:
             value = site_policy(site)
             subject = None if value is None else self._subject(value)
@@ -149,8 +147,7 @@ class NoopPolicy(Rule):
                 self.report(site.node, _message(subject))
             elif value is not None and self.ctx.values.possible(value) is None:
                 # perhaps a field any construction in the project may set: the project phase decides
-                across = across or Values(self.ctx.model, imported=deferred)
-                later = deferred_value(self.ctx.model, value, across)
+                later = deferred_value(self.ctx.values, value)
                 if later is not None and _everything(later.known or [Constant("policy", qname=_EVERYTHING)]):
                     self.candidate(site.node, later.symbols, {"values": later.values, "policy": self.ctx.code(value)})
 

@@ -137,7 +137,7 @@ class CheckpointLinearLayer(Rule):
         return None
 
     def _linear_instance(self, expr: cst.BaseExpression) -> bool:
-        built = construction_of(self.ctx.model, expr)
+        built = construction_of(self.ctx.values, expr)
         return built is not None and self.ctx.qualified_name(built.func) in LINEAR_LAYERS
 
     def _applied_layer(self, site: RematSite, fn: CheckpointedFunction | None) -> cst.BaseExpression | None:

@@ -154,8 +154,8 @@ class ImpureCheckpointBody(Rule):
     def check(self) -> None:
         bodies = self.ctx.bodies
         for fn in bodies.functions:
-            finder = EffectFinder(self.ctx.model, bodies, fn)
-            for effect in finder.effects(fn.node, TracedValues(self.ctx.model, bodies, fn)):
+            finder = EffectFinder(self.ctx.values, bodies, fn)
+            for effect in finder.effects(fn.node, TracedValues(self.ctx.values, bodies, fn)):
                 self.report(statement_of(self.ctx.model, effect.node), f"A checkpointed function {_explain(effect)}")
             for helper in bodies.helpers(fn.node):
                 scoped = scoped_by_with(self.ctx.model, helper.call)

@@ -180,14 +180,14 @@ class TracedPythonControlFlow(Rule):
         for fn in self.ctx.bodies.functions:
             if fn.site.api.family == "equinox" or not fn.entry:
                 continue
-            params = traced_params(model, fn)
+            params = traced_params(self.ctx.values, fn)
             ignored_names = _static_argnames(self.ctx.values, fn)
             if params is None or ignored_names is None:
                 continue
             params = {name: p for name, p in params.items() if name not in ignored_names}
             # ``f(x, flag=False)``: a scalar whatever its annotation
-            leaves = literal_leaf_params(model, self.ctx.values, fn)
-            for use in control_uses(model, self.ctx.bodies.nodes(fn.node), params, leaves, fields=True):
+            leaves = literal_leaf_params(self.ctx.values, fn)
+            for use in control_uses(self.ctx.values, self.ctx.bodies.nodes(fn.node), params, leaves, fields=True):
                 if only_where_error_expected(model, use.statement, _ERRORS):  # a test of the error
                     continue
                 if use.field is not None:  # the rate is a Module field: other modules may construct it with 0
@@ -210,7 +210,7 @@ class TracedPythonControlFlow(Rule):
         from remat_lint.project.extract import ref_of
 
         model = self.ctx.model
-        for lifted in lifted_calls(model, self.ctx.sites):
+        for lifted in lifted_calls(self.ctx.values, self.ctx.sites):
             ref = ref_of(model, lifted.cls)
             if ref is None or ref[0] == LOCAL or only_where_error_expected(model, lifted.call, _ERRORS):
                 continue

@@ -135,13 +135,18 @@ class Callables:
 
 def instance_attribute(model: SemanticModel, cls: cst.ClassDef, name: str) -> cst.BaseExpression | None:
     """The value of ``self.<name> = value`` when that is the only write to the attribute in the
-    methods of ``cls`` and its body gives the name no value (a bare ``dropout: eqx.nn.Dropout``
-    field declaration is fine)."""
+    methods of ``cls`` and its body gives the name no value (``instance_writes``)."""
+    writes = instance_writes(model, cls, name)
+    return writes[0] if writes is not None and len(writes) == 1 else None
+
+
+def instance_writes(model: SemanticModel, cls: cst.ClassDef, name: str) -> list[cst.BaseExpression | None] | None:
+    """The values the methods of ``cls`` write to ``self.<name>`` (``self_writes``), when its body
+    gives the name no value (a bare ``dropout: eqx.nn.Dropout`` field declaration is fine)."""
     declared = model.class_scopes[id(cls)].bindings.get(name, ())
     if any(not (isinstance(b.node, cst.AnnAssign) and b.node.value is None) for b in declared):
         return None
-    writes = attribute_writes(model, cls, name)
-    return writes[0] if len(writes) == 1 else None
+    return attribute_writes(model, cls, name)
 
 
 # Per model, (id(class), attribute) -> its writes: the value layer asks for every ``self.<attr>``.

@@ -33,6 +33,7 @@ from remat_lint.analysis.layers import flag_argument, layer_of
 from remat_lint.analysis.module_fields import HeldField
 from remat_lint.analysis.reaching import statement_of
 from remat_lint.analysis.semantic import SemanticModel, child_nodes, is_step
+from remat_lint.analysis.values import Values
 from remat_lint.apis.linen import COMPACT
 
 Use = Literal["truth", "order", "equality", "range"]
@@ -64,7 +65,7 @@ def is_bool_like(param: cst.Param) -> bool:
 
 
 def plain_params(
-    model: SemanticModel, nodes: list[cst.CSTNode], params: dict[str, cst.Param], fields: bool = False
+    values: Values, nodes: list[cst.CSTNode], params: dict[str, cst.Param], fields: bool = False
 ) -> frozenset[str]:
     """The parameters ``nodes`` (a body) use as flags, whatever their names: tested (``if p``,
     ``not p``, ``p and q``, ``a if p else b``, ``assert p``) or given to a layer's flag
@@ -75,8 +76,8 @@ def plain_params(
     tested: set[str] = set()
     used_otherwise: set[str] = set()
     for node in nodes:
-        if isinstance(node, cst.Name) and node.value in params and not _not_a_reference(model, node):
-            use = _flag_use(model, node, fields)
+        if isinstance(node, cst.Name) and node.value in params and not _not_a_reference(values.model, node):
+            use = _flag_use(values, node, fields)
             (tested if use == "tested" else used_otherwise if use is None else set()).add(node.value)
     optional = {name for name, p in params.items() if isinstance(p.default, cst.Name) and p.default.value == "None"}
     return frozenset(tested - used_otherwise - optional)
@@ -133,9 +134,9 @@ def _is_param(model: SemanticModel, name: cst.Name, params: dict[str, cst.Param]
     return all(b.node is param or is_step(b, name.value) for b in bindings)
 
 
-def is_flag(model: SemanticModel, nodes: list[cst.CSTNode], param: cst.Param) -> bool:
+def is_flag(values: Values, nodes: list[cst.CSTNode], param: cst.Param) -> bool:
     """Declared a flag (``is_bool_like``), or used as one by ``nodes`` (``plain_params``)."""
-    return is_bool_like(param) or param.name.value in plain_params(model, nodes, {param.name.value: param})
+    return is_bool_like(param) or param.name.value in plain_params(values, nodes, {param.name.value: param})
 
 
 def _not_a_reference(model: SemanticModel, name: cst.Name) -> bool:
@@ -147,8 +148,9 @@ def _not_a_reference(model: SemanticModel, name: cst.Name) -> bool:
     )
 
 
-def _flag_use(model: SemanticModel, name: cst.Name, fields: bool) -> str | None:
+def _flag_use(values: Values, name: cst.Name, fields: bool) -> str | None:
     """ "tested", "handed on" (an argument of another call), or None (any other use)."""
+    model = values.model
     parent = model.parent(name)
     if isinstance(parent, (cst.If, cst.While, cst.IfExp, cst.Assert, cst.CompIf)):
         return "tested" if parent.test is name else None
@@ -158,7 +160,7 @@ def _flag_use(model: SemanticModel, name: cst.Name, fields: bool) -> str | None:
         return "tested"
     if isinstance(parent, cst.Arg) and parent.value is name:
         call = model.parent(parent)
-        layer = layer_of(model, call, fields) if isinstance(call, cst.Call) else None
+        layer = layer_of(values, call, fields) if isinstance(call, cst.Call) else None
         return "tested" if layer is not None and flag_argument(call, layer) is name else "handed on"  # type: ignore[arg-type]  # a layer is only found for a Call
     return None
 
@@ -208,7 +210,7 @@ def _last(node: cst.BaseExpression) -> str | None:
 
 
 def control_uses(
-    model: SemanticModel,
+    values: Values,
     nodes: list[cst.CSTNode],
     params: dict[str, cst.Param],
     leaves: frozenset[str] = frozenset(),
@@ -218,8 +220,8 @@ def control_uses(
     when they are traced (the leaf evidence for truth and equality tests is checked here; ``leaves``
     names parameters known to be scalars from elsewhere: a literal passed by a call; ``fields``: a
     layer whose rate is held in a Module field counts, and the use names the field)."""
-    known = leaves | plain_params(model, nodes, params, fields) | numeric_params(model, nodes, params)
-    finder = _Finder(model, params, leaves=known, fields=fields)
+    known = leaves | plain_params(values, nodes, params, fields) | numeric_params(values.model, nodes, params)
+    finder = _Finder(values, params, leaves=known, fields=fields)
     for node in nodes:
         yield from finder.visit(node)
 
@@ -227,13 +229,14 @@ def control_uses(
 class _Finder:
     def __init__(
         self,
-        model: SemanticModel,
+        values: Values,
         params: dict[str, cst.Param],
         depth: int = 0,
         leaves: frozenset[str] = frozenset(),
         fields: bool = False,
     ) -> None:
-        self.model = model
+        self.values = values
+        self.model = values.model
         self.params = params
         self.depth = depth
         self.leaves = leaves
@@ -266,7 +269,7 @@ class _Finder:
         """``nn.Dropout(0.1)(x, deterministic=p)``, ``nn.Dropout(0.1, deterministic=p)(x)``,
         ``nn.BatchNorm(use_running_average=p)(x)``, ``self.dropout(x, deterministic=p)`` of an
         ``nnx.Dropout``, ``drop(x, key=k, inference=p)`` of an ``eqx.nn.Dropout`` (``layers``)."""
-        layer = layer_of(self.model, call, self.fields)
+        layer = layer_of(self.values, call, self.fields)
         flag = flag_argument(call, layer) if layer is not None else None
         if layer is not None and isinstance(flag, cst.Name):  # ``not p`` is reported as a ``not`` already
             keyword = layer.spec.flag
@@ -301,10 +304,10 @@ class _Finder:
             body = list(_walk(callee.body))
             received = {theirs.name.value: theirs}
             inner = _Finder(
-                self.model,
+                self.values,
                 received,
                 self.depth + 1,
-                leaves=plain_params(self.model, body, received, self.fields)
+                leaves=plain_params(self.values, body, received, self.fields)
                 | numeric_params(self.model, body, received),
                 fields=self.fields,
             )

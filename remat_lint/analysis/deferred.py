@@ -9,8 +9,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from remat_lint.analysis.semantic import SemanticModel
-from remat_lint.analysis.values import Values, deferred
+from remat_lint.analysis.values import Values
 from remat_lint.project.summary import DEFERRED_KINDS, Constant
 
 
@@ -21,10 +20,10 @@ class Deferred:
     symbols: list[str]  # the names the files that tell spell (the runner reads those files)
 
 
-def deferred_value(model: SemanticModel, expr: cst.BaseExpression, values: Values | None = None) -> Deferred | None:
-    """What ``expr`` holds, when some of it only the project can tell and the rest is known;
-    ``values``: a ``Values`` of the module built with ``imported=deferred``, to share its cache."""
-    possible = (values or Values(model, imported=deferred)).possible(expr)
+def deferred_value(values: Values, expr: cst.BaseExpression) -> Deferred | None:
+    """What ``expr`` holds (``values``' imported names deferred), when some of it only the project
+    can tell and the rest is known."""
+    possible = values.deferred_imports.possible(expr)
     if not possible or not any(v.kind in DEFERRED_KINDS for v in possible):
         return None
     constants = [Constant(v.kind, v.literal, v.qname) for v in possible]

@@ -34,6 +34,7 @@ from remat_lint.analysis.bodies import Bodies, CheckpointedFunction, Function, i
 from remat_lint.analysis.semantic import Scope, SemanticModel, leftmost_name
 from remat_lint.analysis.sites import RematSite
 from remat_lint.analysis.tracing import TracedValues, invocations
+from remat_lint.analysis.values import Values
 from remat_lint.apis import PARTIAL
 
 Kind = Literal["print", "logging", "global", "nonlocal", "container", "attribute", "io", "random", "time"]
@@ -168,8 +169,9 @@ class EffectFinder:
     """Side effects of one checkpointed function, or of a helper it calls (``traced`` None: which
     values are traced is unknown, so logging is not judged)."""
 
-    def __init__(self, model: SemanticModel, bodies: Bodies, fn: CheckpointedFunction) -> None:
-        self.model = model
+    def __init__(self, values: Values, bodies: Bodies, fn: CheckpointedFunction) -> None:
+        self.values = values
+        self.model = values.model
         self.bodies = bodies
         self.fn = fn
         self.receiver_managed = fn.site.api.family in _MANAGED_RECEIVER_FAMILIES
@@ -322,7 +324,7 @@ class EffectFinder:
         side channel, not shared state)."""
         if owner.kind != "function" or not self._inside(self.fn.node, owner.node):
             return False
-        uses = [*invocations(self.model, self.fn.site), *_handed_to(self.model, self.fn.site)]
+        uses = [*invocations(self.values, self.fn.site), *_handed_to(self.model, self.fn.site)]
         return any(self._inside(call, owner.node) for call in uses)
 
     def _inside(self, node: cst.CSTNode, container: cst.CSTNode) -> bool:

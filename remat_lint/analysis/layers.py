@@ -28,7 +28,6 @@ from typing import Protocol
 import libcst as cst
 
 from remat_lint.analysis.module_fields import HeldField, field_values, held_field
-from remat_lint.analysis.semantic import SemanticModel
 from remat_lint.analysis.values import Values
 from remat_lint.apis import FLAG_LAYERS, FlagLayer
 
@@ -52,10 +51,11 @@ class AppliedLayer:
     field: HeldField | None = None
 
 
-def layer_of(model: SemanticModel, call: cst.Call, fields: bool = False) -> AppliedLayer | None:
+def layer_of(values: Values, call: cst.Call, fields: bool = False) -> AppliedLayer | None:
     """The flag-testing layer that ``call`` builds (``nn.Dropout(0.1, deterministic=p)``) or applies,
     when its rate is certainly nonzero (``fields``: also a rate held in a field of the Module)."""
-    construction = construction_of(model, call.func) or call
+    model = values.model
+    construction = construction_of(values, call.func) or call
     qname = model.qualified_name(construction.func) or ""
     spec = FLAG_LAYERS.get(qname)
     if spec is None:
@@ -63,19 +63,19 @@ def layer_of(model: SemanticModel, call: cst.Call, fields: bool = False) -> Appl
     rate = _rate_argument(construction, spec)
     held = held_field(model, rate) if fields and rate is not None else None
     if held is not None:
-        if not nonzero(field_values(model, Values(model), held)):
+        if not nonzero(field_values(model, values, held)):
             return None
-    elif not _nonzero_rate(model, construction, spec, rate):
+    elif not _nonzero_rate(values, construction, spec, rate):
         return None
     return AppliedLayer(construction, qname.rsplit(".", 1)[-1], spec, held)
 
 
-def construction_of(model: SemanticModel, func: cst.BaseExpression) -> cst.Call | None:
+def construction_of(values: Values, func: cst.BaseExpression) -> cst.Call | None:
     """The call that built the layer ``func`` is: itself, or the constructor call of the one
     Module instance the value layer finds (a name bound to it, ``self.<attr>``, a list's element)."""
     if isinstance(func, cst.Call):
         return func
-    built = Values(model).single(func)
+    built = values.single(func)
     return (
         built.node
         if built is not None and built.kind == "module_instance" and isinstance(built.node, cst.Call)
@@ -108,9 +108,7 @@ def _rate_argument(construction: cst.Call, spec: FlagLayer) -> cst.BaseExpressio
     return rate
 
 
-def _nonzero_rate(
-    model: SemanticModel, construction: cst.Call, spec: FlagLayer, rate: cst.BaseExpression | None
-) -> bool:
+def _nonzero_rate(values: Values, construction: cst.Call, spec: FlagLayer, rate: cst.BaseExpression | None) -> bool:
     """The layer's rate is certainly nonzero: every value the value layer finds for it (a literal,
     a module constant ``DROPOUT = 0.1``) is a nonzero number, or it is left at a nonzero default."""
     if spec.rate is None:
@@ -120,7 +118,7 @@ def _nonzero_rate(
             return False
         return spec.default_rate is not None and spec.default_rate != 0.0
     # Imported names stay unknown here (no project callback): only what this module certainly holds.
-    return nonzero(Values(model).possible(rate))
+    return nonzero(values.possible(rate))
 
 
 def nonzero(held: Sequence[_Held] | None) -> bool:

@@ -17,11 +17,10 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from remat_lint.analysis.semantic import SemanticModel
 from remat_lint.analysis.sites import RematSite
 from remat_lint.analysis.static_args import convention
 from remat_lint.analysis.tracing import calls_of
-from remat_lint.analysis.values import Values, deferred
+from remat_lint.analysis.values import Values
 
 
 @dataclass(frozen=True)
@@ -36,12 +35,12 @@ class LiftedCall:
     self_counts: bool  # ``static_argnums`` counts the Module as argument 0
 
 
-def lifted_calls(model: SemanticModel, sites: list[RematSite]) -> Iterator[LiftedCall]:
+def lifted_calls(values: Values, sites: list[RematSite]) -> Iterator[LiftedCall]:
     """The calls (without ``*``/``**``) of the instances of every class of another module that a
     site lifts: ``nn.remat(Block)(cfg)(x, ...)``, through names and ``self.<attr>`` (``calls_of``)."""
-    values = Values(model, imported=deferred)
+    model, deferring = values.model, values.deferred_imports
     for site in sites:
-        cls = _imported_class(values, site)
+        cls = _imported_class(deferring, site)
         if cls is None or site.call is None:
             continue
         keywords = convention(site) != "flax-no-self"  # nn_partitioning.remat drops keywords (REM016)

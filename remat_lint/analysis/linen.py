@@ -1,20 +1,18 @@
-"""What certainly is a Flax linen Module class, instance or bound method (REM004, REM009).
+"""What certainly is a Flax linen Module class, instance or bound method (REM004, REM009, REM014,
+REM015), as the value layer tells (``values.Values``, ``module_classes.module_family``).
 
-Certain means:
-- a class: a known ``flax.linen`` Module class, a local class deriving from one through local
-  classes, or a Flax remat of such a class (``nn.remat(Block)``, or a name bound once to it); a
-  re-bound name (``Block = nn.remat(Block)``) through the binding that certainly reaches the use;
-- an instance: a constructor call of such a class, a name bound (or re-bound) to an instance, or
-  ``self.x`` where ``self`` is a Module method's first parameter and the Module's ``setup``
-  assigns only instances to ``self.x``;
+- a class: every value the expression can hold is a Module class of Flax linen: a linen layer,
+  a class deriving from one (through classes of this module), a Flax remat of one,
+  ``functools.partial(Block, ...)``, what a same-module function returns, ``type(block)``, a
+  name bound to any of them;
+- an instance: every value is an instance of such a class (a constructor call, a name bound to
+  one, ``self.x`` that the Module's methods assign only instances to, an element of a list of
+  them, what a factory returns);
 - a bound method: ``self.f`` where ``f`` is a plain method defined in the Module's class body.
 
-An instance is also what a call of a same-module function or method returns when every
-``return`` builds one (``nn.remat(self.make_block())``).
-
-Anything else is unknown and never reported: a class held in a variable or a dataclass field
-(``self.block_cls``), ``functools.partial(Block, ...)``, a call of a function that returns a class,
-a class with a base that cannot be resolved.
+Anything else is unknown and never reported: a class held in a dataclass field
+(``self.block_cls``), a class imported from another module of the project (only the project
+phase can tell), a class with a base that cannot be resolved.
 """
 
 from __future__ import annotations
@@ -22,107 +20,48 @@ from __future__ import annotations
 import libcst as cst
 
 from remat_lint.analysis.bodies import decorator_callee, is_instance_method, method, receiver_class
-from remat_lint.analysis.reaching import reaching_bindings
-from remat_lint.analysis.semantic import Binding, SemanticModel, iterated
-from remat_lint.analysis.values import function_returns
-from remat_lint.apis import LINEN_MODULE_CLASSES, remat_api
+from remat_lint.analysis.module_classes import module_family
+from remat_lint.analysis.semantic import Binding, SemanticModel
+from remat_lint.analysis.value import Kind, Value
+from remat_lint.analysis.values import Values
+from remat_lint.apis import LINEN_MODULE_CLASSES
 from remat_lint.apis.linen import PLAIN_METHOD_DECORATORS
 
 _MAX_DEPTH = 16
-# Decorators that leave ``self.f`` a bound method.
 
 
-def is_linen_class(model: SemanticModel, expr: cst.CSTNode, depth: int = 0) -> bool:
+def is_linen_class(values: Values, expr: cst.CSTNode) -> bool:
     """``expr`` certainly denotes a Flax linen Module class."""
-    if depth > _MAX_DEPTH:
-        return False
-    if model.qualified_name(expr) in LINEN_MODULE_CLASSES:
-        return True
-    if isinstance(expr, cst.Call):  # nn.remat(Block) is a Module class too
-        api = remat_api(model.qualified_name(expr.func))
-        target = next((a.value for a in expr.args if a.keyword is None and not a.star), None)
-        is_flax = api is not None and api.family == "flax"
-        return is_flax and target is not None and is_linen_class(model, target, depth + 1)
-    value = model.assigned_value(expr)
-    if isinstance(value, cst.Call):  # RematBlock = nn.remat(Block)
-        return is_linen_class(model, value, depth + 1)
-    definition = model.definition(expr)
-    if definition is None and (binding := _reaching(model, expr)) is not None:  # Block = nn.remat(Block)
-        if binding.kind == "class":
-            definition = binding.node  # type: ignore[assignment]  # a class binding's node is its ClassDef
-        elif binding.kind == "assign" and isinstance(binding.value, cst.Call):
-            return is_linen_class(model, binding.value, depth + 1)
-    return isinstance(definition, cst.ClassDef) and is_linen_classdef(model, definition, depth + 1)
+    return _linen(values, expr, "module_class") is not None
 
 
-def is_linen_classdef(model: SemanticModel, node: cst.ClassDef, depth: int = 0) -> bool:
-    return any(is_linen_class(model, base.value, depth + 1) for base in node.bases)
+def is_linen_classdef(model: SemanticModel, node: cst.ClassDef) -> bool:
+    """``node`` is a Flax linen Module class."""
+    return module_family(model, node) == "flax"
 
 
-def linen_constructor(model: SemanticModel, expr: cst.CSTNode, depth: int = 0) -> cst.Call | None:
-    """The constructor call that certainly created the Module instance ``expr`` denotes."""
-    if depth > _MAX_DEPTH:
+def linen_constructor(values: Values, expr: cst.CSTNode) -> cst.Call | None:
+    """The constructor call that built the Flax linen Module instance ``expr`` certainly is (the
+    first one, when it may be any of several)."""
+    instance = _linen(values, expr, "module_instance")
+    return instance.node if instance is not None and isinstance(instance.node, cst.Call) else None
+
+
+def linen_class_method(values: Values, expr: cst.CSTNode) -> cst.FunctionDef | None:
+    """The instance method ``expr`` names through its Module class (``Block.__call__``)."""
+    if not isinstance(expr, cst.Attribute):
         return None
-    if isinstance(expr, cst.Call):
-        return expr if is_linen_class(model, expr.func) else _factory_constructor(model, expr.func, depth)
-    if isinstance(expr, cst.Subscript):  # ``self.blocks[0]``
-        return _element_constructor(model, expr.value, depth + 1)
-    if isinstance(expr, cst.Name):
-        value = model.assigned_value(expr)
-        binding = _reaching(model, expr) if value is None else None
-        if binding is not None and binding.kind == "assign":
-            value = binding.value  # re-bound: the assignment that reaches this use
-        elif binding is not None and (collection := iterated(binding)) is not None:
-            return _element_constructor(model, collection, depth + 1)  # ``for block in self.blocks``
-        return linen_constructor(model, value, depth + 1) if value is not None else None
-    owner = _self_class(model, expr.value) if isinstance(expr, cst.Attribute) else None
-    if owner is None:
-        return None
-    name = expr.attr.value  # type: ignore[attr-defined]  # an owner is only found for an Attribute
-    values = _setup_assignments(model, owner, name)
-    if not values or _class_members(model, owner, name) != []:
-        return None  # not assigned in setup, or also a class attribute or field
-    constructors = [linen_constructor(model, value, depth + 1) for value in values]
-    return constructors[0] if all(constructors) else None
+    cls = _linen(values, expr.value, "module_class")
+    found = method(values.model, cls.definition, expr.attr.value) if cls is not None and cls.definition else None
+    return found if found is not None and is_instance_method(values.model, found) else None
 
 
-def _element_constructor(model: SemanticModel, sequence: cst.BaseExpression, depth: int) -> cst.Call | None:
-    """The constructor that built every element of ``sequence``: a list or tuple of Module
-    instances, a comprehension that builds one, or a name or ``setup`` attribute holding either."""
-    if depth > _MAX_DEPTH:
+def _linen(values: Values, expr: cst.CSTNode, kind: Kind) -> Value | None:
+    """The first value ``expr`` can hold, when every one is a linen Module class (or instance)."""
+    found = values.possible(expr)
+    if not found or any(v.kind != kind or v.framework != "flax" for v in found):
         return None
-    if isinstance(sequence, (cst.List, cst.Tuple)) and sequence.elements:
-        if any(not isinstance(e, cst.Element) for e in sequence.elements):
-            return None  # ``[*blocks]``
-        constructors = [linen_constructor(model, e.value, depth + 1) for e in sequence.elements]
-        return constructors[0] if all(constructors) else None
-    if isinstance(sequence, (cst.ListComp, cst.GeneratorExp)):
-        return linen_constructor(model, sequence.elt, depth + 1)
-    if isinstance(sequence, cst.Name) and (value := model.assigned_value(sequence)) is not None:
-        return _element_constructor(model, value, depth + 1)
-    owner = _self_class(model, sequence.value) if isinstance(sequence, cst.Attribute) else None
-    if owner is None:
-        return None
-    values = _setup_assignments(model, owner, sequence.attr.value)  # type: ignore[attr-defined]  # an owner is only found for an Attribute
-    if not values or _class_members(model, owner, sequence.attr.value) != []:  # type: ignore[attr-defined]  # an owner is only found for an Attribute
-        return None
-    constructors = [_element_constructor(model, value, depth + 1) for value in values]
-    return constructors[0] if all(constructors) else None
-
-
-def _factory_constructor(model: SemanticModel, func: cst.BaseExpression, depth: int) -> cst.Call | None:
-    """A call of a same-module function or method (``self.make_block()``) whose every ``return``
-    builds a Module instance: the first such constructor."""
-    factory = model.definition(func)
-    if factory is None and isinstance(func, cst.Attribute) and (cls := receiver_class(model, func.value)) is not None:
-        factory = method(model, cls, func.attr.value)
-    if not isinstance(factory, cst.FunctionDef) or factory.decorators:
-        return None
-    returns = function_returns(factory)
-    if not returns or any(r is None for r in returns):
-        return None
-    constructors = [linen_constructor(model, r, depth + 1) for r in returns if r is not None]
-    return constructors[0] if all(constructors) else None
+    return found[0]
 
 
 def bound_linen_method(model: SemanticModel, expr: cst.CSTNode) -> cst.FunctionDef | None:
@@ -140,23 +79,6 @@ def bound_linen_method(model: SemanticModel, expr: cst.CSTNode) -> cst.FunctionD
     if any(model.qualified_name(decorator_callee(d)) not in PLAIN_METHOD_DECORATORS for d in method.decorators):
         return None
     return method if _setup_assignments(model, owner, expr.attr.value) == [] else None
-
-
-def linen_class_method(model: SemanticModel, expr: cst.CSTNode) -> cst.FunctionDef | None:
-    """The instance method ``expr`` names through its Module class (``Block.__call__``)."""
-    if not isinstance(expr, cst.Attribute) or not is_linen_class(model, expr.value):
-        return None
-    cls = model.definition(expr.value)
-    found = method(model, cls, expr.attr.value) if isinstance(cls, cst.ClassDef) else None
-    return found if found is not None and is_instance_method(model, found) else None
-
-
-def _reaching(model: SemanticModel, expr: cst.CSTNode) -> Binding | None:
-    """The one binding of a re-bound name that certainly reaches this use."""
-    if not isinstance(expr, cst.Name):
-        return None
-    bindings, certain = reaching_bindings(model, expr)
-    return bindings[0] if certain else None
 
 
 def _self_class(model: SemanticModel, expr: cst.CSTNode) -> cst.ClassDef | None:

@@ -20,7 +20,7 @@ from remat_lint.analysis.reaching import reaching_bindings
 from remat_lint.analysis.semantic import Scope, SemanticModel, child_nodes, is_step
 from remat_lint.analysis.sites import RematSite
 from remat_lint.analysis.static_args import convention, fails_at_wrap, static_params
-from remat_lint.analysis.values import Values, deferred
+from remat_lint.analysis.values import Values
 from remat_lint.apis import PARTIAL
 
 # Trace-time facts about a traced array (Python values, not tracers).
@@ -30,13 +30,14 @@ STATIC_CALLS = frozenset(
 )
 
 
-def traced_params(model: SemanticModel, fn: CheckpointedFunction) -> dict[str, cst.Param] | None:
+def traced_params(values: Values, fn: CheckpointedFunction) -> dict[str, cst.Param] | None:
     """The parameters of ``fn`` that are certainly traced; None when ``static_argnums`` is unknown."""
     if not fn.entry:
         return {}
+    model = values.model
     if fails_at_wrap(model, fn.site):
         return None  # nothing is traced
-    static = static_params(fn.site, fn, Values(model))  # ``static_argnums=STATIC`` too
+    static = static_params(fn.site, fn, values)  # ``static_argnums=STATIC`` too
     if static is None:
         return None
     scope = model.functions[id(fn.node)].scope
@@ -49,30 +50,30 @@ def traced_params(model: SemanticModel, fn: CheckpointedFunction) -> dict[str, c
             continue  # static, or rebound in the body (``deterministic = nn.merge_param(...)``; ``n -= 1`` stays traced)
         if param.default is not None:
             if passed is None:
-                passed = _passed_params(model, fn)
+                passed = _passed_params(values, fn)
             if name not in passed:
                 continue
         traced[name] = param
     return traced
 
 
-def _passed_params(model: SemanticModel, fn: CheckpointedFunction) -> set[str]:
+def _passed_params(values: Values, fn: CheckpointedFunction) -> set[str]:
     """Defaulted parameters that some call in this module passes a value (not None) for."""
-    return {name for name, value in passed_arguments(model, fn) if not _is_none(value)}
+    return {name for name, value in passed_arguments(values, fn) if not _is_none(value)}
 
 
-def literal_leaf_params(model: SemanticModel, values: Values, fn: CheckpointedFunction) -> frozenset[str]:
+def literal_leaf_params(values: Values, fn: CheckpointedFunction) -> frozenset[str]:
     """Parameters that some call in this module passes ``True``/``False`` or a number (a literal,
     or what the value layer finds: ``Phase.TRAIN.value``, a constant): traced, that value is a
     scalar tracer, so ``bool()`` of it fails whatever the annotation."""
-    return frozenset(name for name, value in passed_arguments(model, fn) if _is_scalar(values, value))
+    return frozenset(name for name, value in passed_arguments(values, fn) if _is_scalar(values, value))
 
 
-def passed_arguments(model: SemanticModel, fn: CheckpointedFunction) -> Iterator[tuple[str, cst.BaseExpression]]:
+def passed_arguments(values: Values, fn: CheckpointedFunction) -> Iterator[tuple[str, cst.BaseExpression]]:
     """``(parameter name, value)`` for every argument the module's calls of ``fn`` pass."""
     # A Flax function target is called with its Module first: not one of ``fn.args``.
-    skip = 1 if fn.site.api.family == "flax" and not flax_class_target(model, fn.site) else 0
-    for call in invocations(model, fn.site):
+    skip = 1 if fn.site.api.family == "flax" and not flax_class_target(values, fn.site) else 0
+    for call in invocations(values, fn.site):
         if any(a.star for a in call.args):
             continue
         positional = [a for a in call.args if a.keyword is None][skip:]
@@ -91,13 +92,14 @@ def _is_none(value: cst.BaseExpression) -> bool:
     return isinstance(value, cst.Name) and value.value == "None"
 
 
-def invocations(model: SemanticModel, site: RematSite) -> list[cst.Call]:
+def invocations(values: Values, site: RematSite) -> list[cst.Call]:
     """Calls in this module that certainly call the checkpointed callable with its arguments.
 
     ``g = jax.checkpoint(f); g(...)``, ``jax.checkpoint(f)(...)``, ``@jax.checkpoint def f`` then
     ``f(...)``; for a Flax Module class, the calls of its instances: ``nn.remat(Block)(cfg)(...)``,
     ``R = nn.remat(Block)`` then ``R(cfg)(...)`` or ``layer = R(cfg)`` then ``layer(...)``.
     """
+    model = values.model
     if isinstance(site.node, cst.Decorator):
         decorated = model.parent(site.node)
         if not isinstance(decorated, cst.FunctionDef) or site.api.family == "flax":
@@ -106,20 +108,21 @@ def invocations(model: SemanticModel, site: RematSite) -> list[cst.Call]:
     if site.call is None:
         return []
     results = calls_of(model, site.call)
-    if site.api.family == "flax" and flax_class_target(model, site):
+    if site.api.family == "flax" and flax_class_target(values, site):
         return [call for instance in results for call in calls_of(model, instance)]
     return results
 
 
-def flax_class_target(model: SemanticModel, site: RematSite) -> bool:
+def flax_class_target(values: Values, site: RematSite) -> bool:
     """The site lifts a Module class (``Block``, ``partial(Block, ...)``, ``block.__class__``; a
     class imported from another module of the project too), not a function."""
-    target = site.target
+    model, target = values.model, site.target
     if isinstance(target, cst.Call) and model.qualified_name(target.func) in PARTIAL and target.args:
         target = target.args[0].value
     if isinstance(target, cst.ClassDef) or (target is not None and isinstance(model.definition(target), cst.ClassDef)):
         return True
-    classes = Values(model, imported=deferred).possible(target) if target is not None else None
+    # ``type(block)`` of ``block = Block()`` with ``Block`` imported: only a placeholder says it is a class.
+    classes = values.deferred_imports.possible(target) if target is not None else None
     return bool(classes) and all(v.kind == "module_class" for v in classes or ())
 
 
@@ -227,10 +230,10 @@ def _holds(model: SemanticModel, name: cst.Name, value: cst.BaseExpression) -> b
 class TracedValues:
     """Traced-ness of expressions in one checkpointed function."""
 
-    def __init__(self, model: SemanticModel, bodies: Bodies, fn: CheckpointedFunction) -> None:
-        self.model = model
-        self.scope: Scope = model.functions[id(fn.node)].scope
-        params = traced_params(model, fn)
+    def __init__(self, values: Values, bodies: Bodies, fn: CheckpointedFunction) -> None:
+        self.model = values.model
+        self.scope: Scope = self.model.functions[id(fn.node)].scope
+        params = traced_params(values, fn)
         self.names: set[str] = set(params or {})
         # Locals assigned from traced values (twice: a loop may assign before it reads).
         for _ in range(2):

@@ -21,8 +21,8 @@ when any of them is unknown. It follows:
   Haiku and Equinox: a framework's layer or a class of this module deriving from a Module
   (``module_classes.module_family``), ``functools.partial(Block, ...)`` of one, a Flax remat of a
   linen class; an instance is a call of a class, and ``block.__class__`` / ``type(block)`` is the
-  class of an instance; ``self.<attr>`` holds the Module the class's methods assign to it, when
-  exactly one does (``self.mlp = nn.Dense(4)`` in ``setup`` or ``__init__``); a loop over a
+  class of an instance; ``self.<attr>`` holds any Module the class's methods assign to it, when
+  each value assigned is one (``self.mlp = nn.Dense(4)`` in ``setup`` or ``__init__``); a loop over a
   comprehension's elements (``[Block() for _ in range(n)]``) gets what its element can be;
 - configuration (``config_values.ConfigSources``): config classes' fields, ``ml_collections``
   ConfigDicts, the environment, absl flags and argparse options.
@@ -34,18 +34,21 @@ object whose class is imported: built without arguments (``cfg = Config()``: the
 parameter annotated with it (``cfg: Config``: ``imported("config.Config.remat_policy", True)``,
 any instance). ``deferred`` answers with placeholders (kinds ``imported``, ``imported_field``)
 that the project phase resolves from the other modules' summaries (``project.model.Project``).
-Without a callback, imported names are unknown unless they name a policy.
+Without a callback, imported names are unknown unless they name a policy. A file's rules share
+one ``Values`` (``LintContext.values``, no callback) and its ``deferred_imports`` twin, so that
+each expression is evaluated once per configuration.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
+from functools import cached_property
 
 import libcst as cst
 
 from remat_lint.analysis.bodies import method, receiver_class
-from remat_lint.analysis.callables import attribute_writes, instance_attribute
+from remat_lint.analysis.callables import instance_attribute, instance_writes
 from remat_lint.analysis.config_values import ENVIRONMENT_GETTERS, ConfigSources
 from remat_lint.analysis.enums import member_value
 from remat_lint.analysis.module_classes import module_family
@@ -87,6 +90,12 @@ class Values:
         self._active: set[int] = set()
         self._subscript_writes: set[str] | None = None
         self.config = ConfigSources(self)
+
+    @cached_property
+    def deferred_imports(self) -> Values:
+        """This module's evaluator that answers imported names with placeholders for the project
+        phase (``deferred``), built once so that its node cache is shared too."""
+        return self if self.imported is deferred else Values(self.model, imported=deferred)
 
     def possible(self, expr: cst.CSTNode, depth: int = 0) -> Possible | None:
         """Every value ``expr`` can hold, or None when one of them is unknown."""
@@ -232,28 +241,31 @@ class Values:
         return self.config.attribute(expr, depth) or self._module_attribute(expr, depth) or self._imported_field(expr)
 
     def _module_attribute(self, expr: cst.Attribute, depth: int) -> Possible | None:
-        """``self.<attr>`` that the class's methods assign once, when it holds Modules (other
-        values of instance attributes are left to the configuration sources)."""
+        """``self.<attr>`` that the class's methods assign, when every value assigned is a Module
+        (``if ...: self.mlp = nn.Dense(4) else: self.mlp = nn.Dense(8)`` in ``setup``: either);
+        other values of instance attributes are left to the configuration sources."""
         cls = receiver_class(self.model, expr.value)
-        written = self._instance_attribute(cls, expr.attr.value) if cls is not None else None
-        found = self.possible(written, depth) if written is not None else None
+        written = self._instance_writes(cls, expr.attr.value) if cls is not None else None
+        found: Possible | None = () if written else None
+        for value in written or ():
+            found = union(found, self.possible(value, depth) if value is not None else None)
         return found if found and all(v.kind in _MODULE_KINDS for v in found) else None
 
-    def _instance_attribute(self, cls: cst.ClassDef, name: str, depth: int = 0) -> cst.BaseExpression | None:
-        """What the methods of ``cls`` assign to ``self.<name>`` once, or (when ``cls`` neither
-        declares nor writes it) those of its one local base class that does (``setup`` inherited);
-        None when a base is neither a class of this module nor a framework's Module."""
-        written = instance_attribute(self.model, cls, name)
-        if written is not None or depth > MAX_DEPTH:
-            return written
-        if self.model.class_scopes[id(cls)].bindings.get(name) or attribute_writes(self.model, cls, name):
-            return None  # declared or written more than once
-        found: list[cst.BaseExpression] = []
+    def _instance_writes(self, cls: cst.ClassDef, name: str, depth: int = 0) -> list[cst.BaseExpression | None] | None:
+        """What the methods of ``cls`` assign to ``self.<name>``, or (when ``cls`` neither declares
+        nor writes it) what those of its one local base class that does assign (``setup``
+        inherited); None when a base is neither a class of this module nor a framework's Module."""
+        written = instance_writes(self.model, cls, name)
+        if written or depth > MAX_DEPTH:
+            return written or None
+        if written is None or self.model.class_scopes[id(cls)].bindings.get(name):
+            return None  # given a value or declared in the class body
+        found: list[list[cst.BaseExpression | None]] = []
         for base in cls.bases:
             definition = self.model.definition(base.value)
             if isinstance(definition, cst.ClassDef):
-                inherited = self._instance_attribute(definition, name, depth + 1)
-                found += [inherited] if inherited is not None else []
+                inherited = self._instance_writes(definition, name, depth + 1)
+                found += [inherited] if inherited else []
             elif self.model.qualified_name(base.value) not in MODULE_FAMILIES:
                 return None
         return found[0] if len(found) == 1 else None

@@ -15,7 +15,7 @@ from remat_lint.analysis.semantic import Binding, SemanticModel, dotted_import_n
 from remat_lint.analysis.smoke_tests import in_smoke_test
 from remat_lint.analysis.tracing import calls_of
 from remat_lint.analysis.value import literal_value
-from remat_lint.analysis.values import Possible, Values, deferred
+from remat_lint.analysis.values import Possible, Value, Values
 from remat_lint.apis import linen
 from remat_lint.project.modules import LIBRARIES, LOCAL, Ref
 from remat_lint.project.summary import (
@@ -42,7 +42,7 @@ def summarize(ctx: LintContext) -> ModuleSummary:
     model, loops, bodies = ctx.model, ctx.loops, ctx.bodies
     summary = ModuleSummary(differentiated=_differentiated(ctx), tail_calls=_tail_calls(ctx))
     summary.imported_calls = _imported_calls(ctx)
-    values = Values(model, imported=deferred)
+    values = ctx.values.deferred_imports
     for name, bindings in model.module_scope.bindings.items():
         if len(bindings) == 1 and bindings[0].kind == "import":
             ref = _import_ref(bindings[0].node, name)
@@ -57,8 +57,7 @@ def summarize(ctx: LintContext) -> ModuleSummary:
             entries = values.entries(bindings[0].value) if isinstance(bindings[0].value, cst.Dict) else None
             if entries is not None and not values.mutated(name):
                 summary.tables[name] = tuple(
-                    TableEntry(plain((key,))[0] if key is not None else None, plain(values.possible(value)))  # type: ignore[index]  # one value: one constant
-                    for key, value in entries
+                    TableEntry(_plain_key(key), plain(values.possible(value))) for key, value in entries
                 )
     summary.changed_imports = {name for name in summary.imports if values.mutated(name)}
     summary.star_imports = [
@@ -84,7 +83,7 @@ def summarize(ctx: LintContext) -> ModuleSummary:
         if not isinstance(statement, cst.ClassDef):
             continue
         summary.bases[statement.name.value] = [ref for base in statement.bases if (ref := ref_of(model, base.value))]
-        signature = _call_signature(model, bodies, statement)
+        signature = _call_signature(ctx.values, bodies, statement)
         if signature is not None:
             summary.signatures[statement.name.value] = signature
         declared = values.config.fields(statement)
@@ -111,6 +110,13 @@ def _loop_body_refs(model: SemanticModel, loops: Loops) -> list[Ref]:
             inside = (call for call in model.calls if any(a is function for a in model.ancestors(call)))
             found.update(ref for call in inside if (ref := ref_of(model, call.func)) is not None)
     return sorted(found)
+
+
+def _plain_key(key: Value | None) -> Constant | None:
+    """A table's key as plain data; None (unknown) when it is not plain (``(1, f)``: a tuple
+    holding a function)."""
+    known = plain((key,)) if key is not None else None
+    return known[0] if known else None
 
 
 def plain(values: Possible | None) -> Constants | None:
@@ -305,15 +311,16 @@ def _project_imports(model: SemanticModel) -> set[str]:
     return names
 
 
-def _call_signature(model: SemanticModel, bodies: Bodies, cls: cst.ClassDef) -> Signature | None:
+def _call_signature(values: Values, bodies: Bodies, cls: cst.ClassDef) -> Signature | None:
     """The ``__call__`` of ``cls`` (the method Flax's ``nn.remat`` checkpoints)."""
+    model = values.model
     method = next((s for s in cls.body.body if isinstance(s, cst.FunctionDef) and s.name.value == "__call__"), None)
     if method is None or any(model.qualified_name(d.decorator) not in linen.COMPACT_NAMES for d in method.decorators):
         return None
     positional = positional_params(method)[1:]  # after self
     nodes = bodies.nodes(method)
-    flags = [is_flag(model, nodes, p) for p in positional]
-    tested = {use.param.name.value for use in control_uses(model, nodes, {p.name.value: p for p in positional})}
+    flags = [is_flag(values, nodes, p) for p in positional]
+    tested = {use.param.name.value for use in control_uses(values, nodes, {p.name.value: p for p in positional})}
     params = tuple(
         Param(p.name.value, flag, is_array_like(p) and not flag, p.name.value in tested)
         for p, flag in zip(positional, flags, strict=True)

@@ -56,3 +56,13 @@ def test_an_entry_that_may_be_a_policy_is_not_reported(tmp_path, capsys, monkeyp
 )
 def test_a_table_changed_in_place_is_unknown(tmp_path, capsys, monkeypatch, extra: str, more: dict[str, str]) -> None:
     assert _found(tmp_path, capsys, monkeypatch, _model('POLICIES["dots"]', extra), **more) == []
+
+
+def test_a_table_keyed_by_a_tuple_holding_a_function_is_read_with_that_key_unknown(tmp_path, capsys, monkeypatch):
+    """Such a key is no plain data: the module's summary crashed the run on it (``TypeError``)."""
+    config = "def f(x):\n    return x\n\n\nPOLICIES = {(1, f): 'dots_saveable'}\n"
+    model = "import jax\n\nfrom .config import POLICIES\n\n\ndef build(name, f):\n    return jax.checkpoint(f, policy=POLICIES[name])\n"
+    files = {"pkg/__init__.py": "", "pkg/config.py": config, "pkg/model.py": model}
+    ((path, row, message),) = project_messages(tmp_path, capsys, monkeypatch, files, "REM001")
+    assert (path, row) == ("pkg/model.py", 7)
+    assert message.startswith("REM001 `policy=POLICIES[name]` (from config.py) is a string, not a policy")
