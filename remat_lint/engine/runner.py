@@ -633,14 +633,11 @@ class _Workers:
 
 @dataclass
 class _Worker:
-    """The supervisor's view of one worker: its process, its end of their pipe, its tasks."""
+    """The supervisor's view of one worker: its process, its end of their pipe, its task."""
 
     process: Any
     conn: Connection
-    tasks: list[_Task] = field(default_factory=list)  # sent, not answered: it lints the first
-
-
-_IN_FLIGHT = 2  # tasks sent to a worker ahead of its results, so that it never waits for the next
+    task: _Task | None = None  # sent, not answered
 
 
 def _supervise(tasks: Connection, results: Queue[Any], ready: Event, jobs: int) -> None:
@@ -666,12 +663,15 @@ def _supervise(tasks: Connection, results: Queue[Any], ready: Event, jobs: int) 
     ready.set()
     pending: collections.deque[_Task] = collections.deque()
     more = True  # tasks may still come
-    while more or pending or any(worker.tasks for worker in workers):
+    while more or pending or any(worker.task for worker in workers):
         for worker in workers:
-            while len(worker.tasks) < _IN_FLIGHT and pending:
-                worker.tasks.append(pending.popleft())
+            # One task at a time: a worker gets the next once its result is read. A second sent ahead
+            # could deadlock the pair on their pipe, each blocked sending a large message (a file's
+            # text, a result) to the other while neither reads.
+            if worker.task is None and pending:
+                worker.task = pending.popleft()
                 with contextlib.suppress(OSError):  # it died: reading its pipe tells
-                    worker.conn.send(worker.tasks[-1])
+                    worker.conn.send(worker.task)
         for source in wait([tasks, *(worker.conn for worker in workers)] if more else [w.conn for w in workers]):
             if source is tasks:
                 try:
@@ -685,13 +685,12 @@ def _supervise(tasks: Connection, results: Queue[Any], ready: Event, jobs: int) 
                 continue
             worker = next(worker for worker in workers if worker.conn is source)
             try:  # a result is passed on as the worker pickled it
-                results.put((worker.tasks[0].index if worker.tasks else -1, worker.conn.recv_bytes()))
-                worker.tasks.pop(0)
-            except (EOFError, OSError):  # it died, on its first task if it had one
+                results.put((worker.task.index if worker.task else -1, worker.conn.recv_bytes()))
+                worker.task = None
+            except (EOFError, OSError):  # it died, on its task if it had one
                 worker.process.join()
-                if worker.tasks:
-                    results.put((worker.tasks[0].index, died_message(worker.process.exitcode)))
-                pending.extendleft(reversed(worker.tasks[1:]))  # not begun: another worker lints them
+                if worker.task is not None:
+                    results.put((worker.task.index, died_message(worker.process.exitcode)))
                 worker.conn.close()
                 workers[workers.index(worker)] = start()
     for worker in workers:

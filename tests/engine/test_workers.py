@@ -154,3 +154,40 @@ def test_a_worker_killed_while_it_waits_for_a_task_does_not_hang_the_pool(tmp_pa
                 process.kill()
     found = sorted((os.path.basename(t.path), f.code) for t, r in done[0] for f in r.findings)
     assert found == [("m000.py", "REM001"), ("m005.py", "REM001")]
+
+
+def test_large_files_with_large_results_do_not_deadlock_a_worker_and_the_supervisor(monkeypatch):
+    """A task sent ahead while the worker sent back a large result left both blocked on their
+    pipe, each writing a message the other did not read (found on the installed jax and flax
+    sources, whose largest files have large results): the run hung."""
+    import threading
+
+    import psutil
+
+    from remat_lint.engine.results import FileResult
+    from remat_lint.findings import Finding, Position, Severity
+
+    big = 1_000_000  # far more than a socket's buffer
+
+    def large_result(task: runner._Task) -> FileResult:
+        finding = Finding("REM001", "n", Severity.ERROR, "x" * big, task.path, Position(1, 0), Position(1, 1))
+        return FileResult(task.path, findings=[finding])
+
+    monkeypatch.setattr(runner, "_lint_task", large_result)  # the forked workers inherit it
+    text = "y = 1\n" * (big // 6)
+    tasks = [runner._Task(i, f"m{i}.py", text, frozenset({"REM001"}), frozenset(), False, None) for i in range(6)]
+    workers = runner._Workers(2)
+    supervisor = psutil.Process(workers._first.pid)
+    done: list[list[tuple[runner._Task, FileResult]]] = []
+    try:
+        for task in tasks:
+            workers.submit(task)
+        thread = threading.Thread(target=lambda: done.append(workers.run(tasks)), daemon=True)
+        thread.start()
+        thread.join(60)
+        assert not thread.is_alive(), "the pool hung"
+    finally:
+        for process in [*supervisor.children(recursive=True), supervisor]:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                process.kill()
+    assert [(t.path, len(r.findings[0].message)) for t, r in done[0]] == [(t.path, big) for t in tasks]
