@@ -59,8 +59,11 @@ def lint_source(
     verdict = prefilter.check(source, tree)
     if not verdict.keep:
         return result
-    if verdict.needs_only:  # the other rules' prefilters reject the file: they run as if it were not kept
-        rules = [rule for rule in rules if rule.prefilter_apis]
+    running = checked
+    if verdict.needs_only:  # the other rules' prefilters reject the file: they do not check it, but
+        # collect its facts, as the project phase does reading a file not kept (the names it hands a
+        # library, for REM008): the runner reads again only files without a summary.
+        running = {rule.code for rule in rules if rule.code in checked and rule.prefilter_apis}
     error = verdict.error
     if verdict.too_deep and error is not None:  # a nesting limit: libcst would crash the process
         result.findings.append(
@@ -82,7 +85,7 @@ def lint_source(
     try:
         for rule in rules:
             try:
-                if rule.code in checked:
+                if rule.code in running:
                     rule(ctx).check()
                 collected = rule.collect_facts(ctx)
             except RecursionError:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from remat_lint.cli import command as cli
 from remat_lint.engine import lint as engine
 from remat_lint.engine.prefilter.stages import API_GROUPS, Prefilter, Verdict, api_qnames, prefilter_for
 from remat_lint.registry import _imported_index, all_rules, rule_index
@@ -179,6 +180,16 @@ def test_rem301_fires_in_files_only_its_own_prefilter_keeps():
     for source in FIRES:
         assert not Prefilter().keeps(source)
         assert [f.code for f in engine.lint_source("a.py", source, frozenset({"REM301"})).findings] == ["REM301"]
+
+
+def test_a_file_kept_for_rem301_alone_still_tells_the_project_its_names(monkeypatch, capsys):
+    """The module that hands a checkpoint name to a library is kept only for REM301 (a scan over
+    layers, no remat API): REM008 still reads its names, so the policy that uses the name is
+    quiet whichever other rules are selected, as when the module is not kept at all."""
+    monkeypatch.chdir(ROOT)
+    for selection in ("ALL", "REM008,REM301", "REM008"):
+        code = cli.main(["--select", selection, "--no-cache", "-j", "1", "-q", "fixtures/quiet/scan_only_names"])
+        assert (code, capsys.readouterr().out) == (0, ""), selection
 
 
 class _KeepAll(Prefilter):
