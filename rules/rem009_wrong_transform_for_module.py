@@ -1,13 +1,21 @@
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import libcst as cst
 
 from remat_lint.analysis.bodies import is_instance_method
 from remat_lint.analysis.linen import is_linen_class, is_linen_classdef, linen_class_method, linen_constructor
 from remat_lint.analysis.sites import RematSite
+from remat_lint.analysis.values import Value
 from remat_lint.apis import jax, linen
-from remat_lint.findings import Applicability, Severity
+from remat_lint.findings import Applicability, Candidate, Finding, Severity
+from remat_lint.project.extract import ref_of
+from remat_lint.project.modules import LOCAL
 from remat_lint.rule import FixAvailability, FixSpec, Invalid, Rule
+
+if TYPE_CHECKING:
+    from remat_lint.project.model import Project, ProjectModule
 
 _JAX_REMATS = frozenset({jax.CHECKPOINT, jax.REMAT})
 # Keywords that mean the same to nn.remat as to jax.checkpoint whatever the target.
@@ -19,6 +27,8 @@ class WrongTransformForModule(Rule):
     ## What it does
     Flags `jax.checkpoint` / `jax.remat` applied to a Flax linen Module class or instance, or
     decorating a method of a linen Module. Flax Modules need the lifted transform `nn.remat`.
+    The class may come from another module of the project (`from .layers import Block`): its
+    base classes are followed there.
 
     ## Why is this bad?
     JAX transforms know nothing about Flax variables:
@@ -80,6 +90,7 @@ class WrongTransformForModule(Rule):
     )
     name = "wrong-transform-for-module"
     severity = Severity.ERROR
+    project_wide = True  # the Module class may be imported from another module
     fix = FixAvailability.SOMETIMES
     fix_applicability = (Applicability.SAFE,)
 
@@ -137,22 +148,48 @@ class WrongTransformForModule(Rule):
             elif linen_class_method(values, target) is not None:  # Block.__call__ = jax.checkpoint(Block.__call__)
                 self._report_method(site, self.ctx.code(target), how="is applied to")
             elif (constructor := linen_constructor(values, target)) is not None:
-                self.report(
-                    site.node,
-                    f"`{api}` is applied to the Flax Module instance `{self.ctx.code(target)}`. The result is a "
-                    "plain function with no `init`/`apply`, and calling it inside a parent Module raises "
-                    "`TypeError: Can't call __hash__ on modules that hold variables`; use the lifted "
-                    f"`nn.remat({self.ctx.code(constructor.func)})(...)`",
-                )
+                self.report(site.node, _instance_message(api, self.ctx.code(target), self.ctx.code(constructor.func)))
+            else:
+                self._imported(site, target)
 
     def _report_class(self, site: RematSite, cls: str) -> None:
-        self.report(
-            site.node,
-            f"`{site.api.display}` is applied to the Flax Module class `{cls}`. It returns a plain function, not "
-            "a Module class, so instantiating it raises `TypeError` (a Module is not a valid JAX type) and it "
-            f"has no `init`/`apply`; use the lifted `nn.remat({cls})`",
-            fix=self._fix(site),
-        )
+        self.report(site.node, _class_message(site.api.display, cls), fix=self._fix(site))
+
+    def _imported(self, site: RematSite, target: cst.CSTNode) -> None:
+        """A class of another module of the project (``Block`` imported), an instance of one or
+        the class of an instance: a candidate that the project phase confirms when the class is a
+        linen Module (check_project)."""
+        found = _imported_class(self.ctx.values.deferred_imports.single(target), target)
+        ref = ref_of(self.ctx.model, found[0]) if found is not None else None
+        if found is None or ref is None or ref[0] == LOCAL:
+            return
+        cls, instance = found
+        data = {
+            "ref": ref,
+            "api": site.api.display,
+            "target": self.ctx.code(target),
+            "cls": self.ctx.code(cls),
+            "instance": instance,
+        }
+        self.candidate(site.node, [ref[1].rsplit(".", 1)[-1]], data, fix=None if instance else self._fix(site))
+
+    @classmethod
+    def check_project(cls, candidates: list[Candidate], module: ProjectModule, project: Project) -> list[Finding]:
+        """Confirm the candidates whose class is a linen Module of the project."""
+        kept = []
+        for candidate in candidates:
+            finding, data = candidate.finding, candidate.values
+            symbol = project.linen_class(module, tuple(data["ref"]))
+            if symbol is None:
+                continue
+            if data["instance"]:
+                finding.message = _instance_message(data["api"], data["target"], data["cls"])
+            else:
+                finding.message = _class_message(data["api"], data["target"])
+            finding.data = {"class": symbol[1]}
+            finding.related = project.defined_here(symbol)
+            kept.append(finding)
+        return kept
 
     def _report_method(self, site: RematSite, method: str, how: str = "decorates") -> None:
         if 0 in _literal_ints(site.keyword("static_argnums")):
@@ -185,6 +222,36 @@ class WrongTransformForModule(Rule):
             return None
         transform = _transform_expr(site)
         return FixSpec(f"Use `{spelled}`", [(transform, spelled)]) if transform is not None else None
+
+
+def _imported_class(value: Value | None, target: cst.CSTNode) -> tuple[cst.BaseExpression, bool] | None:
+    """How this module names the class of another module that ``target`` (holding ``value``) is,
+    or is an instance of (then True): the imported name itself, or the callee of the call that
+    built the instance (the value layer's Module class or instance of framework None)."""
+    if value is None:
+        return None
+    if value.kind == "imported" and isinstance(target, (cst.Name, cst.Attribute)):
+        return target, False
+    built = value.node if value.framework is None else None  # framework None: a class of another module
+    if value.kind in ("module_class", "module_instance") and isinstance(built, cst.Call):
+        return built.func, value.kind == "module_instance"
+    return None
+
+
+def _class_message(api: str, cls: str) -> str:
+    return (
+        f"`{api}` is applied to the Flax Module class `{cls}`. It returns a plain function, not a Module class, so "
+        "instantiating it raises `TypeError` (a Module is not a valid JAX type) and it has no `init`/`apply`; use "
+        f"the lifted `nn.remat({cls})`"
+    )
+
+
+def _instance_message(api: str, target: str, cls: str) -> str:
+    return (
+        f"`{api}` is applied to the Flax Module instance `{target}`. The result is a plain function with no "
+        "`init`/`apply`, and calling it inside a parent Module raises `TypeError: Can't call __hash__ on modules "
+        f"that hold variables`; use the lifted `nn.remat({cls})(...)`"
+    )
 
 
 def _transform_expr(site: RematSite) -> cst.BaseExpression | None:

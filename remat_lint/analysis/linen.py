@@ -12,7 +12,8 @@ REM015), as the value layer tells (``values.Values``, ``module_classes.module_fa
 
 Anything else is unknown and never reported: a class held in a dataclass field
 (``self.block_cls``), a class imported from another module of the project (only the project
-phase can tell), a class with a base that cannot be resolved.
+phase can tell: REM004 and REM009 report a candidate there), a class with a base that cannot be
+resolved.
 """
 
 from __future__ import annotations

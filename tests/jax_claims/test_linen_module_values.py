@@ -1,5 +1,6 @@
 """REM009, REM014 and REM015 through the value layer, run for real: each Module of
-fixtures/rem0NN_module_values.py fails as its rule reports; its quiet twin initialises and runs."""
+fixtures/rem0NN_module_values.py (and of fixtures/xmod_rem009/, where the class comes from another
+module) fails as its rule reports; its quiet twin initialises and runs."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ import runpy
 from pathlib import Path
 
 import pytest
+
+from tests.jax_claims.test_cross_module import fixture_package
 
 jax = pytest.importorskip("jax")
 jnp = pytest.importorskip("jax.numpy")
@@ -51,3 +54,14 @@ def test_rem015_init_returns_tracers_and_apply_raises(name):
 def test_the_quiet_twins_run(rule, name):
     module = _module(FIXTURES / "quiet", rule, name)
     assert module.apply(module.init(KEY, X), X).shape[0] == X.shape[0]
+
+
+def test_rem009_across_modules_class_instance_and_class_of_instance_fail_and_the_lifted_twin_runs():
+    with fixture_package(FIXTURES / "xmod_rem009", "model") as package:
+        for name in ("FromClass", "ClassOfInstance"):
+            with pytest.raises(TypeError, match="is not a valid JAX type"):
+                getattr(package.model, name)().init(KEY, X)
+        with pytest.raises(TypeError, match="Can't call __hash__ on modules that hold variables"):
+            package.model.FromInstance().init(KEY, X)
+        lifted = package.model.Lifted()
+        assert lifted.apply(lifted.init(KEY, X), X).shape == X.shape
