@@ -63,6 +63,7 @@ CHILD = textwrap.dedent(
     import jax, jax.numpy as jnp
     from jax.ad_checkpoint import checkpoint_name
     sys.path[:0] = sys.argv[1:4]
+    exec(sys.argv[4], {"__name__": "offload"})  # OFFLOAD below, in a namespace of its own
     import budget_nnx_block, model, stack
     from remat_lint.trace.worker.budget import Search, parse_budget
     from remat_lint.trace.worker.costs import Program
@@ -112,13 +113,42 @@ CHILD = textwrap.dedent(
 )
 
 
+# What offload is on XLA:CPU (test_offload_is_a_candidate_only_where_the_backend_has_host_memory), run by CHILD first.
+OFFLOAD = textwrap.dedent(
+    """\
+    import jax, jax.numpy as jnp
+    from jax.ad_checkpoint import checkpoint_name
+    from remat_lint.trace.worker.budget import candidates, host_memory, Search, parse_budget
+    from remat_lint.trace.worker.costs import Program
+
+    def block(x, w):
+        return jnp.sin(checkpoint_name(jnp.tanh(x @ w), "h") @ w.T)
+
+    def loss(w, x):
+        return jnp.sum(jax.checkpoint(block)(x, w) ** 2)
+
+    S = jax.ShapeDtypeStruct
+    program = Program.trace(loss, (S((32, 32), jnp.float32), S((8, 32), jnp.float32)), {}, 0)
+    plan = Search(program, [None]).choose(parse_budget("0.5"))
+    offload = [c for c in candidates(program.sites[0], "pinned_host") if c.name.startswith("save_and_offload")]
+    source = offload[0].policy
+    policy = eval(source, {"jax": jax})
+    x = jnp.ones((8, 32)); w = jnp.eye(32)
+    same = jax.grad(loss)(w, x).tolist() == jax.grad(lambda w, x: jnp.sum(jax.checkpoint(block, policy=policy)(x, w) ** 2))(w, x).tolist()
+    print(repr(host_memory()), [o["candidate"] for o in plan["site_options"][0]["options"]], plan["offload_note"], sep="\\n")
+    print(offload[0].name, source, same, sep="\\n")
+    """
+)
+
+
 @pytest.fixture(scope="module")
-def searched(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+def child_output(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
+    """The child's last seven lines: OFFLOAD's six, then the search's JSON (one JAX start for both)."""
     tmp = tmp_path_factory.mktemp("budget")
     (tmp / "stack.py").write_text(STACK, encoding="utf-8")
     env = {**os.environ, "XLA_FLAGS": FLAGS, "JAX_PLATFORMS": "cpu"}
     proc = subprocess.run(
-        [sys.executable, "-c", CHILD, str(DEMO), str(tmp), str(ROOT / "tests" / "trace")],
+        [sys.executable, "-c", CHILD, str(DEMO), str(tmp), str(ROOT / "tests" / "trace"), OFFLOAD],
         capture_output=True,
         text=True,
         env=env,
@@ -126,7 +156,17 @@ def searched(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         check=False,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    return proc.stdout.strip().splitlines()[-7:]
+
+
+@pytest.fixture(scope="module")
+def searched(child_output: list[str]) -> dict[str, Any]:
+    return json.loads(child_output[-1])
+
+
+@pytest.fixture(scope="module")
+def offload_probe(child_output: list[str]) -> list[str]:
+    return child_output[:-1]
 
 
 @pytest.mark.parametrize("name", ["demo", "stack", "nnx", "nested", "interleaved"])
@@ -317,40 +357,10 @@ def test_a_plan_for_a_sharded_program_says_the_budget_is_per_device() -> None:
     assert "per device" not in format_plans([SimpleNamespace(path="model.py", target="loss", report=rep)], "")
 
 
-def test_offload_is_a_candidate_only_where_the_backend_has_host_memory() -> None:
+def test_offload_is_a_candidate_only_where_the_backend_has_host_memory(offload_probe: list[str]) -> None:
     """On XLA:CPU (the test's backend) ``save_and_offload_only_these_names`` compiles as saved, so it is
     no candidate and the plan says why; given a host memory kind, a site declaring names offloads them."""
-    code = textwrap.dedent(
-        """\
-        import jax, jax.numpy as jnp
-        from jax.ad_checkpoint import checkpoint_name
-        from remat_lint.trace.worker.budget import candidates, host_memory, Search, parse_budget
-        from remat_lint.trace.worker.costs import Program
-
-        def block(x, w):
-            return jnp.sin(checkpoint_name(jnp.tanh(x @ w), "h") @ w.T)
-
-        def loss(w, x):
-            return jnp.sum(jax.checkpoint(block)(x, w) ** 2)
-
-        S = jax.ShapeDtypeStruct
-        program = Program.trace(loss, (S((32, 32), jnp.float32), S((8, 32), jnp.float32)), {}, 0)
-        plan = Search(program, [None]).choose(parse_budget("0.5"))
-        offload = [c for c in candidates(program.sites[0], "pinned_host") if c.name.startswith("save_and_offload")]
-        source = offload[0].policy
-        policy = eval(source, {"jax": jax})
-        x = jnp.ones((8, 32)); w = jnp.eye(32)
-        same = jax.grad(loss)(w, x).tolist() == jax.grad(lambda w, x: jnp.sum(jax.checkpoint(block, policy=policy)(x, w) ** 2))(w, x).tolist()
-        print(repr(host_memory()), [o["candidate"] for o in plan["site_options"][0]["options"]], plan["offload_note"], sep="\\n")
-        print(offload[0].name, source, same, sep="\\n")
-        """
-    )
-    env = {**os.environ, "XLA_FLAGS": FLAGS, "JAX_PLATFORMS": "cpu"}
-    proc = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300, check=False
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    memory, options, note, name, source, same = proc.stdout.strip().splitlines()[-6:]
+    memory, options, note, name, source, same = offload_probe
     assert memory == "None"
     assert not any("offload" in o for o in options.split(","))
     assert note.startswith(

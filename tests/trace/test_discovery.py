@@ -311,95 +311,135 @@ def test_costs_measured_without_the_cpu_barrier_flag_report_nothing(tmp_path: Pa
     assert "no compiled-cost discovery in saved(<4 arrays>, f32[32,64]): XLA:CPU ran without " in proc.stderr
 
 
-def test_a_checkpoint_of_another_modules_function_is_not_called_unapplied(tmp_path: Path):
+# Three projects' modules in one project and one --trace-run (each module is judged on the programs
+# that apply its checkpoints; none of them expects a REM402, whose evidence lists every program).
+LAYERS = """\
+    import jax.numpy as jnp
+
+
+    def dense(w, x):
+        return jnp.tanh(jnp.tanh(x @ w) @ w)
+    """
+CROSS = """\
+    import jax
+    import jax.numpy as jnp
+
+    from pkg import layers
+
+    layer = jax.checkpoint(layers.dense)
+
+
+    def saved(ws, x):
+        for w in ws:
+            x = layer(w, x)
+        return jnp.sum(x**2)
+    """
+CROSS_TEST = """\
+    import jax
+    import jax.numpy as jnp
+
+    from pkg.cross import saved
+
+
+    def test_saved():
+        assert jax.grad(saved)([jnp.ones((64, 64))] * 4, jnp.ones((32, 64)))[0].shape == (64, 64)
+    """
+WHOLE_LINEN = """\
+    import flax.linen as nn
+    import jax
+    import jax.numpy as jnp
+
+
+    class Block(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            return x + nn.Dense(16)(jnp.tanh(nn.Dense(64)(x)))
+
+
+    class GPT(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            for _ in range(2):
+                x = Block()(x)
+            return nn.Dense(4)(x)
+
+
+    Model = nn.remat(GPT)
+
+
+    def loss(params, x, y):
+        return jnp.mean((Model().apply(params, x) - y) ** 2)
+    """
+WHOLE_LINEN_TEST = """\
+    import jax
+    import jax.numpy as jnp
+
+    from pkg.whole import Model, loss
+
+
+    def test_grads():
+        x = jnp.ones((8, 16))
+        params = Model().init(jax.random.key(0), x)
+        assert jax.grad(loss)(params, x, jnp.ones((8, 4))) is not None
+    """
+PROJECTED = """\
+    import jax
+    import jax.numpy as jnp
+
+
+    def mlp(ws, x):
+        for w in ws:
+            x = jnp.tanh(x @ w)
+        return x
+
+
+    forward = jax.checkpoint(mlp)
+
+
+    def loss(ws, x, proj):
+        return jnp.mean((forward(ws, x) @ proj) ** 2)
+    """
+PROJECTED_TEST = """\
+    import jax
+    import jax.numpy as jnp
+
+    from pkg.projected import loss
+
+
+    def test_grad():
+        ws = [jnp.ones((32, 32))] * 3
+        assert len(jax.grad(loss)(ws, jnp.ones((16, 32)), jnp.ones((32, 4)))) == 3
+    """
+
+
+@pytest.fixture(scope="module")
+def merged(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[dict]]:
+    """Per module: its JSON findings from one --trace-run over the modules above."""
+    files = {
+        "pkg/layers.py": LAYERS,
+        "pkg/cross.py": CROSS,
+        "tests/test_cross.py": CROSS_TEST,
+        "pkg/whole.py": WHOLE_LINEN,
+        "tests/test_whole.py": WHOLE_LINEN_TEST,
+        "pkg/projected.py": PROJECTED,
+        "tests/test_projected.py": PROJECTED_TEST,
+    }
+    root = project(tmp_path_factory.mktemp("merged"), files)
+    proc = lint("--trace", "--trace-run", PYTEST, "--output-format", "json", "pkg", cwd=root)
+    by_module: dict[str, list[dict]] = {Path(name).name: [] for name in files if name.startswith("pkg/")}
+    for finding in json.loads(proc.stdout):
+        by_module[Path(finding["filename"]).name].append(finding)
+    return by_module
+
+
+def test_a_checkpoint_of_another_modules_function_is_not_called_unapplied(merged: dict[str, list[dict]]):
     """``jax.checkpoint(layers.dense)``: the equation's function is in layers.py and its calls are in
-    model.py, so it matches no static site line; it ran, so REM402 must not say it did not."""
-    project(
-        tmp_path,
-        {
-            "pkg/layers.py": """\
-            import jax.numpy as jnp
+    cross.py, so it matches no static site line; it ran, so REM402 must not say it did not."""
+    assert merged["layers.py"] == merged["cross.py"] == [], merged
 
 
-            def dense(w, x):
-                return jnp.tanh(jnp.tanh(x @ w) @ w)
-            """,
-            "pkg/model.py": """\
-            import jax
-            import jax.numpy as jnp
-
-            from pkg import layers
-
-            layer = jax.checkpoint(layers.dense)
-
-
-            def saved(ws, x):
-                for w in ws:
-                    x = layer(w, x)
-                return jnp.sum(x**2)
-            """,
-            "tests/test_model.py": """\
-            import jax
-            import jax.numpy as jnp
-
-            from pkg.model import saved
-
-
-            def test_saved():
-                assert jax.grad(saved)([jnp.ones((64, 64))] * 4, jnp.ones((32, 64)))[0].shape == (64, 64)
-            """,
-        },
-    )
-    proc = lint("--trace", "--trace-run", PYTEST, "--output-format", "json", "pkg", cwd=tmp_path)
-    assert json.loads(proc.stdout) == [], proc.stdout
-
-
-def test_a_linen_model_wrapped_whole_by_nn_remat_is_reported_at_the_wrap(tmp_path: Path):
-    project(
-        tmp_path,
-        {
-            "pkg/model.py": """\
-            import flax.linen as nn
-            import jax
-            import jax.numpy as jnp
-
-
-            class Block(nn.Module):
-                @nn.compact
-                def __call__(self, x):
-                    return x + nn.Dense(16)(jnp.tanh(nn.Dense(64)(x)))
-
-
-            class GPT(nn.Module):
-                @nn.compact
-                def __call__(self, x):
-                    for _ in range(2):
-                        x = Block()(x)
-                    return nn.Dense(4)(x)
-
-
-            Model = nn.remat(GPT)
-
-
-            def loss(params, x, y):
-                return jnp.mean((Model().apply(params, x) - y) ** 2)
-            """,
-            "tests/test_model.py": """\
-            import jax
-            import jax.numpy as jnp
-
-            from pkg.model import Model, loss
-
-
-            def test_grads():
-                x = jnp.ones((8, 16))
-                params = Model().init(jax.random.key(0), x)
-                assert jax.grad(loss)(params, x, jnp.ones((8, 4))) is not None
-            """,
-        },
-    )
-    proc = lint("--trace", "--trace-run", PYTEST, "--output-format", "json", "pkg", cwd=tmp_path)
-    [found] = json.loads(proc.stdout)
+def test_a_linen_model_wrapped_whole_by_nn_remat_is_reported_at_the_wrap(merged: dict[str, list[dict]]):
+    [found] = merged["whole.py"]
     assert (found["code"], found["location"]["row"]) == ("REM401", 20)  # the nn.remat line, not the body
     assert "program loss(<10 arrays>, f32[8,16], f32[8,4])" in found["trace"]["reason"]
     assert "; at 16 times the batch (f32[128,16], f32[128,4]): temp " in found["message"], found["message"]
@@ -515,41 +555,7 @@ def test_per_layer_checkpoints_that_save_memory_at_a_larger_batch_are_not_report
     assert len(found[0]["trace"]["evidence"]["programs"]) == 6  # linen, nnx and jax, at batch 8 and 4
 
 
-def test_a_program_that_does_not_trace_at_a_larger_batch_gives_no_rem401(tmp_path: Path):
+def test_a_program_that_does_not_trace_at_a_larger_batch_gives_no_rem401(merged: dict[str, list[dict]]):
     """``proj`` is not differentiated, so its leading dimension grows with the batch's and ``h @ proj``
     no longer traces: the verdict at the recorded shapes alone is not reported (precision)."""
-    project(
-        tmp_path,
-        {
-            "pkg/model.py": """\
-            import jax
-            import jax.numpy as jnp
-
-
-            def mlp(ws, x):
-                for w in ws:
-                    x = jnp.tanh(x @ w)
-                return x
-
-
-            forward = jax.checkpoint(mlp)
-
-
-            def loss(ws, x, proj):
-                return jnp.mean((forward(ws, x) @ proj) ** 2)
-            """,
-            "tests/test_model.py": """\
-            import jax
-            import jax.numpy as jnp
-
-            from pkg.model import loss
-
-
-            def test_grad():
-                ws = [jnp.ones((32, 32))] * 3
-                assert len(jax.grad(loss)(ws, jnp.ones((16, 32)), jnp.ones((32, 4)))) == 3
-            """,
-        },
-    )
-    proc = lint("--trace", "--trace-run", PYTEST, "--output-format", "json", "pkg", cwd=tmp_path)
-    assert json.loads(proc.stdout) == [], proc.stdout
+    assert merged["projected.py"] == [], merged

@@ -42,8 +42,9 @@ DECLARED = '[[tool.remat-lint.trace.targets]]\nfunction = "m:loss"\nargs = ["f32
 def _site(tmp_path: Path, config: str) -> tuple[dict, str]:
     (tmp_path / "m.py").write_text(MODULE, encoding="utf-8")
     (tmp_path / "pyproject.toml").write_text("[tool.remat-lint]\n" + config, encoding="utf-8")
-    text = lint("--trace", "m.py", cwd=tmp_path).stdout
-    (finding,) = json.loads(lint("--trace", "--output-format", "json", "m.py", cwd=tmp_path).stdout)
+    # one traced run gives the text report (stdout) and the JSON one (--extra-output)
+    text = lint("--trace", "--extra-output", "json=out.json", "m.py", cwd=tmp_path).stdout
+    (finding,) = json.loads((tmp_path / "out.json").read_text(encoding="utf-8"))
     (site,) = [s for s in finding["trace"]["sites"] if s["line"] == 9]
     return site, text
 
