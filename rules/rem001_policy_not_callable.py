@@ -13,6 +13,7 @@ from remat_lint.rule import FixAvailability, FixSpec, Invalid, Rule
 if TYPE_CHECKING:
     import libcst as cst
 
+    from remat_lint.analysis.sites import RematSite
     from remat_lint.analysis.values import Value
     from remat_lint.project.model import Project, ProjectModule
 else:
@@ -147,8 +148,7 @@ class PolicyNotCallable(Rule):
                 continue
             found = problem(possible)
             if found is not None:
-                written_here = any(a is site.node for a in self.ctx.model.ancestors(arg.value))
-                fix = self._fix(arg.value) if written_here else None  # a spread table may be read elsewhere too
+                fix = self._fix(arg.value) if self._written_for(site, arg) else None
                 self.report(site.node, f"`policy={self.ctx.code(arg.value)}` {found}", fix=fix)
 
     @classmethod
@@ -168,6 +168,15 @@ class PolicyNotCallable(Rule):
             finding.related = resolved.related
             kept.append(finding)
         return kept
+
+    def _written_for(self, site: RematSite, arg: cst.Arg) -> bool:
+        """``arg`` is written in a call that builds the checkpoint (the call, a partial, a factory),
+        not in a table of options spread from a name (``**OPTIONS``), which other code may read."""
+        model = self.ctx.model
+        if model.parent(arg) is not None:
+            return True  # a keyword of one of the site's calls
+        own = {id(n) for n in (site.node, site.call, site.ref.factory, *site.ref.partials) if n is not None}
+        return any(id(a) in own for a in model.ancestors(arg.value))  # ``**{"policy": ...}`` in one of them
 
     def _fix(self, value: cst.BaseExpression) -> FixSpec | None:
         if not isinstance(value, cst.SimpleString):

@@ -2,20 +2,22 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import libcst as cst
-
-from remat_lint.analysis.bodies import is_instance_method
-from remat_lint.analysis.linen import is_linen_class, is_linen_classdef, linen_class_method, linen_constructor
-from remat_lint.analysis.sites import RematSite
-from remat_lint.analysis.values import Value
 from remat_lint.apis import jax, linen
 from remat_lint.findings import Applicability, Candidate, Finding, Severity
-from remat_lint.project.extract import ref_of
+from remat_lint.lazy_import import LazyModule
 from remat_lint.project.modules import LOCAL
 from remat_lint.rule import FixAvailability, FixSpec, Invalid, Rule
 
 if TYPE_CHECKING:
+    import libcst as cst
+
+    from remat_lint.analysis.sites import RematSite
+    from remat_lint.analysis.values import Value
     from remat_lint.project.model import Project, ProjectModule
+else:
+    # libcst and the analyses are imported where a file is checked: the project phase
+    # (check_project), often all a warm run does, needs neither.
+    cst = LazyModule("libcst")
 
 _JAX_REMATS = frozenset({jax.CHECKPOINT, jax.REMAT})
 # Keywords that mean the same to nn.remat as to jax.checkpoint whatever the target.
@@ -132,6 +134,9 @@ class WrongTransformForModule(Rule):
     ]
 
     def check(self) -> None:
+        from remat_lint.analysis.bodies import is_instance_method
+        from remat_lint.analysis.linen import is_linen_class, is_linen_classdef, linen_class_method, linen_constructor
+
         model, values = self.ctx.model, self.ctx.values
         for site in self.ctx.sites:
             if site.api.qname not in _JAX_REMATS or site.target is None:
@@ -159,6 +164,8 @@ class WrongTransformForModule(Rule):
         """A class of another module of the project (``Block`` imported), an instance of one or
         the class of an instance: a candidate that the project phase confirms when the class is a
         linen Module (check_project)."""
+        from remat_lint.project.extract import ref_of
+
         found = _imported_class(self.ctx.values.deferred_imports.single(target), target)
         ref = ref_of(self.ctx.model, found[0]) if found is not None else None
         if found is None or ref is None or ref[0] == LOCAL:
