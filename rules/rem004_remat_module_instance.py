@@ -180,16 +180,9 @@ class RematModuleInstance(Rule):
     @classmethod
     def check_project(cls, candidates: list[Candidate], module: ProjectModule, project: Project) -> list[Finding]:
         """Confirm the candidates whose class is a linen Module of the project."""
-        kept = []
-        for candidate in candidates:
-            finding, data = candidate.finding, candidate.values
-            symbol = project.linen_class(module, tuple(data["ref"]))
-            if symbol is not None:
-                finding.message = _instance_message(data["api"], data["target"], data["cls"])
-                finding.data = {"class": symbol[1]}
-                finding.related = project.defined_here(symbol)
-                kept.append(finding)
-        return kept
+        return project.confirm_linen_classes(
+            candidates, module, lambda data: _instance_message(data["api"], data["target"], data["cls"])
+        )
 
     def _fix(self, site: RematSite, constructor: cst.Call) -> FixSpec | None:
         """``remat(C(a))(x)`` -> ``remat(C)(a)(x)``: only when the constructor is written in the

@@ -183,20 +183,15 @@ class WrongTransformForModule(Rule):
     @classmethod
     def check_project(cls, candidates: list[Candidate], module: ProjectModule, project: Project) -> list[Finding]:
         """Confirm the candidates whose class is a linen Module of the project."""
-        kept = []
-        for candidate in candidates:
-            finding, data = candidate.finding, candidate.values
-            symbol = project.linen_class(module, tuple(data["ref"]))
-            if symbol is None:
-                continue
-            if data["instance"]:
-                finding.message = _instance_message(data["api"], data["target"], data["cls"])
-            else:
-                finding.message = _class_message(data["api"], data["target"])
-            finding.data = {"class": symbol[1]}
-            finding.related = project.defined_here(symbol)
-            kept.append(finding)
-        return kept
+        return project.confirm_linen_classes(
+            candidates,
+            module,
+            lambda data: (
+                _instance_message(data["api"], data["target"], data["cls"])
+                if data["instance"]
+                else _class_message(data["api"], data["target"])
+            ),
+        )
 
     def _report_method(self, site: RematSite, method: str, how: str = "decorates") -> None:
         if 0 in _literal_ints(site.keyword("static_argnums")):

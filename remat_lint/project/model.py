@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 from remat_lint.apis import LINEN_MODULE_CLASSES
-from remat_lint.findings import Position, RelatedLocation
+from remat_lint.findings import Candidate, Finding, Position, RelatedLocation
 from remat_lint.project.fields import instance_values
 from remat_lint.project.modules import LOCAL, Ref, absolute, import_ref, is_package, module_names
 from remat_lint.project.summary import (
@@ -133,6 +133,23 @@ class Project:
         Flax linen Module (through the project's classes)."""
         symbol = self.resolve(module, ref)
         return symbol if symbol is not None and self.base_names(symbol) & LINEN_MODULE_CLASSES else None
+
+    def confirm_linen_classes(
+        self, candidates: list[Candidate], module: ProjectModule, message: Callable[[Mapping[str, Any]], str]
+    ) -> list[Finding]:
+        """The candidates whose ``ref`` value names a linen Module class of the project (REM004,
+        REM009: a class imported from another module), each with ``message`` of its values, the
+        class's name as data and its definition as a related location."""
+        kept = []
+        for candidate in candidates:
+            finding, data = candidate.finding, candidate.values
+            symbol = self.linen_class(module, tuple(data["ref"]))
+            if symbol is not None:
+                finding.message = message(data)
+                finding.data = {"class": symbol[1]}
+                finding.related = self.defined_here(symbol)
+                kept.append(finding)
+        return kept
 
     def call_signature(self, symbol: Symbol) -> Signature | None:
         """The ``__call__`` of the project's module-level class ``symbol``, when it defines one."""
