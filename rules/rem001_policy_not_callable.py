@@ -175,7 +175,7 @@ class PolicyNotCallable(Rule):
         model = self.ctx.model
         if model.parent(arg) is not None:
             return True  # a keyword of one of the site's calls
-        own = {id(n) for n in (site.node, site.call, site.ref.factory, *site.ref.partials) if n is not None}
+        own = {id(call) for call in site.argument_calls}
         return any(id(a) in own for a in model.ancestors(arg.value))  # ``**{"policy": ...}`` in one of them
 
     def _fix(self, value: cst.BaseExpression) -> FixSpec | None:
