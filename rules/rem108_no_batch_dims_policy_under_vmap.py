@@ -9,7 +9,7 @@ from remat_lint.analysis.bodies import CheckpointedFunction, is_call_method
 from remat_lint.analysis.policies import site_policy
 from remat_lint.analysis.semantic import child_nodes
 from remat_lint.analysis.sites import RematSite
-from remat_lint.analysis.value import Value
+from remat_lint.analysis.value import Value, call_argument
 from remat_lint.apis import ARRAY_VMAPS, policy_info
 from remat_lint.apis.jax import EINSUMS, ELEMENTWISE, MATMULS, NO_BATCH_DIMS_POLICIES
 from remat_lint.apis.linen import DENSE_LAYERS, MODULE_VMAPS, PARAM_METHOD, PARAMS
@@ -193,7 +193,7 @@ class NoBatchDimsPolicyUnderVmap(Rule):
         if found is None:
             return False
         vmap, in_axes = found
-        given = _argument(vmap, *in_axes)
+        given = call_argument(vmap, *in_axes)
         return given is None or _every_axis_mapped(given)
 
     def _map_of(self, callable_: cst.CSTNode, maps: Mapping[str, _Spec]) -> tuple[cst.Call, _Spec] | None:
@@ -221,8 +221,8 @@ class NoBatchDimsPolicyUnderVmap(Rule):
         vmap, spec = found
         if any(_keyword(arg) == spec.methods for arg in vmap.args):
             return False  # other methods than ``__call__``
-        in_axes = _argument(vmap, *spec.in_axes)
-        variable_axes = _argument(vmap, *spec.variable_axes)
+        in_axes = call_argument(vmap, *spec.in_axes)
+        variable_axes = call_argument(vmap, *spec.variable_axes)
         return (in_axes is None or _every_axis_mapped(in_axes)) and (
             variable_axes is not None and self._params_mapped(variable_axes)
         )
@@ -364,12 +364,6 @@ def _static_arguments(site: RematSite) -> bool:
 
 def _keyword(arg: cst.Arg) -> str | None:
     return arg.keyword.value if arg.keyword is not None else None
-
-
-def _argument(call: cst.Call, slot: int | None, keyword: str) -> cst.BaseExpression | None:
-    """The argument ``call`` passes at position ``slot`` or as ``keyword``."""
-    given = [a for i, a in enumerate(call.args) if (a.keyword is None and i == slot) or _keyword(a) == keyword]
-    return given[0].value if given else None
 
 
 def _non_negative_int(axis: Value | None) -> bool:

@@ -130,6 +130,9 @@ def keyword_value(call: cst.Call, name: str) -> cst.BaseExpression | None:
     return next((a.value for a in call.args if a.keyword is not None and a.keyword.value == name), None)
 
 
-def call_argument(call: cst.Call, index: int, name: str) -> cst.BaseExpression | None:
+def call_argument(call: cst.Call, index: int | None, name: str) -> cst.BaseExpression | None:
+    """The argument ``call`` passes as ``name=`` or at position ``index`` (None: keyword only)."""
     positional = [a.value for a in call.args if a.keyword is None and not a.star]
+    if index is None:
+        return keyword_value(call, name)
     return keyword_value(call, name) or (positional[index] if len(positional) > index else None)
