@@ -104,7 +104,7 @@ _NUMERIC_ASSIGNS = (
 )
 
 
-def numeric_params(model: SemanticModel, nodes: list[cst.CSTNode], params: dict[str, cst.Param]) -> frozenset[str]:
+def _numeric_params(model: SemanticModel, nodes: list[cst.CSTNode], params: dict[str, cst.Param]) -> frozenset[str]:
     """The parameters ``nodes`` (a body) compute with by an operator that no container has
     (``n - 1``, ``n -= 1``, ``x / n``, ``-n``), where every binding reaching the operand is the
     parameter or a step of it: a number or an array, whose truth value raises when it is traced.
@@ -122,6 +122,11 @@ def numeric_params(model: SemanticModel, nodes: list[cst.CSTNode], params: dict[
             continue
         found.update(o.value for o in operands if isinstance(o, cst.Name) and _is_param(model, o, params))
     return frozenset(found)
+
+
+def _scalars(values: Values, nodes: list[cst.CSTNode], params: dict[str, cst.Param], fields: bool) -> frozenset[str]:
+    """The parameters ``nodes`` (a body) show to be scalars or arrays: flags, or numbers."""
+    return plain_params(values, nodes, params, fields) | _numeric_params(values.model, nodes, params)
 
 
 def _is_param(model: SemanticModel, name: cst.Name, params: dict[str, cst.Param]) -> bool:
@@ -220,8 +225,7 @@ def control_uses(
     when they are traced (the leaf evidence for truth and equality tests is checked here; ``leaves``
     names parameters known to be scalars from elsewhere: a literal passed by a call; ``fields``: a
     layer whose rate is held in a Module field counts, and the use names the field)."""
-    known = leaves | plain_params(values, nodes, params, fields) | numeric_params(values.model, nodes, params)
-    finder = _Finder(values, params, leaves=known, fields=fields)
+    finder = _Finder(values, params, leaves=leaves | _scalars(values, nodes, params, fields), fields=fields)
     for node in nodes:
         yield from finder.visit(node)
 
@@ -307,8 +311,7 @@ class _Finder:
                 self.values,
                 received,
                 self.depth + 1,
-                leaves=plain_params(self.values, body, received, self.fields)
-                | numeric_params(self.model, body, received),
+                leaves=_scalars(self.values, body, received, self.fields),
                 fields=self.fields,
             )
             use = next((u for n in body for u in inner.visit(n)), None)
