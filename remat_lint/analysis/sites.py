@@ -155,7 +155,7 @@ def _site(
 def _spread_keywords(entries: Entries, value: cst.BaseExpression) -> dict[str, cst.Arg]:
     """The keywords ``**value`` certainly passes: the entries of the dict it is, as the evaluator
     knows them (``**{"policy": p}``, ``**dict(policy=p)``, a name bound once to one that nothing
-    changes), when every key is a known string; else none. A ``dict(k=v)`` keeps its own arguments."""
+    changes), when every key is a known string; else none."""
     found = entries(value)
     keywords: dict[str, cst.Arg] = {}
     for key, item in found or ():

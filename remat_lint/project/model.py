@@ -203,7 +203,9 @@ class Project:
             return name in listed[0].strings
         if name.startswith("_"):
             return False
-        return True if name in summary.defines or name in summary.imports else (None if summary.star_imports else False)
+        if name in summary.defines or name in summary.imports:
+            return True
+        return None if summary.star_imports else False
 
     def values(
         self, module: ProjectModule, values: Constants, depth: int = 0
